@@ -1,0 +1,1 @@
+"""A Python re-implementation of kube-ovn's pod network controller (kube-ovn v1.8.18 pod.go)."""
