@@ -1,0 +1,1 @@
+"""OVN Northbound client: the domain verbs the pod controller needs (see api.py)."""

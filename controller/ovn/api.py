@@ -1,0 +1,141 @@
+"""The contract between the pod controller and OVN's Northbound database.
+
+`NbClient` lists domain verbs, one per kube-ovn `pkg/ovs/ovn-nbctl.go` function the pod controller
+calls, not raw OVSDB commands. Every verb:
+
+* runs as exactly one NB transaction, with errors checked (nothing fails silently);
+* is idempotent: calling it twice leaves the same rows as calling it once;
+* raises only `OvnError` subclasses, within the configured timeout, never hangs.
+
+Two implementations keep each other honest through one contract test suite: the real client over
+ovsdbapp's IDL (`impl_idl.py`) and an in-memory fake (`fake.py`) for fast unit tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+VENDOR = "kube-ovn"
+
+
+class OvnError(Exception):
+    """Any failure talking to, or refused by, the Northbound database."""
+
+
+class OvnTimeoutError(OvnError):
+    """A transaction did not complete within --ovn-timeout (includes 'not connected')."""
+
+
+class OvnConflictError(OvnError):
+    """The request contradicts existing rows (same address twice on a switch, port elsewhere)."""
+
+
+class DuplicateAddressError(OvnConflictError):
+    """An address is already used by another port of the same logical switch (as ovn-nbctl)."""
+
+
+class NotFoundError(OvnError):
+    """A row the verb needs (switch, router, port group) does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class PortSpec:
+    """A pod's logical switch port, as kube-ovn's CreatePort builds it.
+
+    `ips` holds one bare address per family (v4 first); `cidrs` the subnet CIDR of each, used for
+    the masked port_security entries of dual stack, as kube-ovn does.
+    """
+
+    name: str
+    switch: str
+    mac: str
+    ips: tuple[str, ...]
+    cidrs: tuple[str, ...] = ()
+    pod_name: str = ""
+    pod_namespace: str = ""
+    port_security: bool = False
+    security_groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PortInfo:
+    """What the controller reads back about a logical switch port."""
+
+    name: str
+    switch: str
+    addresses: tuple[str, ...]
+    port_security: tuple[str, ...] = ()
+    external_ids: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StaticRoute:
+    router: str
+    ip_prefix: str
+    nexthop: str
+    policy: str = "dst-ip"
+
+
+@dataclass(frozen=True, slots=True)
+class NatRule:
+    router: str
+    type: str
+    external_ip: str
+    logical_ip: str
+    logical_port: str = ""
+    external_mac: str = ""
+
+
+class NbClient(Protocol):
+    # Logical switch ports: CreatePort, DeleteLogicalSwitchPort, ListPodLogicalSwitchPorts.
+    def create_port(self, spec: PortSpec) -> None: ...
+
+    def delete_port(self, name: str) -> None: ...
+
+    def get_port(self, name: str) -> PortInfo | None: ...
+
+    def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]: ...
+
+    def list_ports(self, vendor: str = VENDOR) -> list[PortInfo]: ...
+
+    # Routes (AddStaticRoute / DeleteStaticRoute), one canonical stored prefix form.
+    def add_static_route(self, policy: str, cidr: str, nexthop: str, router: str) -> None: ...
+
+    def delete_static_route(self, cidr: str, router: str) -> None: ...
+
+    def list_static_routes(self, router: str) -> list[StaticRoute]: ...
+
+    # NAT (UpdateNatRule / DeleteNatRule).
+    def update_nat_rule(
+        self,
+        policy: str,
+        logical_ip: str,
+        external_ip: str,
+        router: str,
+        logical_mac: str = "",
+        port: str = "",
+    ) -> None: ...
+
+    def delete_nat_rule(self, logical_ip: str, router: str) -> None: ...
+
+    def list_nat_rules(self, router: str) -> list[NatRule]: ...
+
+    # Security groups on port groups (ovn.sg.<name>).
+    def create_sg_port_group(self, sg: str) -> None: ...
+
+    def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]: ...
+
+    def sync_sg_ports(self, sg: str) -> None: ...
+
+    # Switches and routers the pod flow needs to exist.
+    def ensure_logical_router(self, name: str) -> None: ...
+
+    def ensure_logical_switch(
+        self, name: str, router: str, cidr: str, gateway: str, external_ids: Mapping[str, str]
+    ) -> None: ...
+
+    def delete_logical_switch(self, name: str) -> None: ...
+
+    def list_logical_switches(self) -> list[str]: ...
