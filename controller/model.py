@@ -107,10 +107,12 @@ class _Reader:
     def get(self, path: str) -> object:
         """The value at a dotted path, None when any part is missing or null."""
         node: object = self.raw
+        walked: list[str] = []
         for part in path.split("."):
             if not isinstance(node, Mapping):
-                return None
+                raise self.fail(".".join(walked), "an object", node)
             node = node.get(part)
+            walked.append(part)
             if node is None:
                 return None
         return node
