@@ -189,4 +189,3 @@ RESOURCE_VIRTUAL_MACHINES: Final = "virtualmachines"
 
 NODE_PORT_PREFIX: Final = "node-"
 LOCALNET_PORT_PREFIX: Final = "localnet."
-SG_PORT_GROUP_PREFIX: Final = "ovn.sg."

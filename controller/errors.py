@@ -5,13 +5,14 @@ Worker policy (mirrors kube-ovn `processNextWorkItem`, with kopf's permanent/tem
 * success -> `forget`;
 * `PermanentError` -> log, Warning Event (`reason`), `forget`: retrying cannot help until the
   object itself changes;
-* anything else (`RetryableError`, `KubeApiError`, IPAM / OVN errors, bugs) -> `add_rate_limited`;
+* anything else (`RetryableError`, Kubernetes / IPAM / OVN errors, bugs) -> `add_rate_limited`;
   a `RetryableError` with `delay` asks for that delay instead of the limiter's.
 
 NOTE: kube-ovn v1.8 retries *every* failure with backoff, including invalid pod annotations; we
 stop retrying those (an edit of the pod's annotations produces an update event the handler can use
 to re-enqueue). The OVN (`controller.ovn.api.OvnError`) and IPAM (`controller.ipam`) packages
-define their own errors; they are retryable by the rule above and are not duplicated here.
+define their own errors, as does the Kubernetes adapter (`controller.kube.errors.KubeApiError`,
+which may be re-parented under `ControllerError`); they are not duplicated here.
 
 Every error may carry an Event `reason` (kube-ovn's, see `constants.REASON_*`) so the handler can
 emit the Warning Event kube-ovn emits without a second mapping table.
@@ -64,34 +65,3 @@ class InvalidPodNetworkError(PermanentError):
     """The pod's network annotations are invalid (kube-ovn ValidatePodNetwork / ValidatePodCidr)."""
 
     default_reason = "ValidatePodNetworkFailed"
-
-
-class KubeApiError(ControllerError):
-    """A Kubernetes API call failed with an HTTP `status` (0 when no response was received)."""
-
-    def __init__(self, message: str, *, status: int = 0, reason: str | None = None) -> None:
-        super().__init__(message, reason=reason)
-        self.status = status
-
-
-class NotFoundError(KubeApiError):
-    """HTTP 404: the object does not exist (or vanished between a read and a write)."""
-
-    def __init__(self, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message, status=404, reason=reason)
-
-
-class ConflictError(KubeApiError):
-    """HTTP 409: a resourceVersion precondition failed or the object already exists."""
-
-    def __init__(self, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message, status=409, reason=reason)
-
-
-def kube_api_error(status: int, message: str) -> KubeApiError:
-    """The `KubeApiError` subclass for an HTTP status (kuryr `_raise_from_response` style)."""
-    if status == 404:
-        return NotFoundError(message)
-    if status == 409:
-        return ConflictError(message)
-    return KubeApiError(message, status=status)

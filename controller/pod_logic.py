@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from controller import annotations as ann
 from controller.constants import (
@@ -99,6 +99,8 @@ DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 
 def is_pod_alive(pod: Pod, now: datetime) -> bool:
     """kube-ovn `isPodAlive`; `now` must be timezone-aware (models use UTC)."""
+    if now.tzinfo is None:
+        raise ValueError("is_pod_alive needs a timezone-aware 'now'")
     if pod.deletion_timestamp is not None and pod.deletion_grace_period_seconds is not None:
         deadline = pod.deletion_timestamp + timedelta(seconds=pod.deletion_grace_period_seconds)
         if now > deadline:
@@ -369,6 +371,11 @@ def decide_delete(
     # NOTE: VM pods never keep their IP CR here (kube-ovn only sets keepIpCR for sts pods).
     keep = is_sts and not to_del and not check_del and check_ok
     return DeleteDecision(skip=False, keep_ip_cr=keep)
+
+
+def is_replaced_by(deleted: Pod, current: Pod | None) -> bool:
+    """A pod of the same name but another UID exists: skip all cleanup (kube-ovn #1026/#1028)."""
+    return current is not None and current.uid != deleted.uid
 
 
 def ports_to_delete(listed: Iterable[str], pod_name: str, namespace: str) -> list[str]:
@@ -670,6 +677,76 @@ def plan_address_request(
     if ordinal is not None and 0 <= ordinal < len(request.ip_pool):
         ips = (request.ip_pool[ordinal],)
     return AddressRequest(AddressMode.POOL, key, subnets, ips, request.mac_address)
+
+
+class AddressAllocator(Protocol):
+    """The part of `controller.ipam.IPAM` that `acquire_address` drives (in memory, no I/O)."""
+
+    def get_random_address(
+        self, pod_key: str, subnet_name: str, skipped_addrs: Iterable[str] | None = None
+    ) -> tuple[str, str, str]: ...
+
+    def get_static_address(
+        self, pod_key: str, ip: str, mac: str, subnet_name: str
+    ) -> tuple[str, str, str]: ...
+
+    def is_ip_assigned_to_pod(self, ip: str, subnet_name: str, pod_key: str) -> bool: ...
+
+
+def acquire_address(
+    allocator: AddressAllocator,
+    request: AddressRequest,
+    nodes: Sequence[Node],
+    *,
+    allocation_errors: tuple[type[Exception], ...],
+    no_available: Callable[[], Exception],
+) -> tuple[str, str, str, Subnet]:
+    """kube-ovn `acquireAddress`: (v4, v6, mac, subnet the address came from).
+
+    `allocation_errors` are the IPAM errors that mean "try the next candidate" (the IPAM package's
+    base error); `no_available()` builds IPAM's NoAvailableAddress error, raised when an ip_pool
+    yields nothing (kube-ovn never falls back to random there). On the static path the last
+    IPAM error is re-raised; on the random path IPAM's own error propagates.
+    """
+    if request.mode is AddressMode.RANDOM:
+        subnet = request.subnets[0]
+        skipped: list[str] = []
+        # NOTE: each rejection skips one node address, so this bounds a misbehaving allocator.
+        for _ in range(2 * len(nodes) + 1):
+            v4, v6, mac = allocator.get_random_address(request.key, subnet.name, skipped)
+            v4_ok, v6_ok = validate_pod_ip(subnet, v4, v6, nodes)
+            if v4_ok and v6_ok:
+                return v4, v6, mac, subnet
+            skipped.extend(ip for ip, ok in ((v4, v4_ok), (v6, v6_ok)) if not ok)
+        raise no_available()
+    if request.mode is AddressMode.STATIC:
+        ip, mac_wanted = request.ips[0], request.mac
+        check_static_ip(ip)
+        last: Exception | None = None
+        for subnet in request.subnets:
+            try:
+                v4, v6, mac = allocator.get_static_address(request.key, ip, mac_wanted, subnet.name)
+            except allocation_errors as exc:
+                last = exc
+                continue
+            return v4, v6, mac, subnet
+        raise last if last is not None else no_available()
+    skip_errors: tuple[type[Exception], ...] = (InvalidPodNetworkError, *allocation_errors)
+    for subnet in request.subnets:
+        for ip in request.ips:
+            if request.check_assigned and allocator.is_ip_assigned_to_pod(
+                ip, subnet.name, request.key
+            ):
+                continue
+            try:
+                check_static_ip(ip)
+                v4, v6, mac = allocator.get_static_address(
+                    request.key, ip, request.mac, subnet.name
+                )
+            except skip_errors:
+                continue
+            return v4, v6, mac, subnet
+    raise no_available()
 
 
 def get_node_internal_ip(node: Node) -> tuple[str, str]:

@@ -182,16 +182,6 @@ def test_ip_cr_names() -> None:
     )
 
 
-def test_security_group_names() -> None:
-    assert naming.sg_port_group_name("my-sg") == "ovn.sg.my.sg"
-    assert naming.sg_port_group_name("kubeovn_deny_all") == "ovn.sg.kubeovn_deny_all"
-    assert naming.sg_address_set_name("my-sg", "v4") == "ovn.sg.my.sg.associated.v4"
-    assert naming.sg_address_set_name("a", "v6") == "ovn.sg.a.associated.v6"
-    with pytest.raises(ValueError, match="'v5'"):
-        naming.sg_address_set_name("a", "v5")
-    assert naming.associated_sg_key("sg1") == "associated_sg_sg1"
-
-
 # --- constants / errors ----------------------------------------------------------------------
 
 
@@ -229,8 +219,3 @@ def test_error_tree_and_reasons() -> None:
     assert (not_ready.reason, not_ready.delay) == ("GetVlanInfoFailed", 2.0)
     assert errors.RetryableError("x").reason is None
     assert isinstance(errors.ConfigError("x"), ValueError)
-    assert isinstance(errors.kube_api_error(404, "gone"), errors.NotFoundError)
-    assert isinstance(errors.kube_api_error(409, "rv"), errors.ConflictError)
-    other = errors.kube_api_error(500, "boom")
-    assert type(other) is errors.KubeApiError and other.status == 500
-    assert errors.NotFoundError("x").status == 404
