@@ -71,7 +71,7 @@ from controller.model import (
     VirtualMachine,
     Vlan,
 )
-from controller.naming import ip_cr_name, pod_key
+from controller.naming import ip_cr_name, pod_key, pod_name_to_port_name
 from controller.netutil import (
     check_cidrs,
     check_protocol,
@@ -353,8 +353,9 @@ def decide_delete(
     """kube-ovn `handleDeletePod` steps 5-6 for the pod object taken off the delete queue.
 
     `owner_to_delete()` is `is_*_pod_to_del`; `check_pod_to_del()` is
-    `append_check_pod_to_del` and may raise (kube-ovn's `err != nil`), which is treated as
-    "do not release". Both are only called for sts pods and VM pods under keep-vm-ip.
+    `append_check_pod_to_del` and may raise a RetryableError (kube-ovn's `err != nil`), treated
+    as "do not release"; any other exception (a failed owner GET) propagates so the delete is
+    retried. Both are only called for sts pods and VM pods under keep-vm-ip.
     """
     is_sts = is_statefulset_pod(pod)[0]
     is_vm = is_vm_pod(pod)[0] and keep_vm_ip
@@ -363,7 +364,7 @@ def decide_delete(
     to_del = owner_to_delete()
     try:
         check_del, check_ok = check_pod_to_del(), True
-    except (ResourceNotReadyError, RetryableError):
+    except RetryableError:  # kube-ovn's (false, err): keep the network
         check_del, check_ok = False, False
     release = to_del or (check_del and check_ok)
     if pod.deletion_timestamp is not None and not release:
@@ -385,6 +386,47 @@ def ports_to_delete(listed: Iterable[str], pod_name: str, namespace: str) -> lis
         if name not in out:
             out.append(name)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class InspectResult:
+    """kube-ovn `inspectPod` for one pod: providers whose LSP is lost (clear their `allocated`/
+    `routed`, patch, re-add the pod) and whether the pod still needs its routes (update queue)."""
+
+    lost_providers: tuple[str, ...] = ()
+    needs_update: bool = False
+
+
+def inspect_pod(
+    pod: Pod,
+    nets: Iterable[PodNet],
+    port_exists: Callable[[str], bool],
+    now: datetime,
+    *,
+    keep_vm_ip: bool,
+) -> InspectResult:
+    """The periodic check (every --inspect-interval) of one pod against the NB ports.
+
+    `port_exists(name)` answers from the NB client's cache. hostNetwork and dead pods, and
+    IPAM-only or unallocated nets, are never inspected.
+    """
+    if pod.host_network or not is_pod_alive(pod, now):
+        return InspectResult()
+    name = get_name_by_pod(pod, keep_vm_ip)
+    lost: list[str] = []
+    update = False
+    for net in nets:
+        provider = net.provider_name
+        if net.type is ProviderType.IPAM or not ann.is_allocated(pod.annotations, provider):
+            continue
+        if not port_exists(pod_name_to_port_name(name, pod.namespace, provider)):
+            lost.append(provider)
+        # NOTE: only `ovn.kubernetes.io/routed` is ever written (handleUpdatePod), so testing
+        # `<provider>.kubernetes.io/routed` as kube-ovn does would re-enqueue every pod with an
+        # OVN attachment on every inspection.
+        elif pod.node_name and not ann.is_routed(pod.annotations):
+            update = True
+    return InspectResult(tuple(lost), update and not lost)
 
 
 # --- subnets and nets ------------------------------------------------------------------------

@@ -188,3 +188,33 @@ def test_pure_modules_import_no_io_libraries() -> None:
         timeout=60,
     )
     assert out.stdout.strip() == ""
+
+
+def test_inspect_pod() -> None:
+    default_net = PodNet(ProviderType.ORIGINAL, "ovn", DEFAULT, True)
+    attach_net = PodNet(ProviderType.ORIGINAL, "n.ns.ovn", S2)
+    ipam_net = PodNet(ProviderType.IPAM, "mv.ns", UNDERLAY)
+    allocated = {
+        "ovn.kubernetes.io/allocated": "true",
+        "n.ns.ovn.kubernetes.io/allocated": "true",
+        "mv.ns.kubernetes.io/allocated": "true",
+    }
+    nets = [attach_net, default_net, ipam_net]
+    ports = {"p.default", "p.default.n.ns.ovn"}
+    the_pod = pod("p", annotations=allocated, node_name="n1")
+    got = pl.inspect_pod(the_pod, nets, ports.__contains__, NOW, keep_vm_ip=False)
+    assert got == pl.InspectResult((), needs_update=True)
+    routed = pod("p", annotations={**allocated, "ovn.kubernetes.io/routed": "true"}, node_name="n1")
+    assert pl.inspect_pod(routed, nets, ports.__contains__, NOW, keep_vm_ip=False) == (
+        pl.InspectResult()
+    )
+    lost = pl.inspect_pod(the_pod, nets, {"p.default"}.__contains__, NOW, keep_vm_ip=False)
+    assert lost == pl.InspectResult(("n.ns.ovn",), needs_update=False)
+    unscheduled = pod("p", annotations=allocated)
+    assert not pl.inspect_pod(
+        unscheduled, nets, ports.__contains__, NOW, keep_vm_ip=False
+    ).needs_update
+    dead = pod("p", annotations=allocated, phase="Failed", restart_policy="Never")
+    assert pl.inspect_pod(dead, nets, set().__contains__, NOW, keep_vm_ip=False) == (
+        pl.InspectResult()
+    )
