@@ -8,7 +8,9 @@ invoked lazily, at most once, exactly where kube-ovn would do the GET.
 
 Errors: `InvalidPodNetworkError` when the pod's own annotations are wrong (retrying cannot help),
 `ResourceNotReadyError` when something the pod depends on (namespace annotation, subnet, NAD, vlan)
-is missing or not ready yet. Both carry kube-ovn's Event reason where kube-ovn emits one.
+is missing or not ready yet, a plain `RetryableError` for a NAD whose config does not parse or a
+subnet attached twice (both fixed by a cluster change). They carry kube-ovn's Event reason where
+kube-ovn emits one.
 
 Deliberate deviations from v1.8 (each is a bug there, see kube-ovn.md):
 * the delayed delete of a terminating pod waits `terminationGracePeriodSeconds`, 30 when unset
@@ -570,7 +572,9 @@ def get_pod_kubeovn_nets(
     seen: set[str] = set()
     for net in nets:
         if net.subnet.name in seen:
-            raise InvalidPodNetworkError(
+            # NOTE: retryable, as in kube-ovn: creating a subnet for an attachment's provider
+            # (a cluster change, not a pod change) resolves it.
+            raise RetryableError(
                 "subnet conflict, the same subnet should not be attached repeatedly"
             )
         seen.add(net.subnet.name)
