@@ -37,6 +37,8 @@ from controller.constants import (
     DEFAULT_NETWORK_ANNOTATION,
     DEFAULT_VPC,
     EGRESS_RATE_ANNOTATION,
+    EIP_ANNOTATION,
+    GATEWAY_TYPE_DISTRIBUTED,
     INGRESS_RATE_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     IP_POOL_ANNOTATION,
@@ -44,11 +46,15 @@ from controller.constants import (
     LOGICAL_SWITCH_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     MAC_ADDRESS_ANNOTATION,
+    NAT_TYPE_DNAT_AND_SNAT,
+    NAT_TYPE_SNAT,
     NETWORK_TYPE_GENEVE,
     NETWORK_TYPE_VLAN,
+    NORTH_GATEWAY_ANNOTATION,
     OVN_PROVIDER,
     POD_TYPE_STATEFULSET,
     POD_TYPE_VIRTUAL_MACHINE,
+    POLICY_SRC_IP,
     PORT_SECURITY_ANNOTATION_TEMPLATE,
     PROTOCOL_DUAL,
     PROTOCOL_IPV4,
@@ -56,6 +62,7 @@ from controller.constants import (
     REASON_GET_VLAN_INFO_FAILED,
     ROUTED_ANNOTATION,
     SECURITY_GROUP_ANNOTATION_TEMPLATE,
+    SNAT_ANNOTATION,
     SUBNET_NAME_LABEL,
     annotation_key,
 )
@@ -92,6 +99,7 @@ from controller.network_attachment import (
     ovn_provider_name,
     parse_pod_network_annotation,
 )
+from controller.ovn.api import PortSpec
 
 #: Kubernetes' default `terminationGracePeriodSeconds`.
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
@@ -936,6 +944,42 @@ def merge_ip_cr(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict
     return {**existing, "metadata": meta, "spec": new_spec}
 
 
+def build_port_spec(
+    pod: Pod, net: PodNet, subnet: Subnet, *, v4: str, v6: str, mac: str, keep_vm_ip: bool
+) -> PortSpec:
+    """The LSP of one OVN net (kube-ovn handleAddPod step 4.6 `CreatePort` arguments).
+
+    `pod_name` is the VM name under keep-vm-ip. The security groups are passed whenever the pod
+    names some; the NB client applies them only with port security, as kube-ovn's CreatePort.
+    """
+    name = get_name_by_pod(pod, keep_vm_ip)
+    request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
+    ips = tuple(ip for ip in (v4, v6) if ip)
+    cidrs = tuple(
+        block
+        for ip in ips
+        for block in subnet.cidr_block.split(",")
+        if check_protocol(block) == check_protocol(ip)
+    )
+    return PortSpec(
+        name=pod_name_to_port_name(name, pod.namespace, net.provider_name),
+        switch=subnet.name,
+        mac=mac,
+        ips=ips,
+        cidrs=cidrs,
+        pod_name=name,
+        pod_namespace=pod.namespace,
+        port_security=request.port_security,
+        security_groups=request.security_group_names(),
+    )
+
+
+def security_groups_to_sync(pod: Pod, net: PodNet) -> tuple[str, ...]:
+    """The SGs handleAddPod pushes to the SyncSgPorts queue: only with port security."""
+    request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
+    return request.security_group_names() if request.port_security else ()
+
+
 # --- update (routing) flow helpers -----------------------------------------------------------
 
 
@@ -964,6 +1008,97 @@ def src_ip_route_pairs(pod_ip: str, next_hops: Iterable[str]) -> list[tuple[str,
         for pod_addr in pod_ip.split(",")
         if check_protocol(hop) == check_protocol(pod_addr)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteAction:
+    """One `NbClient.add_static_route(policy, prefix, nexthop, router)` call."""
+
+    policy: str
+    prefix: str
+    nexthop: str
+    router: str
+
+
+@dataclass(frozen=True, slots=True)
+class NatAction:
+    """One `NbClient.update_nat_rule(policy, logical_ip, external_ip, router, mac, port)` call;
+    an empty `external_ip` removes the rule."""
+
+    policy: str
+    logical_ip: str
+    external_ip: str
+    router: str
+    logical_mac: str = ""
+    port: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePlan:
+    """What handleUpdatePod writes to NB, in order, before patching `routed=true`."""
+
+    routes: tuple[RouteAction, ...] = ()
+    nats: tuple[NatAction, ...] = ()
+
+
+def needs_update(pod: Pod, now: datetime) -> bool:
+    """kube-ovn handleUpdatePod steps 1-2: False when there is nothing to do (terminating, dead
+    or already routed pod); RetryableError when no address is allocated yet (stale cache)."""
+    if pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
+        return False
+    if not pod.annotations.get(ALLOCATED_ANNOTATION):
+        raise RetryableError(f"no address has been allocated to {pod.key}")
+    return pod.annotations.get(ROUTED_ANNOTATION) != "true"
+
+
+def plan_update_pod(
+    pod: Pod,
+    nets: Iterable[PodNet],
+    *,
+    node: Node | None,
+    external_gw_config: Mapping[str, str] | None,
+    cluster_router: str,
+    enable_eip_snat: bool,
+    keep_vm_ip: bool,
+) -> UpdatePlan:
+    """kube-ovn handleUpdatePod steps 3-4: routes and NAT of the pod's default OVN network.
+
+    `node` is the pod's node (needed for distributed-gateway subnets), `external_gw_config` the
+    data of ConfigMap `kube-system/ovn-external-gw-config` (needed for EIP/SNAT pods).
+    Missing either when needed is ResourceNotReadyError. Nothing is planned for underlay
+    subnets and custom VPCs.
+    """
+    net = default_ovn_net(nets)
+    if net is None:
+        return UpdatePlan()
+    pod_ip = pod.annotations.get(IP_ADDRESS_ANNOTATION, "")
+    subnet = net.subnet
+    if not needs_routing(pod_ip, subnet):
+        return UpdatePlan()
+    eip = pod.annotations.get(EIP_ANNOTATION, "")
+    snat = pod.annotations.get(SNAT_ANNOTATION, "")
+    north_gateway = pod.annotations.get(NORTH_GATEWAY_ANNOTATION, "")
+    pairs: list[tuple[str, str]] = []
+    if enable_eip_snat and (eip or snat):
+        pairs = src_ip_route_pairs(pod_ip, [external_gateway_next_hop(external_gw_config)])
+    else:
+        if subnet.gateway_type == GATEWAY_TYPE_DISTRIBUTED and not north_gateway:
+            if node is None:
+                raise ResourceNotReadyError(f"node {pod.node_name!r} of pod {pod.key} not found")
+            pairs = src_ip_route_pairs(pod_ip, get_node_tunnel_ips(node))
+        if north_gateway:
+            pairs += src_ip_route_pairs(pod_ip, north_gateway.split(","))
+    routes = tuple(
+        RouteAction(POLICY_SRC_IP, prefix, hop, cluster_router) for prefix, hop in pairs
+    )
+    nats: list[NatAction] = []
+    if enable_eip_snat:
+        port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
+        mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
+        for ip in pod_ip.split(","):
+            nats.append(NatAction(NAT_TYPE_DNAT_AND_SNAT, ip, eip, cluster_router, mac, port))
+            nats.append(NatAction(NAT_TYPE_SNAT, ip, snat, cluster_router))
+    return UpdatePlan(routes, tuple(nats))
 
 
 def external_gateway_next_hop(data: Mapping[str, str] | None) -> str:

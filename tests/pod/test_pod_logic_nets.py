@@ -14,9 +14,11 @@ from controller.model import (
     Subnet,
     Vlan,
 )
+from controller.ovn.api import PortSpec
 from controller.pod_logic import AddressMode
 from tests.pod.helpers import (
     MACVLAN_CONF,
+    NOW,
     OVN_CONF,
     OVN_CONFLIST,
     nad,
@@ -546,3 +548,138 @@ def test_routing_helpers() -> None:
         pl.external_gateway_next_hop({})
     with pytest.raises(ResourceNotReadyError):
         pl.external_gateway_next_hop(None)
+
+
+# --- port spec and update plan ---------------------------------------------------------------
+
+
+def test_build_port_spec_single_and_dual() -> None:
+    p = ns1_pod(
+        {
+            "ovn.kubernetes.io/port_security": "true",
+            "ovn.kubernetes.io/security_groups": "sg1, sg2",
+        }
+    )
+    spec = pl.build_port_spec(
+        p, DEFAULT_NET, DEFAULT, v4="10.16.0.5", v6="", mac="m", keep_vm_ip=False
+    )
+    assert spec == PortSpec(
+        name="p.ns1",
+        switch="ovn-default",
+        mac="m",
+        ips=("10.16.0.5",),
+        cidrs=("10.16.0.0/16",),
+        pod_name="p",
+        pod_namespace="ns1",
+        port_security=True,
+        security_groups=("sg1", "sg2"),
+    )
+    assert pl.security_groups_to_sync(p, DEFAULT_NET) == ("sg1", "sg2")
+    dual = subnet("dual", "10.16.0.0/16,fd00::/64", gateway="10.16.0.1,fd00::1")
+    net = PodNet(ProviderType.ORIGINAL, "net1.ns1.ovn", dual)
+    spec = pl.build_port_spec(
+        ns1_pod(), net, dual, v4="10.16.0.5", v6="fd00::5", mac="m", keep_vm_ip=False
+    )
+    assert spec.name == "p.ns1.net1.ns1.ovn"
+    assert spec.ips == ("10.16.0.5", "fd00::5") and spec.cidrs == ("10.16.0.0/16", "fd00::/64")
+    assert not spec.port_security and spec.security_groups == ()
+    assert (
+        pl.security_groups_to_sync(ns1_pod({"ovn.kubernetes.io/security_groups": "a"}), DEFAULT_NET)
+        == ()
+    )
+
+
+def test_build_port_spec_names_vm_ports_after_the_vm() -> None:
+    vm = pod(
+        "virt-launcher-vm1-x", "ns1", owner=("kubevirt.io/v1", "VirtualMachineInstance", "vm1")
+    )
+    spec = pl.build_port_spec(
+        vm, DEFAULT_NET, DEFAULT, v4="10.16.0.5", v6="", mac="m", keep_vm_ip=True
+    )
+    assert (spec.name, spec.pod_name) == ("vm1.ns1", "vm1")
+
+
+ALLOCATED = {
+    "ovn.kubernetes.io/allocated": "true",
+    "ovn.kubernetes.io/ip_address": "10.16.0.5,fd00::5",
+    "ovn.kubernetes.io/mac_address": "00:00:00:AA:BB:CC",
+}
+DUAL = subnet("ovn-default", "10.16.0.0/16,fd00::/64", gateway="10.16.0.1,fd00::1")
+DUAL_NETS = [PodNet(ProviderType.ORIGINAL, "ovn", DUAL, True)]
+NODE = node("n1", "192.168.0.2", tunnel_ip="100.64.0.2,fd00:100::2")
+
+
+def plan(annotations: dict[str, str], **kw: object) -> pl.UpdatePlan:
+    args: dict[str, object] = {
+        "node": NODE,
+        "external_gw_config": None,
+        "cluster_router": "ovn-cluster",
+        "enable_eip_snat": True,
+        "keep_vm_ip": False,
+        "nets": DUAL_NETS,
+    }
+    args.update(kw)
+    nets = args.pop("nets")
+    return pl.plan_update_pod(
+        ns1_pod(annotations, node_name="n1"),
+        nets,
+        **args,  # type: ignore[arg-type]
+    )
+
+
+def test_update_plan_distributed_routes_via_node_and_clears_nat() -> None:
+    got = plan(ALLOCATED)
+    assert got.routes == (
+        pl.RouteAction("src-ip", "10.16.0.5", "100.64.0.2", "ovn-cluster"),
+        pl.RouteAction("src-ip", "fd00::5", "fd00:100::2", "ovn-cluster"),
+    )
+    assert got.nats == (
+        pl.NatAction("dnat_and_snat", "10.16.0.5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"),
+        pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),
+        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"),
+        pl.NatAction("snat", "fd00::5", "", "ovn-cluster"),
+    )
+    assert plan(ALLOCATED, enable_eip_snat=False).nats == ()
+    with pytest.raises(ResourceNotReadyError, match="node 'n1'"):
+        plan(ALLOCATED, node=None)
+
+
+def test_update_plan_eip_snat_uses_external_gateway() -> None:
+    ann = {**ALLOCATED, "ovn.kubernetes.io/eip": "172.56.0.9"}
+    got = plan(ann, node=None, external_gw_config={"external-gw-addr": "172.56.0.1/16"})
+    assert got.routes == (pl.RouteAction("src-ip", "10.16.0.5", "172.56.0.1", "ovn-cluster"),)
+    assert got.nats[0].external_ip == "172.56.0.9"
+    with pytest.raises(ResourceNotReadyError, match="no available gateway nic address"):
+        plan(ann)
+    # without --enable-eip-snat the annotation is ignored: node routes as usual
+    assert len(plan(ann, enable_eip_snat=False).routes) == 2
+
+
+def test_update_plan_north_gateway_and_centralized() -> None:
+    north = {**ALLOCATED, "ovn.kubernetes.io/north_gateway": "10.16.0.254"}
+    assert plan(north, node=None, enable_eip_snat=False).routes == (
+        pl.RouteAction("src-ip", "10.16.0.5", "10.16.0.254", "ovn-cluster"),
+    )
+    central = subnet(
+        "c", "10.16.0.0/16,fd00::/64", gateway="10.16.0.1,fd00::1", gatewayType="centralized"
+    )
+    nets = [PodNet(ProviderType.ORIGINAL, "ovn", central, True)]
+    assert plan(ALLOCATED, nets=nets, node=None, enable_eip_snat=False) == pl.UpdatePlan()
+
+
+def test_update_plan_nothing_for_underlay_custom_vpc_or_no_default_net() -> None:
+    underlay = [PodNet(ProviderType.ORIGINAL, "ovn", subnet("u", "10.16.0.0/16", vlan="v"), True)]
+    assert plan(ALLOCATED, nets=underlay) == pl.UpdatePlan()
+    vpc = [PodNet(ProviderType.ORIGINAL, "ovn", subnet("v", "10.16.0.0/16", vpc="vpc1"), True)]
+    assert plan(ALLOCATED, nets=vpc) == pl.UpdatePlan()
+    attach_only = [PodNet(ProviderType.ORIGINAL, "net1.ns1.ovn", ATTACH, True)]
+    assert plan(ALLOCATED, nets=attach_only) == pl.UpdatePlan()
+
+
+def test_needs_update() -> None:
+    assert pl.needs_update(ns1_pod(ALLOCATED), NOW)
+    assert not pl.needs_update(ns1_pod({**ALLOCATED, "ovn.kubernetes.io/routed": "true"}), NOW)
+    assert not pl.needs_update(ns1_pod(ALLOCATED, deletion_timestamp=NOW), NOW)
+    assert not pl.needs_update(ns1_pod(ALLOCATED, phase="Succeeded", restart_policy="Never"), NOW)
+    with pytest.raises(RetryableError, match="no address has been allocated to ns1/p"):
+        pl.needs_update(ns1_pod({}), NOW)
