@@ -12,6 +12,20 @@ is missing or not ready yet, a plain `RetryableError` for a NAD whose config doe
 subnet attached twice (both fixed by a cluster change). They carry kube-ovn's Event reason where
 kube-ovn emits one.
 
+How the handlers use them (kube-ovn.md sections):
+
+* informer callbacks (1.2): `classify_add`, `classify_update`, `classify_delete`;
+* handleAddPod (1.5): `validate_pod_network` -> `pod_attachment_requests` (NADs to GET) ->
+  `get_pod_kubeovn_nets` -> `need_allocate_subnets` -> per net `get_ns_available_subnets`,
+  `plan_address_request`, `acquire_address` (IPAM) -> `build_pod_allocation` (vlan),
+  `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (+ `merge_ip_cr`),
+  `build_port_spec` / `security_groups_to_sync` for OVN nets -> one annotation patch;
+* handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> `annotations.mark_routed`;
+* handleDeletePod (1.8): `is_replaced_by` -> `decide_delete` (with `is_statefulset_pod_to_del`
+  / `is_vm_pod_to_del` and `append_check_pod_to_del`) -> `ports_to_delete`,
+  `annotations.attachment_providers_to_release`;
+* inspection (1.10): `inspect_pod` -> `annotations.clear_allocation`.
+
 Deliberate deviations from v1.8 (each is a bug there, see kube-ovn.md):
 * the delayed delete of a terminating pod waits `terminationGracePeriodSeconds`, 30 when unset
   (kube-ovn dereferences a nil pointer);
