@@ -124,7 +124,8 @@ class Queue(Generic[T]):
                 self._queue.append(item)
                 self._cond.notify()
             elif self._drain and not self._processing:
-                # Go signals here unconditionally; only a draining shut_down waits for it.
+                # Go signals here unconditionally; only a draining shut_down waits for it (no
+                # get() ever blocks once shutting down, so the drainer is the only waiter).
                 self._cond.notify_all()
 
     def shut_down(self) -> None:
