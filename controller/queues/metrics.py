@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
+
 def _exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
     buckets = []
     bound = start

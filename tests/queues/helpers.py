@@ -21,7 +21,9 @@ def wait_until(predicate: Callable[[], bool], timeout: float = DEADLINE) -> bool
     return predicate()
 
 
-def run_in_thread(fn: Callable[[], Any], name: str = "test-helper") -> tuple[threading.Thread, list[Any]]:
+def run_in_thread(
+    fn: Callable[[], Any], name: str = "test-helper"
+) -> tuple[threading.Thread, list[Any]]:
     """Start `fn` in a daemon thread; its return value lands in the returned list."""
     result: list[Any] = []
     thread = threading.Thread(target=lambda: result.append(fn()), name=name, daemon=True)
