@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 from typing import Generic
 
@@ -81,6 +82,8 @@ class DelayingQueue(Queue[T]):
 
     def add_after(self, item: T, seconds: float) -> None:
         """Add `item` once `seconds` have passed on the queue's clock (see module docstring)."""
+        if math.isnan(seconds):  # NaN would corrupt the heap order
+            raise ValueError(f"add_after: delay is not a number: {seconds!r}")
         if self.shutting_down():
             return
         if self._retries is not None:

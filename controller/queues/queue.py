@@ -41,7 +41,12 @@ UNFINISHED_WORK_UPDATE_PERIOD = 0.5
 
 
 class Queue(Generic[T]):
-    """client-go's `TypedInterface[T]`: add/get/done with dirty and processing sets."""
+    """client-go's `TypedInterface[T]`: add/get/done with dirty and processing sets.
+
+    Items are hashable and not None. A named queue with metrics owns a ticker thread, and
+    every `DelayingQueue` a waiting thread: call `shut_down()` (or the drain variant) to stop
+    them, as client-go's queues leak their goroutines otherwise.
+    """
 
     def __init__(
         self,
@@ -78,7 +83,10 @@ class Queue(Generic[T]):
         return self._name
 
     def add(self, item: T) -> None:
-        """Mark `item` as needing processing (dropped after shutdown)."""
+        """Mark `item` as needing processing (dropped after shutdown). `None` is rejected: it
+        is what `get()` returns on shutdown."""
+        if item is None:
+            raise ValueError("a work queue item cannot be None")
         with self._cond:
             if self._shutting_down or item in self._dirty:
                 return

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from controller.queues import DelayingQueue, FakeClock, RealClock
 from tests.queues.helpers import run_in_thread
 
@@ -160,3 +162,12 @@ def test_real_clock_delivers_after_the_delay(make: Make) -> None:
     worker.join(5)
     assert got == [("a", False)]
     assert RealClock().now() - start >= 0.02
+
+
+def test_bad_delay_is_a_clear_error(make: Make, clock: FakeClock) -> None:
+    q = make(DelayingQueue, clock=clock)
+    with pytest.raises(ValueError, match="not a number"):
+        q.add_after("a", float("nan"))
+    with pytest.raises(TypeError):
+        q.add_after("a", "5s")
+    assert q.pending() == 0 and len(q) == 0

@@ -187,3 +187,10 @@ def test_items_of_any_hashable_type(make: Make) -> None:
 def test_bad_name_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="name"):
         Queue(name=42)  # type: ignore[arg-type]
+
+
+def test_none_item_is_rejected(make: Make) -> None:
+    q = make(Queue)
+    with pytest.raises(ValueError, match="None"):
+        q.add(None)
+    assert len(q) == 0
