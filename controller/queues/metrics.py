@@ -13,7 +13,8 @@ Contract:
   work duration from `get` to `done`, and `update_unfinished_work` recomputes the two settable
   gauges from the per-item start times (the queue ticks it every 500 ms of its clock).
 * `PrometheusMetricsProvider` exposes client-go's component-base names with the single label
-  `name` on an injected `prometheus_client.CollectorRegistry`. prometheus_client is imported only
+  `name` on an injected `prometheus_client.CollectorRegistry` (or, on request, the
+  controller-runtime label set kube-ovn serves). prometheus_client is imported only
   when that class is instantiated, so the queue code does not depend on it.
 """
 
@@ -43,6 +44,8 @@ def _exponential_buckets(start: float, factor: float, count: int) -> tuple[float
 # component-base: prometheus.ExponentialBuckets(10e-9, 10, 10), built by repeated multiplication so
 # the `le` bounds are the very floats Go produces (1e-08 ... 9.999999999999999e-06 ... 10).
 DURATION_BUCKETS: tuple[float, ...] = _exponential_buckets(10e-9, 10, 10)
+# controller-runtime: ExponentialBuckets(10e-9, 10, 12), the above plus 100 and 1000.
+CONTROLLER_RUNTIME_DURATION_BUCKETS: tuple[float, ...] = _exponential_buckets(10e-9, 10, 12)
 
 
 class GaugeMetric(Protocol):
@@ -199,22 +202,52 @@ class QueueMetrics:
         self._longest_running.set(oldest)
 
 
-class PrometheusMetricsProvider:
-    """client-go's component-base workqueue metrics on an injected CollectorRegistry.
+COMPONENT_BASE = "component-base"
+CONTROLLER_RUNTIME = "controller-runtime"
 
-    Metric names, help texts and buckets follow component-base (label `name` only). Two queues
-    with the same name share the labelled children, so their values add up (as in Go).
-    prometheus_client also emits `*_created` series unless the process disabled them.
+_UNFINISHED_HELP = (
+    "How many seconds of work has {verb} in progress and hasn't been observed by work_duration. "
+    "Large values indicate stuck threads. One can deduce the number of stuck threads by "
+    "observing the rate at which this increases."
+)
+
+
+class PrometheusMetricsProvider:
+    """client-go's workqueue metrics on an injected CollectorRegistry.
+
+    `flavour` picks the exposition (client-go.md section 1.6):
+
+    * "component-base" (default): k8s.io/component-base names, help texts and the 10 duration
+      buckets 1e-08 .. 10 s, single label `name`;
+    * "controller-runtime": what kube-ovn actually serves: labels `name` and `controller` (both
+      the queue name), plus `priority=""` on the depth gauge, and 12 buckets up to 1000 s; use it
+      for drop-in compatibility with kube-ovn's dashboards.
+
+    Two queues with the same name share the labelled children, so their values add up (as in
+    Go). prometheus_client also emits `*_created` series unless the process disabled them.
     """
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, flavour: str = COMPONENT_BASE) -> None:
         # NOTE: imported here so that controller.queues does not depend on prometheus_client
         # unless a caller asks for Prometheus metrics.
         from prometheus_client import Counter, Gauge, Histogram  # noqa: PLC0415
 
-        labels = ("name",)
+        if flavour not in (COMPONENT_BASE, CONTROLLER_RUNTIME):
+            raise ValueError(
+                f"unknown metrics flavour {flavour!r}: use {COMPONENT_BASE!r} "
+                f"or {CONTROLLER_RUNTIME!r}"
+            )
+        self._flavour = flavour
+        runtime = flavour == CONTROLLER_RUNTIME
+        labels: tuple[str, ...] = ("name", "controller") if runtime else ("name",)
+        buckets = CONTROLLER_RUNTIME_DURATION_BUCKETS if runtime else DURATION_BUCKETS
         self._depth = Gauge(
-            "workqueue_depth", "Current depth of workqueue", labels, registry=registry
+            "workqueue_depth",
+            "Current depth of workqueue by workqueue and priority"
+            if runtime
+            else "Current depth of workqueue",
+            (*labels, "priority") if runtime else labels,
+            registry=registry,
         )
         self._adds = Counter(
             "workqueue_adds",
@@ -227,20 +260,18 @@ class PrometheusMetricsProvider:
             "How long in seconds an item stays in workqueue before being requested.",
             labels,
             registry=registry,
-            buckets=DURATION_BUCKETS,
+            buckets=buckets,
         )
         self._work_duration = Histogram(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes.",
             labels,
             registry=registry,
-            buckets=DURATION_BUCKETS,
+            buckets=buckets,
         )
         self._unfinished = Gauge(
             "workqueue_unfinished_work_seconds",
-            "How many seconds of work has done that is in progress and hasn't been observed by "
-            "work_duration. Large values indicate stuck threads. One can deduce the number of "
-            "stuck threads by observing the rate at which this increases.",
+            _UNFINISHED_HELP.format(verb="been done that is" if runtime else "done that is"),
             labels,
             registry=registry,
         )
@@ -257,23 +288,34 @@ class PrometheusMetricsProvider:
             registry=registry,
         )
 
+    @property
+    def flavour(self) -> str:
+        return self._flavour
+
+    def _labels(self, name: str) -> dict[str, str]:
+        if self._flavour == CONTROLLER_RUNTIME:
+            return {"name": name, "controller": name}
+        return {"name": name}
+
     def new_depth_metric(self, name: str) -> GaugeMetric:
+        if self._flavour == CONTROLLER_RUNTIME:
+            return self._depth.labels(name=name, controller=name, priority="")
         return self._depth.labels(name=name)
 
     def new_adds_metric(self, name: str) -> CounterMetric:
-        return self._adds.labels(name=name)
+        return self._adds.labels(**self._labels(name))
 
     def new_latency_metric(self, name: str) -> HistogramMetric:
-        return self._latency.labels(name=name)
+        return self._latency.labels(**self._labels(name))
 
     def new_work_duration_metric(self, name: str) -> HistogramMetric:
-        return self._work_duration.labels(name=name)
+        return self._work_duration.labels(**self._labels(name))
 
     def new_unfinished_work_seconds_metric(self, name: str) -> SettableGaugeMetric:
-        return self._unfinished.labels(name=name)
+        return self._unfinished.labels(**self._labels(name))
 
     def new_longest_running_processor_seconds_metric(self, name: str) -> SettableGaugeMetric:
-        return self._longest.labels(name=name)
+        return self._longest.labels(**self._labels(name))
 
     def new_retries_metric(self, name: str) -> CounterMetric:
-        return self._retries.labels(name=name)
+        return self._retries.labels(**self._labels(name))

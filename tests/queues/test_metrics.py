@@ -310,3 +310,29 @@ def test_queue_modules_do_not_import_prometheus_client() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_controller_runtime_flavour_labels_and_buckets(make: Make, clock: FakeClock) -> None:
+    registry = CollectorRegistry()
+    provider = PrometheusMetricsProvider(registry, flavour="controller-runtime")
+    q = make(DelayingQueue, name="pods", clock=clock, metrics_provider=provider)
+    q.add("a")
+    q.add_after("b", 0)
+    labels = {"name": "pods", "controller": "pods"}
+    assert registry.get_sample_value("workqueue_depth", {**labels, "priority": ""}) == 2.0
+    assert registry.get_sample_value("workqueue_adds_total", labels) == 2.0
+    assert registry.get_sample_value("workqueue_retries_total", labels) == 1.0
+    q.get()
+    bounds = [
+        float(s.labels["le"])
+        for metric in registry.collect()
+        if metric.name == "workqueue_queue_duration_seconds"
+        for s in metric.samples
+        if s.name.endswith("_bucket")
+    ]
+    assert bounds == [*DURATION_BUCKETS, 100.0, 1000.0, float("inf")]
+
+
+def test_unknown_flavour_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="flavour"):
+        PrometheusMetricsProvider(CollectorRegistry(), flavour="go")
