@@ -159,9 +159,11 @@ class FakeClock:
         """Block until no thread woken by this clock is still running (see module docstring)."""
         limit = self._settle_timeout if timeout is None else timeout
         end = time.monotonic() + limit
+        me = threading.current_thread()
         with self._lock:
             while True:
-                self._busy = {t for t in self._busy if t.is_alive()}
+                # A thread cannot wait for itself (e.g. a test thread that once used wait()).
+                self._busy = {t for t in self._busy if t.is_alive() and t is not me}
                 if not self._busy:
                     return
                 remaining = end - time.monotonic()
