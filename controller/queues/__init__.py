@@ -8,6 +8,24 @@
 * `clock`: the injectable `Clock`, `RealClock` and the virtual `FakeClock` for tests.
 
 The package does not import prometheus_client; `PrometheusMetricsProvider` does, when built.
+
+The worker idiom (kube-ovn processNextWorkItem)::
+
+    queue = RateLimitingQueue[str](
+        default_controller_rate_limiter(), name="AddOrUpdatePod", metrics_provider=provider
+    )
+    while True:
+        key, shutdown = queue.get()
+        if shutdown or key is None:
+            return
+        try:
+            handle(key)
+        except Exception:
+            queue.add_rate_limited(key)
+        else:
+            queue.forget(key)
+        finally:
+            queue.done(key)
 """
 
 from controller.queues.clock import Clock, ClockSettleTimeout, FakeClock, RealClock
