@@ -256,6 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(int(length))
 
     def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+        self._record(code)
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -281,7 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         info = RequestInfo(method, "discovery", path=split.path)
-        code = 500
+        self._info: RequestInfo | None = info
         try:
             body = self._read_body()
             parsed = parse_route(split.path)
@@ -291,37 +292,38 @@ class _Handler(BaseHTTPRequestHandler):
                 info = RequestInfo(method, _verb(method, route, query), route.rt.group,
                                    route.rt.plural, route.namespace or "", route.name,
                                    route.subresource, split.path)
+                self._info = info
             decision = api.faults.decide(info)
             if decision.latency:
                 api.stopping.wait(decision.latency)
             if decision.drop:
-                code = 0
+                self._record(0)
                 self._drop()
                 return
             if decision.error is not None:
                 raise decision.error
             if route is None:
-                code = self._serve_discovery(method, split.path)
+                self._serve_discovery(method, split.path)
             elif info.verb == "watch":
-                code = 200
-                api.record(info, code)
                 self._serve_watch(route, query, force_gone=decision.gone)
-                return
             else:
-                code = self._serve_resource(method, info.verb, route, query, body)
+                self._serve_resource(method, info.verb, route, query, body)
         except ApiError as err:
-            code = err.code
             self._send_error(err)
         except (BrokenPipeError, ConnectionResetError):
-            code = 0
+            self._record(0)
             self.close_connection = True
         except Exception as exc:  # a bug here must still answer with a Status, not hang
             LOG.exception("emulator failed serving %s %s", method, self.path)
-            code = 500
             with contextlib.suppress(OSError):
                 self._send_error(ApiError(500, "InternalError",
                                           f"Internal error occurred: {exc!r}"))
-        api.record(info, code)
+
+    def _record(self, code: int) -> None:
+        """Log the request once, before its answer leaves, so a client never outruns the log."""
+        info, self._info = self._info, None
+        if info is not None:
+            self.server.api.record(info, code)
 
     def _serve_discovery(self, method: str, path: str) -> int:
         api = self.server.api
@@ -484,6 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if err.code != 410:
                     raise
                 error = err
+        self._record(200)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -609,7 +612,15 @@ class ApiServer:
             return
         self.stopping.set()
         self.store.drop_watches()
-        httpd.shutdown()
+        # NOTE: serve_forever only sees the shutdown request when its select() returns; a
+        # throwaway connection wakes it instead of waiting out the poll interval.
+        stopper = threading.Thread(target=httpd.shutdown, daemon=True)
+        stopper.start()
+        while stopper.is_alive():
+            with contextlib.suppress(OSError), socket.create_connection(
+                    (self._host, self._port), timeout=1):
+                pass
+            stopper.join(0.05)
         httpd.server_close()
         with httpd.connections_lock:
             conns = list(httpd.connections)
