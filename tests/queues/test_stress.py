@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from controller.queues import (
+    DelayingQueue,
     FakeClock,
     ItemExponentialFailureRateLimiter,
     PrometheusMetricsProvider,
@@ -96,3 +97,40 @@ def test_no_concurrent_processing_and_no_lost_adds(
     assert lost == []
     assert sum(processed) >= KEYS
     assert len(q) == 0
+
+
+def test_concurrent_add_after_on_the_real_clock_delivers_every_key(make: Make) -> None:
+    q: DelayingQueue[str] = make(DelayingQueue, name=None)
+    keys = [f"key-{i}" for i in range(2000)]
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+    all_seen = threading.Event()
+
+    def produce(offset: int) -> None:
+        # Each key gets two delays from two threads: the earlier one must win, none is lost.
+        for i, key in enumerate(keys):
+            q.add_after(key, ((i * 7 + offset) % 5) / 1000)
+
+    def consume() -> None:
+        while True:
+            key, shutdown = q.get()
+            if shutdown:
+                return
+            assert key is not None
+            with lock:
+                counts[key] = counts.get(key, 0) + 1
+                if len(counts) == len(keys):
+                    all_seen.set()
+            q.done(key)
+
+    threads = [threading.Thread(target=produce, args=(k,)) for k in (0, 3)]
+    threads += [threading.Thread(target=consume) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    assert all_seen.wait(30)
+    q.shut_down()
+    for thread in threads:
+        thread.join(30)
+    assert set(counts) == set(keys)
+    # A key fires once, or twice if the second add_after came after the first entry fired.
+    assert all(1 <= n <= 2 for n in counts.values())
