@@ -35,6 +35,7 @@ from controller.kube.api import (
     KubeObject,
     RequestObserver,
     annotation_merge_patch,
+    check_name,
     desired_ip,
     ip_update,
     validate_annotation_op,
@@ -309,9 +310,7 @@ class KubeClient:
 
 
 def _segment(what: str, value: str) -> str:
-    if not isinstance(value, str) or not value or "/" in value:
-        raise ValueError(f"invalid {what} {value!r} for a Kubernetes API path")
-    return quote(value, safe="")
+    return quote(check_name(what, value), safe="")
 
 
 def _from_response(status: int, data: bytes | None) -> KubeApiError:

@@ -34,6 +34,7 @@ from controller.kube.api import (
     KubeObject,
     ObjectRef,
     annotation_merge_patch,
+    check_name,
     desired_ip,
     ip_update,
     validate_annotation_op,
@@ -85,7 +86,8 @@ def _conflict(resource: str, name: str) -> ConflictError:
 
 
 def _key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
+    check_name("name", name)
+    return f"{check_name('namespace', namespace)}/{name}" if namespace else name
 
 
 class FakeKubeApi:
