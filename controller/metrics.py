@@ -272,7 +272,11 @@ class MetricsServer:
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, name="metrics-server", daemon=True
+            # A short poll interval keeps stop() prompt; the loop is otherwise idle.
+            target=server.serve_forever,
+            args=(0.1,),
+            name="metrics-server",
+            daemon=True,
         )
         self._thread.start()
         LOG.info("serving /metrics, /healthz and /readyz on %s:%d", self._host, self.port)
