@@ -116,10 +116,14 @@ class KubeClient:
         *,
         on_request: RequestObserver | None = None,
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        list_page_size: int = LIST_PAGE_SIZE,
     ) -> None:
+        if list_page_size <= 0 or min(timeout) <= 0:
+            raise ValueError("timeouts and list_page_size must be positive")
         self._api = api_client
         self._on_request = on_request
         self._timeout = timeout
+        self._page_size = list_page_size
 
     # --- transport ------------------------------------------------------------------------------
     def _request(
@@ -246,7 +250,7 @@ class KubeClient:
         items: list[KubeObject] = []
         cont = ""
         while True:
-            query = [("limit", str(LIST_PAGE_SIZE))]
+            query = [("limit", str(self._page_size))]
             if cont:
                 query.append(("continue", cont))
             page = self._request("GET", IPS, query=query)
