@@ -119,3 +119,35 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
             return True
         done.wait(0.005)
     return predicate()
+
+
+class RealHarness:
+    """The real adapter against the API server emulator over HTTP."""
+
+    name = "real"
+
+    def __init__(self, server: Any) -> None:
+        from controller.kube.client import KubeClient
+
+        self.server = server
+        self.api_client = server.api_client()
+        self.requests: list[tuple[str, str, str, float]] = []
+        client = KubeClient(self.api_client, on_request=lambda *a: self.requests.append(a))
+        self.api: KubeApi = client
+        self.sink: EventSink = client
+
+    def seed(self, resource: str, obj: KubeObject) -> KubeObject:
+        created: KubeObject = self.server.store.create(resource, obj)
+        return created
+
+    def read(self, resource: str, namespace: str, name: str) -> KubeObject | None:
+        from controller.sandbox.resources import ApiError
+
+        try:
+            found: KubeObject = self.server.store.get(resource, namespace or None, name)
+        except ApiError:
+            return None
+        return found
+
+    def close(self) -> None:
+        self.api_client.close()

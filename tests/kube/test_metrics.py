@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry
 
 from controller.metrics import ControllerMetrics, MetricsServer
+from controller.queues.metrics import PrometheusMetricsProvider
 
 
 @pytest.fixture
@@ -131,11 +132,13 @@ def test_request_hooks_and_counters(
 
 
 def test_one_registry_holds_workqueue_metrics_too(registry: CollectorRegistry) -> None:
-    # The queues package registers client-go's workqueue_* family on the same registry.
-    Gauge("workqueue_depth", "Current depth of workqueue", ["name"], registry=registry)
-    ControllerMetrics(registry)
-    names = {m.name for m in registry.collect()}
-    assert {"workqueue_depth", "subnet_available_ip_count", "rest_client_requests"} <= names
+    queue_metrics = PrometheusMetricsProvider(registry)
+    metrics = ControllerMetrics(registry)
+    queue_metrics.new_depth_metric("AddOrUpdatePod").inc()
+    metrics.gc_run()
+
+    assert registry.get_sample_value("workqueue_depth", {"name": "AddOrUpdatePod"}) == 1
+    assert registry.get_sample_value("kube_ovn_controller_gc_runs_total") == 1
 
 
 @dataclass
