@@ -7,11 +7,12 @@ Contract:
 * `fmt="text"`: `2026-11-30T05:00:00.123Z INFO controller.pod: message key=value` — extra fields
   are appended as `key=value`. `fmt="json"`: one JSON object per line with `ts`, `level`,
   `logger`, `msg`, every extra field (`pod`, ...) and `exc` when there is a traceback.
-* Library loggers stay quiet unless we are debugging: urllib3 and `kubernetes` at WARNING (their
-  INFO/DEBUG lines are per-request noise, and urllib3 logs every retry at WARNING anyway); the
-  OVS IDL (python-ovs vlog, routed into stdlib by ovsdbapp's `vlog.use_python_logger()` under the
-  `ovsdbapp.backend.ovs_idl.vlog` logger) at INFO, because its connect/reconnect lines are what
-  tells an operator the NB database went away. At `DEBUG` everything is let through.
+* Library loggers stay quiet even at `--log-level=debug`, unless `debug_libraries=True`: urllib3
+  and `kubernetes` at WARNING (their INFO/DEBUG lines are per-request noise; urllib3 logs retries
+  at WARNING anyway); the OVS IDL (python-ovs vlog, routed into stdlib by ovsdbapp's
+  `vlog.use_python_logger()` under the `ovsdbapp.backend.ovs_idl.vlog` logger, which the OVN
+  connection module installs) at INFO, because its connect/reconnect lines are what tells an
+  operator the NB database went away, while its DEBUG lines dump every JSON-RPC message.
 * `pod_logger(key)` returns a `LoggerAdapter` that tags every record with `pod=<ns/name>`
   (kopf's `ObjectLogger`), merged with any `extra=` given at the call.
 """
@@ -101,7 +102,11 @@ def parse_level(level: str | int) -> int:
 
 
 def setup_logging(
-    level: str | int = "info", fmt: str = "text", *, stream: TextIO | None = None
+    level: str | int = "info",
+    fmt: str = "text",
+    *,
+    stream: TextIO | None = None,
+    debug_libraries: bool = False,
 ) -> logging.Handler:
     """Configure the root logger; return the installed handler."""
     numeric = parse_level(level)
@@ -117,9 +122,7 @@ def setup_logging(
     root.addHandler(handler)
     root.setLevel(numeric)
     for name, floor in LIBRARY_LEVELS.items():
-        logging.getLogger(name).setLevel(
-            min(numeric, floor) if numeric <= logging.DEBUG else max(numeric, floor)
-        )
+        logging.getLogger(name).setLevel(numeric if debug_libraries else max(numeric, floor))
     return handler
 
 

@@ -90,6 +90,10 @@ def test_setup_is_idempotent_and_quiets_libraries() -> None:
     assert msgs == ["once", "tcp:127.0.0.1:6641: connected"]
 
     setup_logging("debug", "text", stream=first)
+    assert logging.getLogger("controller").getEffectiveLevel() == logging.DEBUG
+    assert logging.getLogger("urllib3").getEffectiveLevel() == logging.WARNING
+    assert logging.getLogger("ovsdbapp.backend.ovs_idl.vlog").getEffectiveLevel() == logging.INFO
+    setup_logging("debug", "text", stream=first, debug_libraries=True)
     assert logging.getLogger("urllib3").getEffectiveLevel() == logging.DEBUG
 
 
