@@ -34,7 +34,7 @@ from controller.kube.api import (
     KubeObject,
     ObjectRef,
 )
-from controller.kube.errors import KubeApiError, NotFoundError
+from controller.kube.errors import AlreadyExistsError, KubeApiError, NotFoundError
 
 LOG = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ _TRUNCATED = "..."
 WallClock = Callable[[], datetime.datetime]
 
 
-def _utcnow() -> datetime.datetime:
+def utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
@@ -102,7 +102,7 @@ class EventCorrelator:
         window: float = 600.0,
         max_entries: int = 4096,
         monotonic: Callable[[], float] = time.monotonic,
-        wall_clock: WallClock = _utcnow,
+        wall_clock: WallClock = utcnow,
     ) -> None:
         if window <= 0 or max_entries <= 0:
             raise ValueError("window and max_entries must be positive")
@@ -239,7 +239,7 @@ class BackgroundEventRecorder:
         max_attempts: int = 3,
         retry_delay: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
-        wall_clock: WallClock = _utcnow,
+        wall_clock: WallClock = utcnow,
         on_drop: Callable[[], None] | None = None,
     ) -> None:
         if max_pending <= 0 or max_attempts <= 0 or retry_delay < 0:
@@ -362,6 +362,10 @@ class BackgroundEventRecorder:
                 apply_event_write(self._sink, write)
                 self.written += 1
                 return
+            except AlreadyExistsError:
+                # An earlier attempt did land (its response was lost): nothing left to do.
+                self.written += 1
+                return
             except KubeApiError as exc:
                 if not exc.retryable or attempt == self._max_attempts:
                     self.failed += 1
@@ -375,5 +379,5 @@ class BackgroundEventRecorder:
                         exc,
                     )
                     return
-                if self._stop_event.wait(self._retry_delay * attempt):
-                    self._retry_delay = 0.0  # stopping: finish the drain without waiting
+                # Returns at once when stopping, so shutdown never waits out a backoff.
+                self._stop_event.wait(self._retry_delay * attempt)

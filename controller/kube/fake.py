@@ -49,7 +49,7 @@ from controller.kube.events import (
     DEFAULT_COMPONENT,
     EventCorrelator,
     WallClock,
-    _utcnow,
+    utcnow,
     to_object_ref,
     validate_event,
 )
@@ -384,7 +384,7 @@ class FakeEventRecorder:
         *,
         window: float = 600.0,
         monotonic: Callable[[], float] | None = None,
-        wall_clock: WallClock = _utcnow,
+        wall_clock: WallClock = utcnow,
     ) -> None:
         self._lock = threading.Lock()
         self._time = 0.0

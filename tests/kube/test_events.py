@@ -230,3 +230,24 @@ def test_events_for_not_found_sink_errors_do_not_kill_the_thread() -> None:
         rec.event(POD, "Warning", "R", "kept")
         assert rec.flush(5.0)
     assert [e["message"] for e in fake.events.values()] == ["kept"]
+
+
+def test_a_create_that_landed_before_its_response_was_lost_counts_as_written() -> None:
+    fake = FakeKubeApi()
+    landed: list[str] = []
+
+    class LandsThenTimesOut:
+        def create_event(self, namespace: str, body: Mapping[str, Any]) -> KubeObject:
+            if not landed:
+                landed.append(fake.create_event(namespace, body)["metadata"]["name"])
+                raise ServerError(504, "Timeout", "response lost")
+            return fake.create_event(namespace, body)
+
+        def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
+            return fake.patch_event(namespace, name, patch)
+
+    with BackgroundEventRecorder(LandsThenTimesOut(), retry_delay=0.0) as rec:
+        rec.event(POD, "Warning", "R", "m")
+        assert rec.flush(5.0)
+    assert rec.written == 1 and rec.failed == 0
+    assert list(fake.events) == [f"ns1/{landed[0]}"]
