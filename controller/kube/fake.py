@@ -49,8 +49,8 @@ from controller.kube.events import (
     DEFAULT_COMPONENT,
     EventCorrelator,
     WallClock,
-    utcnow,
     to_object_ref,
+    utcnow,
     validate_event,
 )
 
