@@ -22,7 +22,7 @@ import logging
 import multiprocessing
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import urllib3
@@ -32,6 +32,8 @@ from kubernetes.config.config_exception import ConfigException
 
 from controller.kube.api import (
     AnnotationOp,
+    EventSink,
+    KubeApi,
     KubeObject,
     RequestObserver,
     annotation_merge_patch,
@@ -338,3 +340,9 @@ def _from_api_exception(exc: Any) -> KubeApiError:
         raw = body.encode() if isinstance(body, str) else body
         return _from_response(status, raw)
     return error_from_status(status, str(exc.reason or ""), "")
+
+
+if TYPE_CHECKING:  # mypy proves the adapter satisfies both ports
+
+    def _conforms(c: KubeClient) -> tuple[KubeApi, EventSink]:
+        return c, c

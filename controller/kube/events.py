@@ -25,11 +25,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from controller.kube.api import (
     EVENT_TYPE_NORMAL,
     EVENT_TYPE_WARNING,
+    EventRecorder,
     EventSink,
     KubeObject,
     ObjectRef,
@@ -381,3 +382,9 @@ class BackgroundEventRecorder:
                     return
                 # Returns at once when stopping, so shutdown never waits out a backoff.
                 self._stop_event.wait(self._retry_delay * attempt)
+
+
+if TYPE_CHECKING:  # mypy proves the recorder satisfies the port
+
+    def _conforms(r: BackgroundEventRecorder) -> EventRecorder:
+        return r

@@ -27,10 +27,13 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.kube.api import (
     AnnotationOp,
+    EventRecorder,
+    EventSink,
+    KubeApi,
     KubeObject,
     ObjectRef,
     annotation_merge_patch,
@@ -420,3 +423,9 @@ class FakeEventRecorder:
     def reasons(self) -> list[str]:
         with self._lock:
             return [e.reason for e in self.events]
+
+
+if TYPE_CHECKING:  # mypy proves the fakes satisfy the ports they stand in for
+
+    def _conforms(f: FakeKubeApi, r: FakeEventRecorder) -> tuple[KubeApi, EventSink, EventRecorder]:
+        return f, f, r
