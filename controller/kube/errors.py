@@ -13,7 +13,9 @@ Contract:
   transport failures) or not (validation, authorisation).
 
 NOTE: `KubeApiError` derives from `Exception` for now; the lead should re-parent it under
-`controller.errors.ControllerError` once that module lands (one-line change, no behaviour change).
+`controller.errors.ControllerError` once that module lands (and drop the smaller KubeApiError /
+NotFoundError / ConflictError trio there, or make it re-export these). The Status reason is kept
+as `status_reason` so it cannot be mistaken for ControllerError's Event `reason`.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ class KubeApiError(Exception):
 
     retryable: ClassVar[bool] = False
 
-    def __init__(self, status: int, reason: str = "", message: str = "") -> None:
+    def __init__(self, status: int, status_reason: str = "", message: str = "") -> None:
+        text = f"{status} {status_reason}".rstrip()
+        # Base first: a future ControllerError base sets its own `message`, which ours overrides.
+        super().__init__(f"{text}: {message}" if message else text)
         self.status = status
-        self.reason = reason
+        # NOTE: not `reason`: in controller.errors that name means the Warning Event's reason.
+        self.status_reason = status_reason
         self.message = message
-        super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
 
 
 class KubeUnavailableError(KubeApiError):
@@ -101,10 +106,10 @@ _BY_STATUS: dict[int, type[KubeApiError]] = {
 }
 
 
-def error_from_status(status: int, reason: str = "", message: str = "") -> KubeApiError:
+def error_from_status(status: int, status_reason: str = "", message: str = "") -> KubeApiError:
     """Build the most specific `KubeApiError` for an HTTP status and a Status `reason`."""
     cls: type[KubeApiError]
-    if status == 409 and reason == "AlreadyExists":
+    if status == 409 and status_reason == "AlreadyExists":
         cls = AlreadyExistsError
     elif status in _BY_STATUS:
         cls = _BY_STATUS[status]
@@ -114,7 +119,7 @@ def error_from_status(status: int, reason: str = "", message: str = "") -> KubeA
         cls = KubeUnavailableError
     else:
         cls = KubeApiError
-    return cls(status, reason, message)
+    return cls(status, status_reason, message)
 
 
 class KubeConfigError(Exception):

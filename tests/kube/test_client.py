@@ -34,7 +34,7 @@ def test_status_maps_to_one_error_class(
 ) -> None:
     err = errors.error_from_status(status, reason, "msg")
     assert type(err) is cls
-    assert (err.status, err.reason, err.message) == (status, reason, "msg")
+    assert (err.status, err.status_reason, err.message) == (status, reason, "msg")
     assert str(err) == f"{status} {reason}: msg"
 
 
