@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Union
 
 KubeObject = dict[str, Any]
 """A Kubernetes object as decoded JSON."""
@@ -44,6 +44,20 @@ RequestObserver = Callable[[str, str, str, float], None]
 with namespace and name replaced by `{namespace}`/`{name}` (client-go's `url` label), `code` the
 HTTP status as a string or `"<error>"` when no response arrived (client-go's convention).
 """
+
+
+class NamedObject(Protocol):
+    """Anything naming a namespaced object, e.g. the controller's frozen `model.Pod`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+
+EventTarget = Union["ObjectRef", Mapping[str, Any], NamedObject]
+"""What `EventRecorder.event` accepts: an ObjectRef, a decoded object, or a model object."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +86,24 @@ class ObjectRef:
             uid=str(meta.get("uid") or ""),
             api_version=str(obj.get("apiVersion") or default_api_version),
             resource_version=str(meta.get("resourceVersion") or ""),
+        )
+
+    @classmethod
+    def of(cls, target: EventTarget, *, default_kind: str = "Pod") -> ObjectRef:
+        """Reference any `EventTarget`; model objects give kind `default_kind`, apiVersion v1."""
+        if isinstance(target, ObjectRef):
+            return target
+        if isinstance(target, Mapping):
+            return cls.from_object(target, default_kind=default_kind)
+        name = getattr(target, "name", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"cannot reference {type(target).__name__} in an Event: no name")
+        return cls(
+            kind=default_kind,
+            name=name,
+            namespace=str(getattr(target, "namespace", "") or ""),
+            uid=str(getattr(target, "uid", "") or ""),
+            resource_version=str(getattr(target, "resource_version", "") or ""),
         )
 
     def to_involved_object(self) -> dict[str, str]:
@@ -166,10 +198,8 @@ class KubeApi(Protocol):
 class EventRecorder(Protocol):
     """Records Kubernetes Events about an object; never blocks and never raises on API errors."""
 
-    def event(
-        self, obj: ObjectRef | Mapping[str, Any], type_: str, reason: str, message: str
-    ) -> None:
-        """Record an Event. `obj` is an `ObjectRef` or a decoded object (a pod dict)."""
+    def event(self, obj: EventTarget, type_: str, reason: str, message: str) -> None:
+        """Record an Event about `obj`: an `ObjectRef`, a pod dict, or a `model.Pod`."""
         ...
 
 

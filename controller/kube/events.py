@@ -23,7 +23,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,6 +32,7 @@ from controller.kube.api import (
     EVENT_TYPE_WARNING,
     EventRecorder,
     EventSink,
+    EventTarget,
     KubeObject,
     ObjectRef,
 )
@@ -55,8 +56,8 @@ def _rfc3339(ts: datetime.datetime) -> str:
     return ts.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def to_object_ref(obj: ObjectRef | Mapping[str, Any]) -> ObjectRef:
-    return obj if isinstance(obj, ObjectRef) else ObjectRef.from_object(obj)
+def to_object_ref(obj: EventTarget) -> ObjectRef:
+    return ObjectRef.of(obj)
 
 
 def validate_event(type_: str, reason: str, message: str) -> str:
@@ -268,9 +269,7 @@ class BackgroundEventRecorder:
         self.failed = 0
 
     # --- EventRecorder ---------------------------------------------------------------------------
-    def event(
-        self, obj: ObjectRef | Mapping[str, Any], type_: str, reason: str, message: str
-    ) -> None:
+    def event(self, obj: EventTarget, type_: str, reason: str, message: str) -> None:
         ref = to_object_ref(obj)
         message = validate_event(type_, reason, message)
         with self._cond:

@@ -33,6 +33,7 @@ from controller.kube.api import (
     AnnotationOp,
     EventRecorder,
     EventSink,
+    EventTarget,
     KubeApi,
     KubeObject,
     ObjectRef,
@@ -405,9 +406,7 @@ class FakeEventRecorder:
         # tests stay deterministic.
         return self._time
 
-    def event(
-        self, obj: ObjectRef | Mapping[str, Any], type_: str, reason: str, message: str
-    ) -> None:
+    def event(self, obj: EventTarget, type_: str, reason: str, message: str) -> None:
         ref = to_object_ref(obj)
         message = validate_event(type_, reason, message)
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -251,3 +252,24 @@ def test_a_create_that_landed_before_its_response_was_lost_counts_as_written() -
         assert rec.flush(5.0)
     assert rec.written == 1 and rec.failed == 0
     assert list(fake.events) == [f"ns1/{landed[0]}"]
+
+
+@dataclass(frozen=True)
+class ModelPod:
+    """Shaped like controller.model.Pod: attributes, not a dict."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+
+
+def test_events_accept_model_objects_and_reject_nameless_ones() -> None:
+    rec = FakeEventRecorder()
+    rec.event(ModelPod("ns1", "p1", uid="uid-1", resource_version="7"), "Warning", "R", "m")
+
+    assert rec.events[0].ref == ObjectRef(
+        kind="Pod", name="p1", namespace="ns1", uid="uid-1", resource_version="7"
+    )
+    with pytest.raises(ValueError, match="no name"):
+        rec.event(42, "Warning", "R", "m")  # type: ignore[arg-type]
