@@ -174,7 +174,7 @@ class KubeClient:
             if self._on_request is not None:
                 self._on_request(method, template, code, time.monotonic() - start)
         if not 200 <= resp.status <= 299:
-            raise _from_response(resp.status, data)
+            raise error_from_response(resp.status, data)
         if not data:
             return {}
         try:
@@ -319,7 +319,13 @@ def _segment(what: str, value: str) -> str:
     return quote(check_name(what, value), safe="")
 
 
-def _from_response(status: int, data: bytes | None) -> KubeApiError:
+def error_from_response(status: int, data: bytes | None) -> KubeApiError:
+    """Map a non-2xx answer to an error, reading a `Status` body when there is one.
+
+    Bodies that are not a Status (e.g. "404 page not found" for an API group that is not
+    installed, or an HTML page from a proxy) still give the right class; their start is kept as
+    the message.
+    """
     reason, message = "", ""
     if data:
         try:
@@ -338,7 +344,7 @@ def _from_api_exception(exc: Any) -> KubeApiError:
     body = exc.body
     if status and body:
         raw = body.encode() if isinstance(body, str) else body
-        return _from_response(status, raw)
+        return error_from_response(status, raw)
     return error_from_status(status, str(exc.reason or ""), "")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from controller.kube import errors
-from controller.kube.client import IP, KubeClient, load_api_client
+from controller.kube.client import IP, KubeClient, error_from_response, load_api_client
 
 
 @pytest.mark.parametrize(
@@ -117,3 +117,21 @@ def test_names_are_validated_before_any_request(tmp_path: Path) -> None:
             kube.get_configmap("", "cm")
     finally:
         api_client.close()
+
+
+def test_error_bodies_status_or_not() -> None:
+    status_body = (
+        b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists",'
+        b'"message":"ips.kubeovn.io \\"a\\" already exists","code":409}'
+    )
+    err = error_from_response(409, status_body)
+    assert type(err) is errors.AlreadyExistsError
+    assert err.message == 'ips.kubeovn.io "a" already exists'
+
+    # An API group that is not installed (kubevirt) answers a plain-text 404.
+    missing = error_from_response(404, b"404 page not found\n")
+    assert type(missing) is errors.NotFoundError
+    assert missing.message.startswith("404 page not found")
+
+    assert type(error_from_response(502, b"<html>bad gateway</html>")) is errors.ServerError
+    assert type(error_from_response(500, None)) is errors.ServerError
