@@ -231,6 +231,22 @@ class IPAM:
         owner = self.get_ip_owner(ip, subnet_name)
         return owner is not None and owner != pod_key
 
+    def verify(self) -> list[str]:
+        """Consistency self-check of every subnet and of the key index; [] when consistent."""
+        with self._lock:
+            problems: list[str] = []
+            for name, subnet in self._subnets.items():
+                problems.extend(subnet.verify())
+                for pod_key in subnet.pod_keys():
+                    if name not in self._pod_subnets.get(pod_key, ()):
+                        problems.append(f"{name}: {pod_key} missing from the key index")
+            for pod_key, names in self._pod_subnets.items():
+                for name in names:
+                    holder = self._subnets.get(name)
+                    if holder is None or not holder.has_pod(pod_key):
+                        problems.append(f"{name}: index lists {pod_key} but it holds nothing")
+            return problems
+
     # -- internals (lock held) -------------------------------------------------------------
 
     def _subnet(self, name: str, address: str) -> Subnet:
