@@ -72,19 +72,32 @@ def test_huge_ipv6_range_is_one_range() -> None:
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["add", "remove", "add_range", "remove_range"]),
-        st.integers(0, 60),
+        st.integers(0, 150),
         st.integers(0, 8),
     ),
-    max_size=60,
+    max_size=150,
 )
 
 
+def check_blocks(ranges: IPRangeList, load: int) -> None:
+    """The block layout behind the ranges: no empty or oversized block, firsts in sync."""
+    sblocks, eblocks = ranges._sblocks, ranges._eblocks
+    assert [len(b) for b in sblocks] == [len(b) for b in eblocks]
+    assert all(0 < len(b) <= 2 * load for b in sblocks)
+    assert ranges._firsts == [b[0] for b in sblocks]
+    assert len(ranges) == sum(len(b) for b in sblocks)
+
+
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), max_size=6), OPS)
+@given(
+    st.lists(st.tuples(st.integers(0, 150), st.integers(0, 150)), max_size=12),
+    OPS,
+    st.sampled_from([1, 2, 4, 256]),
+)
 def test_matches_a_set_model(
-    initial: list[tuple[int, int]], ops: list[tuple[str, int, int]]
+    initial: list[tuple[int, int]], ops: list[tuple[str, int, int]], load: int
 ) -> None:
-    ranges = IPRangeList(initial)
+    ranges = IPRangeList(initial, load=load)
     model = {ip for s, e in initial for ip in range(s, e + 1)}
     for op, a, width in ops:
         b = a + width
@@ -106,5 +119,25 @@ def test_matches_a_set_model(
         assert {ip for s, e in pairs for ip in range(s, e + 1)} == model
         assert ranges.size == len(model)
         assert ranges.lowest() == (min(model) if model else None)
-    for probe in range(-1, 70):
+        check_blocks(ranges, load)
+    for probe in range(-1, 170):
         assert ranges.contains(probe) == (probe in model)
+    assert (
+        ranges.intersection(20, 90).ranges()
+        == IPRangeList([(ip, ip) for ip in model if 20 <= ip <= 90]).ranges()
+    )
+    assert ranges.copy() == ranges
+
+
+def test_many_fragments_split_and_fold_blocks() -> None:
+    ranges = IPRangeList([(0, 20_000)], load=8)
+    for ip in range(1, 20_000, 2):
+        assert ranges.remove(ip)
+    assert len(ranges) == 10_001
+    check_blocks(ranges, 8)
+    for ip in range(19_999, 0, -2):
+        assert ranges.add(ip)
+        if ip % 1001 == 0:
+            check_blocks(ranges, 8)
+    assert ranges.ranges() == [(0, 20_000)]
+    check_blocks(ranges, 8)
