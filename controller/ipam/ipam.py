@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from controller.ipam.address import (
     V4,
@@ -45,6 +46,8 @@ class SubnetAddress:
     mac: str
 
 
+_NO_SKIP: Mapping[int, frozenset[int]] = MappingProxyType({})
+
 # (v4, v6, mac); "" for a family the subnet does not have.
 Address = tuple[str, str, str]
 
@@ -63,7 +66,9 @@ class IPAM:
         self._lock = threading.Lock()
         self._rng = rng if rng is not None else random.Random()
         self._subnets: dict[str, Subnet] = {}
-        self._pod_subnets: dict[str, set[str]] = {}
+        # key -> subnets it holds something in; tuples, as nearly every key has exactly one
+        # subnet and a 1-tuple costs a fifth of a set (this map has one entry per pod).
+        self._pod_subnets: dict[str, tuple[str, ...]] = {}
 
     # -- subnets ---------------------------------------------------------------------------
 
@@ -131,11 +136,13 @@ class IPAM:
         `skipped_addrs`, in which case it is given back and another one chosen. Raises
         NoAvailableError when nothing is left, ConflictError when only skipped addresses are.
         """
-        skipped: dict[int, set[int]] = {V4: set(), V6: set()}
-        for text in skipped_addrs or ():
-            version, value = parse_ip(text)
-            skipped[version].add(value)
-        frozen = {version: frozenset(values) for version, values in skipped.items()}
+        frozen: Mapping[int, frozenset[int]] = _NO_SKIP
+        if skipped_addrs:
+            skipped: dict[int, set[int]] = {V4: set(), V6: set()}
+            for text in skipped_addrs:
+                version, value = parse_ip(text)
+                skipped[version].add(value)
+            frozen = {version: frozenset(values) for version, values in skipped.items()}
         with self._lock:
             subnet = self._subnet(subnet_name, "")
             ips, mac = subnet.get_random_address(pod_key, frozen)
@@ -173,7 +180,7 @@ class IPAM:
     def release_address_by_pod(self, pod_key: str) -> None:
         """Give back everything `pod_key` holds, in every subnet."""
         with self._lock:
-            for name in self._pod_subnets.pop(pod_key, set()):
+            for name in self._pod_subnets.pop(pod_key, ()):
                 subnet = self._subnets.get(name)
                 if subnet is not None:
                     subnet.release(pod_key)
@@ -256,13 +263,19 @@ class IPAM:
         return subnet
 
     def _index(self, pod_key: str, subnet_name: str) -> None:
-        self._pod_subnets.setdefault(pod_key, set()).add(subnet_name)
+        names = self._pod_subnets.get(pod_key)
+        if names is None:
+            self._pod_subnets[pod_key] = (subnet_name,)
+        elif subnet_name not in names:
+            self._pod_subnets[pod_key] = (*names, subnet_name)
 
     def _unindex(self, pod_key: str, subnet_name: str) -> None:
         names = self._pod_subnets.get(pod_key)
-        if names is not None:
-            names.discard(subnet_name)
-            if not names:
+        if names is not None and subnet_name in names:
+            rest = tuple(n for n in names if n != subnet_name)
+            if rest:
+                self._pod_subnets[pod_key] = rest
+            else:
                 del self._pod_subnets[pod_key]
 
 

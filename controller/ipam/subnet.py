@@ -21,7 +21,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.ipam.address import V4, V6, Network, format_ip, format_mac, protocol_of
+from controller.ipam.address import V4, V6, Network, format_ip, generate_mac, protocol_of
 from controller.ipam.errors import ConflictError, NoAvailableError, OutOfRangeError
 from controller.ipam.ip_range import IPRangeList
 
@@ -62,11 +62,21 @@ class StaleAddress:
 class AddressPool:
     """One address family of one subnet (see the module docstring for the invariant)."""
 
-    __slots__ = ("free", "ip_to_pod", "network", "pod_to_ip", "released", "reserved")
+    __slots__ = (
+        "first",
+        "free",
+        "ip_to_pod",
+        "last",
+        "network",
+        "pod_to_ip",
+        "released",
+        "reserved",
+    )
 
     def __init__(self, network: Network, excludes: list[tuple[int, int]]) -> None:
         self.network = network
-        first, last = network.first, network.last
+        self.first = first = network.first
+        self.last = last = network.last
         self.reserved = IPRangeList((max(s, first), min(e, last)) for s, e in excludes)
         self.free = IPRangeList([(first, last)] if first <= last else [])
         for start, end in self.reserved.ranges():
@@ -80,7 +90,7 @@ class AddressPool:
         return self.network.version
 
     def is_host(self, ip: int) -> bool:
-        return self.network.first <= ip <= self.network.last
+        return self.first <= ip <= self.last
 
     def assign(self, pod_key: str, ip: int) -> None:
         """Record `ip` for `pod_key`, taking it out of free or released (reserved stays)."""
@@ -183,22 +193,23 @@ class Subnet:
         return candidate, current
 
     def _plan_static(self, pool: AddressPool, pod_key: str, ip: int) -> _Plan:
-        text = format_ip(pool.version, ip)
-        if ip not in pool.network:
-            raise OutOfRangeError(
-                f"{text} is outside {pool.network}", subnet=self.name, address=text
-            )
+        network = pool.network
+        if not network.network <= ip <= network.broadcast:
+            text = format_ip(pool.version, ip)
+            raise OutOfRangeError(f"{text} is outside {network}", subnet=self.name, address=text)
         owner = pool.ip_to_pod.get(ip)
         if owner is not None:
             if owner != pod_key:
+                text = format_ip(pool.version, ip)
                 raise ConflictError(
                     f"{text} is already assigned to {owner}", subnet=self.name, address=text
                 )
             return ip, None
-        if not (pool.free.contains(ip) or pool.released.contains(ip) or pool.reserved.contains(ip)):
-            # Only the network and broadcast addresses are in none of the lists.
+        # Every other host address is free, released or reserved (the pool's invariant).
+        if ip in (network.network, network.broadcast):
+            text = format_ip(pool.version, ip)
             raise NoAvailableError(
-                f"{text} is the network or broadcast address of {pool.network}",
+                f"{text} is the network or broadcast address of {network}",
                 subnet=self.name,
                 address=text,
             )
@@ -218,7 +229,7 @@ class Subnet:
         if existing is not None:
             return existing
         for _ in range(_MAC_ATTEMPTS):
-            candidate = format_mac(self._rng.getrandbits(24))
+            candidate = generate_mac(self._rng.getrandbits(24))
             if candidate not in self.mac_to_pod:
                 return candidate
         raise NoAvailableError("no free MAC address", subnet=self.name)
