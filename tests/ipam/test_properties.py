@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from controller.ipam import IPAM, IPAMError
-from controller.ipam.address import parse_cidr_block, parse_exclude, parse_ip
+from controller.ipam.address import format_ip, parse_cidr_block, parse_exclude, parse_ip
 
 PODS = [f"ns/p{i}" for i in range(8)]
 # Each subnet has a few specs it can be switched between (CIDR change, exclude change, family
@@ -160,3 +160,47 @@ class IPAMMachine(RuleBasedStateMachine):
 
 IPAMMachine.TestCase.settings = settings(max_examples=120, stateful_step_count=40, deadline=None)
 TestIPAMMachine = IPAMMachine.TestCase
+
+
+@st.composite
+def subnet_specs(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A small v4 or v6 block and exclude entries in, across and outside it."""
+    v6 = draw(st.booleans())
+    prefix = draw(st.integers(122, 127) if v6 else st.integers(26, 31))
+    size = 1 << ((128 if v6 else 32) - prefix)
+    base = "fd00::" if v6 else "10.9.0.0"
+    _, base_value = parse_ip(base)
+
+    def text(offset: int) -> str:
+        return format_ip(6 if v6 else 4, base_value + offset)
+
+    excludes = []
+    for _ in range(draw(st.integers(0, 5))):
+        a = draw(st.integers(0, size + 4))
+        b = draw(st.integers(a, size + 8))
+        excludes.append(text(a) if a == b else f"{text(a)}..{text(b)}")
+    return f"{base}/{prefix}", excludes
+
+
+@settings(max_examples=80, deadline=None)
+@given(subnet_specs())
+def test_random_allocation_exhausts_exactly_the_available_addresses(
+    spec: tuple[str, list[str]],
+) -> None:
+    cidr, excludes = spec
+    im = IPAM(rng=random.Random(0))
+    im.add_or_update_subnet("s", cidr, excludes)
+    usage = im.subnet_usage("s")
+    available = usage.v4_available + usage.v6_available
+    got: list[str] = []
+    while True:
+        try:
+            v4, v6, _ = im.get_random_address(f"p{len(got)}", "s")
+        except IPAMError as exc:
+            assert exc.reason == "NoAvailableAddress"
+            break
+        got.append(v4 or v6)
+        assert len(got) <= available
+    assert len(got) == available == len(set(got))
+    assert not any(excluded_or_edge(spec, ip) for ip in got)
+    assert im.verify() == []
