@@ -151,8 +151,11 @@ class IPAM:
         LOG.info("allocate v4 %s v6 %s mac %s for %s from subnet %s", *result, pod_key, subnet_name)
         return result
 
-    def get_static_address(self, pod_key: str, ip: str, mac: str, subnet_name: str) -> Address:
-        """The requested address(es) for `pod_key`: ip is "v4", "v6" or "v4,v6"; mac may be "".
+    def get_static_address(
+        self, pod_key: str, ip: str, mac: str | None, subnet_name: str
+    ) -> Address:
+        """The requested address(es) for `pod_key`: ip is "v4", "v6" or "v4,v6"; mac may be ""
+        or None (then the key's current MAC is kept, or a random one generated).
 
         On a dual-stack subnet a single-family request gets a random partner of the other
         family. Excluded addresses (the gateway included) may be taken; the network and broadcast
@@ -161,7 +164,7 @@ class IPAM:
         text that does not parse.
         """
         ips = parse_ip_list(ip, subnet=subnet_name)
-        wanted_mac = normalize_mac(mac, subnet=subnet_name) if mac.strip() else ""
+        wanted_mac = normalize_mac(mac, subnet=subnet_name) if mac and mac.strip() else ""
         with self._lock:
             subnet = self._subnet(subnet_name, ip)
             got, got_mac = subnet.get_static_address(pod_key, ips, wanted_mac)

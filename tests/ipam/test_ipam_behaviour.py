@@ -195,8 +195,9 @@ def test_static_request_for_a_new_address_releases_the_old_one() -> None:
         "00:00:00:00:00:01"
     )
     im.get_static_address("p2", "10.16.0.12", mac, "s")
-    # An empty MAC keeps the key's current one.
+    # An empty (or missing) MAC keeps the key's current one.
     assert im.get_static_address("p1", "10.16.0.11", "", "s")[2] == "00:00:00:00:00:01"
+    assert im.get_static_address("p1", "10.16.0.11", None, "s")[2] == "00:00:00:00:00:01"
 
 
 def test_static_is_idempotent_for_the_holder_and_a_conflict_for_others() -> None:
