@@ -31,7 +31,7 @@ from controller.ipam.address import (
     parse_ip,
     parse_ip_list,
 )
-from controller.ipam.errors import InvalidAddressError, SubnetNotFoundError
+from controller.ipam.errors import InvalidAddressError, InvalidCIDRError, SubnetNotFoundError
 from controller.ipam.subnet import StaleAddress, Subnet, SubnetUsage
 
 LOG = logging.getLogger(__name__)
@@ -82,6 +82,8 @@ class IPAM:
         anything changes, so an InvalidCIDRError keeps the old state. Returns the allocations the
         update dropped because they no longer fit (always empty for a new subnet).
         """
+        if isinstance(exclude_ips, str):
+            raise InvalidCIDRError("exclude_ips must be a list of strings", subnet=name)
         networks = parse_cidr_block(cidr, subnet=name)
         excludes = [parse_exclude(entry, subnet=name) for entry in exclude_ips or ()]
         with self._lock:
@@ -137,6 +139,8 @@ class IPAM:
         NoAvailableError when nothing is left, ConflictError when only skipped addresses are.
         """
         frozen: Mapping[int, frozenset[int]] = _NO_SKIP
+        if isinstance(skipped_addrs, str):
+            raise InvalidAddressError("skipped_addrs must be a list of strings", subnet=subnet_name)
         if skipped_addrs:
             skipped: dict[int, set[int]] = {V4: set(), V6: set()}
             for text in skipped_addrs:

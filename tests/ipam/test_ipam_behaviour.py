@@ -362,3 +362,12 @@ def test_bad_exclude_entries_are_rejected_with_the_subnet_name() -> None:
     im = new_ipam()
     with pytest.raises(InvalidCIDRError, match=r"exclude_ips.*subnet s"):
         im.add_or_update_subnet("s", V4_CIDR, ["10.16.0.9..10.16.0.1"])
+
+
+def test_a_bare_string_where_a_list_is_expected_is_a_clear_error() -> None:
+    im = new_ipam()
+    with pytest.raises(InvalidCIDRError, match="list of strings"):
+        im.add_or_update_subnet("s", V4_CIDR, "10.16.0.1")
+    im.add_or_update_subnet("s", V4_CIDR, None)
+    with pytest.raises(InvalidAddressError, match="list of strings"):
+        im.get_random_address("p", "s", "10.16.0.1")
