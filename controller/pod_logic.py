@@ -41,7 +41,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from controller import annotations as ann
 from controller.constants import (
@@ -81,6 +81,7 @@ from controller.constants import (
     annotation_key,
 )
 from controller.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
+from controller.ipam.errors import IPAMError, NoAvailableError
 from controller.model import (
     Namespace,
     NetworkAttachmentDefinition,
@@ -761,21 +762,36 @@ class AddressAllocator(Protocol):
     def is_ip_assigned_to_pod(self, ip: str, subnet_name: str, pod_key: str) -> bool: ...
 
 
+if TYPE_CHECKING:
+    from controller.ipam import IPAM
+
+    def _ipam_is_an_allocator(ipam: IPAM) -> AddressAllocator:
+        return ipam  # mypy checks the structural match
+
+
 def acquire_address(
     allocator: AddressAllocator,
     request: AddressRequest,
     nodes: Sequence[Node],
     *,
-    allocation_errors: tuple[type[Exception], ...],
-    no_available: Callable[[], Exception],
+    allocation_errors: tuple[type[Exception], ...] = (IPAMError,),
+    no_available: Callable[[], Exception] | None = None,
 ) -> tuple[str, str, str, Subnet]:
     """kube-ovn `acquireAddress`: (v4, v6, mac, subnet the address came from).
 
-    `allocation_errors` are the IPAM errors that mean "try the next candidate" (the IPAM package's
-    base error); `no_available()` builds IPAM's NoAvailableAddress error, raised when an ip_pool
-    yields nothing (kube-ovn never falls back to random there). On the static path the last
-    IPAM error is re-raised; on the random path IPAM's own error propagates.
+    `allocation_errors` are the errors that mean "try the next candidate" (IPAM's base error);
+    `no_available()` builds the error raised when an ip_pool yields nothing (kube-ovn never falls
+    back to random there; default: IPAM's NoAvailableError). On the static path the last IPAM
+    error is re-raised; on the random path IPAM's own error propagates.
     """
+    if no_available is None:
+
+        def no_available() -> Exception:
+            return NoAvailableError(
+                f"no address available for {request.key}",
+                subnet=",".join(s.name for s in request.subnets),
+            )
+
     if request.mode is AddressMode.RANDOM:
         subnet = request.subnets[0]
         skipped: list[str] = []

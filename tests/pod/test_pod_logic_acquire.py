@@ -11,6 +11,8 @@ import pytest
 
 from controller import pod_logic as pl
 from controller.errors import InvalidPodNetworkError
+from controller.ipam import IPAM
+from controller.ipam import errors as ipam_errors
 from controller.model import PodNet, ProviderType, Subnet
 from controller.pod_logic import AddressMode, AddressRequest
 from tests.pod.helpers import NOW, namespace, node, pod, sts_pod, subnet
@@ -218,3 +220,46 @@ def test_inspect_pod() -> None:
     assert pl.inspect_pod(dead, nets, set().__contains__, NOW, keep_vm_ip=False) == (
         pl.InspectResult()
     )
+
+
+# --- with the real in-memory IPAM ------------------------------------------------------------
+
+
+def real_ipam(*subnets: Subnet) -> IPAM:
+    ipam = IPAM()
+    for s in subnets:
+        ipam.add_or_update_subnet(s.name, s.cidr_block, [s.gateway])
+    return ipam
+
+
+def test_real_ipam_random_skips_node_ips() -> None:
+    ipam = real_ipam(DEFAULT)
+    nodes = [node("n1", "10.16.0.2")]
+    req = AddressRequest(AddressMode.RANDOM, "ns/p", (DEFAULT,))
+    v4, v6, mac, sub = pl.acquire_address(ipam, req, nodes)
+    assert (v4, v6, sub.name) == ("10.16.0.3", "", "ovn-default")
+    assert mac.startswith("00:00:00:")
+    assert not ipam.contain_address("10.16.0.2")  # the skipped address was given back
+
+
+def test_real_ipam_static_falls_through_to_the_matching_subnet() -> None:
+    ipam = real_ipam(DEFAULT, S2)
+    req = AddressRequest(AddressMode.STATIC, "ns/p", (DEFAULT, S2), ("10.18.0.9",))
+    assert pl.acquire_address(ipam, req, [])[0::3] == ("10.18.0.9", S2)
+    other = AddressRequest(AddressMode.STATIC, "ns/q", (DEFAULT, S2), ("10.18.0.9",))
+    with pytest.raises(ipam_errors.ConflictError):
+        pl.acquire_address(ipam, other, [])
+
+
+def test_real_ipam_pool_exhausted_is_no_available() -> None:
+    ipam = real_ipam(DEFAULT)
+    ipam.get_static_address("ns/other", "10.16.0.7", "", "ovn-default")
+    pool = AddressRequest(
+        AddressMode.POOL, "ns/p", (DEFAULT,), ("10.16.0.7", "10.16.0.8"), check_assigned=True
+    )
+    assert pl.acquire_address(ipam, pool, [])[0] == "10.16.0.8"
+    taken = AddressRequest(
+        AddressMode.POOL, "ns/q", (DEFAULT,), ("10.16.0.7", "10.16.0.8"), "", True
+    )
+    with pytest.raises(ipam_errors.NoAvailableError, match="NoAvailableAddress"):
+        pl.acquire_address(ipam, taken, [])
