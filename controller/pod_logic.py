@@ -18,7 +18,7 @@ How the handlers use them (kube-ovn.md sections):
 * handleAddPod (1.5): `validate_pod_network` -> `pod_attachment_requests` (NADs to GET) ->
   `get_pod_kubeovn_nets` -> `need_allocate_subnets` -> per net `get_ns_available_subnets`,
   `plan_address_request`, `acquire_address` (IPAM) -> `build_pod_allocation` (vlan),
-  `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (+ `merge_ip_cr`),
+  `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (for `KubeApi.create_or_update_ip`),
   `build_port_spec` / `security_groups_to_sync` for OVN nets -> one annotation patch;
 * handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> `annotations.mark_routed`;
 * handleDeletePod (1.8): `is_replaced_by` -> `decide_delete` (with `is_statefulset_pod_to_del`
@@ -955,23 +955,6 @@ def build_ip_cr(
             "podType": pod_type,
         },
     }
-
-
-def merge_ip_cr(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The update of an existing IP CR towards `desired`, or None when nothing differs.
-
-    Our labels and spec fields overwrite the existing ones; other labels, other spec fields
-    (`containerID`) and metadata (resourceVersion, uid) are kept, so the result can be PUT.
-    """
-    meta = dict(existing.get("metadata") or {})
-    labels = dict(meta.get("labels") or {})
-    new_labels = {**labels, **desired["metadata"]["labels"]}
-    spec = dict(existing.get("spec") or {})
-    new_spec = {**spec, **desired["spec"]}
-    if new_labels == labels and new_spec == spec:
-        return None
-    meta["labels"] = new_labels
-    return {**existing, "metadata": meta, "spec": new_spec}
 
 
 def build_port_spec(

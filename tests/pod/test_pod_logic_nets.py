@@ -493,37 +493,6 @@ def test_build_ip_cr_for_attachment_and_node() -> None:
     assert node_cr["spec"]["podName"] == "n1"
 
 
-def test_merge_ip_cr_updates_only_when_different() -> None:
-    desired = pl.build_ip_cr(
-        pod_name="p",
-        ip="10.16.0.5",
-        mac="m",
-        subnet="ovn-default",
-        namespace="ns",
-        node_name="n1",
-        provider="ovn",
-        pod_type="",
-        node_switch="join",
-    )
-    existing = {
-        **desired,
-        "metadata": {
-            **desired["metadata"],
-            "resourceVersion": "9",
-            "labels": {**desired["metadata"]["labels"], "extra": "x"},
-        },
-        "spec": {**desired["spec"], "containerID": "abc"},
-    }
-    assert pl.merge_ip_cr(existing, desired) is None
-    moved = {**existing, "spec": {**existing["spec"], "nodeName": "n0"}}
-    merged = pl.merge_ip_cr(moved, desired)
-    assert merged is not None
-    assert merged["spec"]["nodeName"] == "n1"
-    assert merged["spec"]["containerID"] == "abc"
-    assert merged["metadata"]["resourceVersion"] == "9"
-    assert merged["metadata"]["labels"]["extra"] == "x"
-
-
 # --- routing helpers -------------------------------------------------------------------------
 
 
