@@ -188,13 +188,21 @@ def apply_allocation(
     return out
 
 
+def allocation_state_keys(provider: str = OVN_PROVIDER) -> tuple[str, str]:
+    """The `allocated` and `routed` keys of `provider` (what inspection removes)."""
+    return (
+        annotation_key(ALLOCATED_ANNOTATION_TEMPLATE, provider),
+        annotation_key(ROUTED_ANNOTATION_TEMPLATE, provider),
+    )
+
+
 def clear_allocation(
     annotations: Mapping[str, str], provider: str = OVN_PROVIDER
 ) -> dict[str, str]:
     """A new map without `allocated`/`routed` of `provider` (kube-ovn inspectPod: LSP lost)."""
     out = dict(annotations)
-    out.pop(annotation_key(ALLOCATED_ANNOTATION_TEMPLATE, provider), None)
-    out.pop(annotation_key(ROUTED_ANNOTATION_TEMPLATE, provider), None)
+    for key in allocation_state_keys(provider):
+        out.pop(key, None)
     return out
 
 

@@ -129,6 +129,10 @@ def test_state_helpers() -> None:
     assert not ann.is_allocated(cleared) and not ann.is_routed(cleared)
     assert ann.is_allocated(cleared, "net1.ns1.ovn")
     assert ann.is_routed(ann.mark_routed({}))
+    assert ann.allocation_state_keys("n.ns.ovn") == (
+        "n.ns.ovn.kubernetes.io/allocated",
+        "n.ns.ovn.kubernetes.io/routed",
+    )
     assert ann.changed_keys({"a": "1"}, {"a": "2", "b": ""}, ["a", "b", "c"]) == ["a"]
 
 
