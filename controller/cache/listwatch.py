@@ -106,6 +106,79 @@ def _connection_error(exc: Exception) -> ConnectionFailedError:
     return ConnectionFailedError(f"{type(exc).__name__}: {text:.300}", refused=refused)
 
 
+Timeout = float | tuple[float, float | None] | None
+
+
+def api_request(
+    api_client: Any,
+    method: str,
+    path: str,
+    *,
+    query: list[tuple[str, str]] | None = None,
+    body: Any = None,
+    timeout: Timeout = None,
+) -> Any:
+    """One HTTP request through `api_client` (its host, auth and pool), without models.
+
+    Returns the raw, unread urllib3 response of a 2xx answer (the caller reads or streams it and
+    releases it); raises `StatusError` for any other status and `ConnectionFailedError` when the
+    server cannot be reached.
+    """
+    headers = {"Accept": "application/json"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    request = api_client.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=query or [],
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    try:
+        response = api_client.call_api(*request, _request_timeout=timeout)
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise _connection_error(exc) from exc
+    except Exception as exc:  # ApiException(status=0) for TLS failures
+        status = getattr(exc, "status", None)
+        if isinstance(status, int) and status > 0:
+            raise StatusError(status, str(getattr(exc, "reason", ""))) from exc
+        raise _connection_error(exc) from exc
+    raw = response.response
+    if not 200 <= response.status <= 299:
+        try:
+            data = raw.data
+        except (urllib3.exceptions.HTTPError, OSError):
+            data = b""
+        finally:
+            raw.release_conn()
+        raise _status_error(response.status, data)
+    return raw
+
+
+def api_request_json(
+    api_client: Any,
+    method: str,
+    path: str,
+    *,
+    query: list[tuple[str, str]] | None = None,
+    body: Any = None,
+    timeout: Timeout = None,
+) -> Any:
+    """`api_request` and decode the whole JSON body."""
+    raw = api_request(api_client, method, path, query=query, body=body, timeout=timeout)
+    try:
+        data = raw.data
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise _connection_error(exc) from exc
+    finally:
+        raw.release_conn()
+    try:
+        return json.loads(data) if data else None
+    except ValueError as exc:
+        raise StatusError(500, "InvalidResponse", f"undecodable body: {exc}") from exc
+
+
 class RawWatcher:
     """A watch stream of newline-delimited JSON events over an urllib3 response."""
 
@@ -217,32 +290,9 @@ class ListWatch:
         self.description = f"{group or 'core'}/{version} {kind}"
 
     def _get(self, query: list[tuple[str, str]], timeout: tuple[float, float | None]) -> Any:
-        request = self._api_client.param_serialize(
-            method="GET",
-            resource_path=self.path,
-            query_params=self._selectors + query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
+        return api_request(
+            self._api_client, "GET", self.path, query=self._selectors + query, timeout=timeout
         )
-        try:
-            response = self._api_client.call_api(*request, _request_timeout=timeout)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _connection_error(exc) from exc
-        except Exception as exc:  # ApiException(status=0) for TLS failures
-            status = getattr(exc, "status", None)
-            if isinstance(status, int) and status > 0:
-                raise StatusError(status, str(getattr(exc, "reason", ""))) from exc
-            raise _connection_error(exc) from exc
-        raw = response.response
-        if not 200 <= response.status <= 299:
-            try:
-                body = raw.data
-            except (urllib3.exceptions.HTTPError, OSError):
-                body = b""
-            finally:
-                raw.release_conn()
-            raise _status_error(response.status, body)
-        return raw
 
     def list(self, options: ListOptions) -> ListResult:
         query: list[tuple[str, str]] = []

@@ -48,7 +48,8 @@ class FakeClock:
     def __init__(self, start: float = 1000.0) -> None:
         self._now = start
         self._cond = threading.Condition()
-        self._waiters = 0
+        self._deadlines: dict[int, float] = {}
+        self._next_id = 0
         self.waits: list[float] = []
 
     def now(self) -> float:
@@ -59,7 +60,9 @@ class FakeClock:
         with self._cond:
             deadline = self._now + seconds
             self.waits.append(seconds)
-            self._waiters += 1
+            wid = self._next_id
+            self._next_id += 1
+            self._deadlines[wid] = deadline
             try:
                 while self._now < deadline:
                     if stop.is_set():
@@ -68,7 +71,7 @@ class FakeClock:
                     self._cond.wait(0.002)
                 return stop.is_set()
             finally:
-                self._waiters -= 1
+                del self._deadlines[wid]
 
     def step(self, seconds: float) -> None:
         with self._cond:
@@ -76,8 +79,9 @@ class FakeClock:
             self._cond.notify_all()
 
     def waiters(self) -> int:
+        """Waits still blocked on a future deadline (due ones are about to return)."""
         with self._cond:
-            return self._waiters
+            return sum(1 for d in self._deadlines.values() if d > self._now)
 
 
 _CLOSE = object()
