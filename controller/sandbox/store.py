@@ -1,0 +1,1051 @@
+"""A thread-safe, versioned object store with watch history: the etcd + watch cache of the emulator.
+
+Contract:
+
+* One global, monotonically increasing resourceVersion (like etcd's revision) stamps every write
+  of every resource. Reads never bump it; a write that changes nothing (a no-op update or patch)
+  returns the stored object unchanged and bumps nothing.
+* Every write appends a watch event (ADDED, MODIFIED, DELETED) to its resource's history. History
+  older than `history_window` revisions behind the newest (or older than an explicit `compact()`)
+  is dropped: watching from, listing at, or continuing a list at such a version raises a 410
+  `ApiError`, as a compacted etcd does.
+* Each stored object keeps its JSON serialization, built once at write time, so the HTTP layer
+  assembles list bodies and watch events by joining bytes.
+* Stored dicts are never mutated after they are stored; accessors hand out fresh copies, so
+  callers may modify what they get.
+* All failures are `ApiError`s carrying the Status a real apiserver would answer.
+
+Deletion: an object with finalizers gets `deletionTimestamp` and stays until an update removes the
+last finalizer. A pod is removed at once when `immediate_pod_delete` is set (the default) or the
+grace period is 0; otherwise it gets `deletionTimestamp` + `deletionGracePeriodSeconds` and stays
+(there is no kubelet) until `finalize_delete()` or a delete with grace 0. Deleting a namespace
+deletes what it contains and removes the namespace once it is empty.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import json
+import logging
+import random
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.sandbox import patch as patches
+from controller.sandbox.resources import (
+    ApiError,
+    JsonDict,
+    ResourceType,
+    already_exists,
+    bad_request,
+    conflict,
+    gone,
+    invalid,
+    modified_conflict,
+    namespace_not_found,
+    not_found,
+    resource_for,
+    too_large,
+    too_old,
+)
+from controller.sandbox.selectors import Selector
+
+LOG = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+JsonList = list[JsonDict]  # an alias: ObjectStore.list shadows `list` inside the class
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """One version of one object: the dict (never mutated) and its JSON bytes."""
+
+    obj: JsonDict
+    raw: bytes
+    rv: int
+
+    @staticmethod
+    def of(obj: JsonDict) -> Stored:
+        return Stored(obj, dumps(obj), int(obj["metadata"]["resourceVersion"]))
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED
+    rv: int
+    key: Key
+    cur: Stored  # for DELETED: the last state, stamped with the deletion's resourceVersion
+    prev: Stored | None  # the state before this event (None for ADDED)
+
+
+@dataclass(slots=True)
+class _Table:
+    rt: ResourceType
+    cond: threading.Condition
+    objects: dict[Key, Stored] = field(default_factory=dict)
+    history: list[WatchEvent] = field(default_factory=list)
+    history_start: int = 0  # history[:history_start] is compacted away, pending a trim
+    sorted_keys: list[Key] | None = None
+    watchers: set[Watcher] = field(default_factory=set)
+
+    def keys_sorted(self) -> list[Key]:
+        if self.sorted_keys is None:
+            self.sorted_keys = sorted(self.objects)
+        return self.sorted_keys
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[Stored]
+    resource_version: int
+    continue_token: str | None
+    remaining: int | None
+
+
+@dataclass(slots=True)
+class WatchBatch:
+    """What a watcher got from one wait: events to send, or why the stream ends."""
+
+    events: list[tuple[str, bytes]]
+    progress_rv: int
+    error: ApiError | None = None  # send as an ERROR event, then end the stream
+    dropped: bool = False  # end the stream abruptly (fault injection, server stop)
+
+
+class Watcher:
+    """A server-side watch: a cursor into one resource's history plus a selector.
+
+    It holds no queue of its own: `next()` reads history past its cursor under the table's
+    condition, so a write costs one `notify_all` however many watchers there are.
+    """
+
+    def __init__(self, store: ObjectStore, table: _Table, selector: Selector, cursor: int,
+                 initial: list[Stored]) -> None:
+        self._store = store
+        self._table = table
+        self._selector = selector
+        self.cursor = cursor
+        self.progress_rv = cursor
+        self.initial = initial
+        self.dropped = False
+        self.forced_error: ApiError | None = None
+
+    def next(self, timeout: float | None) -> WatchBatch:
+        """Wait up to `timeout` seconds for events past the cursor (or a drop) and return them."""
+        table = self._table
+        with table.cond:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                if self.dropped or self._store.closed:
+                    return WatchBatch([], self.progress_rv, dropped=True)
+                if self.forced_error is not None:
+                    return WatchBatch([], self.progress_rv, error=self.forced_error)
+                hist = table.history
+                if self.cursor < self._store.compacted_rv():
+                    # NOTE: a watcher that falls behind the history window loses events it
+                    # can never get back; a real apiserver ends such a watch the same way.
+                    return WatchBatch([], self.progress_rv,
+                                      error=too_old(self.cursor, self._store.compacted_rv()))
+                if hist and hist[-1].rv > self.cursor:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    self.progress_rv = max(self.progress_rv, self._store.resource_version)
+                    return WatchBatch([], self.progress_rv)
+                table.cond.wait(remaining)
+            start = bisect.bisect_right(hist, self.cursor, lo=table.history_start,
+                                        key=lambda e: e.rv)
+            out: list[tuple[str, bytes]] = []
+            for ev in hist[start:]:
+                converted = self._convert(ev)
+                if converted is not None:
+                    out.append(converted)
+            self.cursor = hist[-1].rv
+            self.progress_rv = max(self.cursor, self._store.resource_version)
+            return WatchBatch(out, self.progress_rv)
+
+    def _convert(self, ev: WatchEvent) -> tuple[str, bytes] | None:
+        sel = self._selector
+        if sel.is_everything:
+            return ev.type, ev.cur.raw
+        now = sel.matches(ev.cur.obj)
+        if ev.type != "MODIFIED":
+            return (ev.type, ev.cur.raw) if now else None
+        before = ev.prev is not None and sel.matches(ev.prev.obj)
+        if now:
+            return ("MODIFIED" if before else "ADDED"), ev.cur.raw
+        if before:
+            # The object left the selector: watchers see it deleted, at this event's version.
+            return "DELETED", ev.cur.raw
+        return None
+
+    def close(self) -> None:
+        with self._table.cond:
+            self._table.watchers.discard(self)
+            self._table.cond.notify_all()
+
+
+def _now_rfc3339(clock: Callable[[], float]) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+
+
+def _encode_continue(rv: int, key: Key) -> str:
+    raw = json.dumps({"v": "emulator/v1", "rv": rv, "start": list(key)}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, Key]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        start = data["start"]
+        return int(data["rv"]), (str(start[0]), str(start[1]))
+    except (ValueError, KeyError, TypeError, IndexError, binascii.Error) as exc:
+        raise bad_request(f"continue key is not valid: {exc}") from None
+
+
+def _strip_volatile(obj: JsonDict) -> JsonDict:
+    """The object minus the fields a write always changes, for no-op detection."""
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("resourceVersion", None)
+    meta.pop("managedFields", None)
+    return {**obj, "metadata": meta}
+
+
+def _spec_part(obj: JsonDict) -> JsonDict:
+    return {k: v for k, v in obj.items()
+            if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+class ObjectStore:
+    """The versioned store behind the emulator; safe to call from any thread.
+
+    Methods take a resource as a ResourceType or a name (`"pods"`, `"subnets"`,
+    `"subnets.kubeovn.io"`).
+    """
+
+    def __init__(
+        self,
+        *,
+        history_window: int = 100_000,
+        immediate_pod_delete: bool = True,
+        clock: Callable[[], float] = time.time,
+        create_default_namespaces: bool = True,
+    ) -> None:
+        if history_window < 1:
+            raise ValueError("history_window must be at least 1")
+        self.history_window = history_window
+        self.immediate_pod_delete = immediate_pod_delete
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._rv = 0
+        self._forced_compaction = 0
+        self._tables: dict[ResourceType, _Table] = {}
+        self.closed = False
+        if create_default_namespaces:
+            for ns in DEFAULT_NAMESPACES:
+                self.create("namespaces", {"metadata": {"name": ns}})
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion handed out (0 before the first write)."""
+        return self._rv
+
+    def compacted_rv(self) -> int:
+        """Versions strictly below this are gone: watching or listing at them answers 410."""
+        return max(self._forced_compaction, self._rv - self.history_window)
+
+    def compact(self, rv: int | None = None) -> None:
+        """Forget history up to `rv` (default: everything), like an etcd compaction."""
+        with self._lock:
+            self._forced_compaction = max(self._forced_compaction,
+                                          self._rv if rv is None else rv)
+            for table in self._tables.values():
+                self._trim(table)
+                table.cond.notify_all()
+
+    def _table(self, resource: ResourceType | str) -> _Table:
+        rt = resource if isinstance(resource, ResourceType) else resource_for(resource)
+        table = self._tables.get(rt)
+        if table is None:
+            with self._lock:
+                table = self._tables.setdefault(rt, _Table(rt, threading.Condition(self._lock)))
+        return table
+
+    def _trim(self, table: _Table) -> None:
+        floor = self.compacted_rv()
+        hist = table.history
+        i = table.history_start
+        while i < len(hist) and hist[i].rv <= floor:
+            i += 1
+        table.history_start = i
+        if i > 1024 and i * 2 > len(hist):
+            del hist[:i]
+            table.history_start = 0
+
+    def _record(self, table: _Table, ev: WatchEvent) -> None:
+        table.history.append(ev)
+        self._trim(table)
+        table.cond.notify_all()
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def close(self) -> None:
+        """End every open watch (abruptly); the store stays readable."""
+        with self._lock:
+            self.closed = True
+            for table in self._tables.values():
+                table.cond.notify_all()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _key(self, rt: ResourceType, namespace: str | None, name: str) -> Key:
+        return ((namespace or "") if rt.namespaced else "", name)
+
+    def _require_namespace(self, rt: ResourceType, namespace: str | None) -> str:
+        if not rt.namespaced:
+            return ""
+        if not namespace:
+            raise bad_request(f"the server could not find the requested resource: "
+                              f"{rt.plural} need a namespace")
+        return namespace
+
+    def _check_namespace_exists(self, namespace: str) -> None:
+        ns_table = self._table("namespaces")
+        stored = ns_table.objects.get(("", namespace))
+        if stored is None:
+            raise namespace_not_found(namespace)
+        if stored.obj["metadata"].get("deletionTimestamp"):
+            raise ApiError(403, "Forbidden",
+                           f"unable to create new content in namespace {namespace} because "
+                           "it is being terminated",
+                           details={"name": namespace, "kind": "namespaces"})
+
+    def _get_stored(self, table: _Table, key: Key) -> Stored:
+        stored = table.objects.get(key)
+        if stored is None:
+            raise not_found(table.rt, key[1])
+        return stored
+
+    @staticmethod
+    def _copy(stored: Stored) -> JsonDict:
+        result: JsonDict = json.loads(stored.raw)
+        return result
+
+    def _validate_identity(self, rt: ResourceType, obj: Any, namespace: str | None) -> JsonDict:
+        if not isinstance(obj, dict):
+            raise bad_request(f"the body of the request must be a JSON object, not "
+                              f"{type(obj).__name__}")
+        kind = obj.get("kind")
+        if kind not in (None, "", rt.kind):
+            raise bad_request(f"the kind {kind!r} of the body does not match {rt.kind!r}")
+        api_version = obj.get("apiVersion")
+        if api_version not in (None, "", rt.api_version):
+            raise bad_request(f"the apiVersion {api_version!r} of the body does not match "
+                              f"{rt.api_version!r}")
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be a JSON object")
+        body_ns = meta.get("namespace")
+        if rt.namespaced and body_ns and namespace and body_ns != namespace:
+            raise bad_request("the namespace of the provided object does not match the "
+                              "namespace sent on the request")
+        for fld in ("labels", "annotations"):
+            value = meta.get(fld)
+            if value is not None and (not isinstance(value, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+                raise invalid(rt, str(meta.get("name", "")),
+                              f"metadata.{fld}: Invalid value: must be a map of strings")
+        finalizers = meta.get("finalizers")
+        if finalizers is not None and (not isinstance(finalizers, list) or not all(
+                isinstance(f, str) for f in finalizers)):
+            raise invalid(rt, str(meta.get("name", "")),
+                          "metadata.finalizers: Invalid value: must be a list of strings")
+        return {**obj, "metadata": dict(meta)}
+
+    def _validate_name(self, rt: ResourceType, name: Any) -> None:
+        pattern = _DNS_LABEL if rt.plural == "namespaces" else _DNS_SUBDOMAIN
+        limit = 63 if rt.plural == "namespaces" else 253
+        if not isinstance(name, str) or not name or len(name) > limit or not pattern.match(name):
+            raise invalid(rt, str(name), f"metadata.name: Invalid value: {name!r}: a lowercase "
+                          "RFC 1123 subdomain must consist of lower case alphanumeric "
+                          "characters, '-' or '.', and must start and end with an "
+                          "alphanumeric character")
+
+    def _apply_defaults(self, rt: ResourceType, obj: JsonDict, keep_status: bool) -> None:
+        if rt.has_status and not keep_status:
+            obj.pop("status", None)
+        if rt.plural == "pods":
+            spec = obj.setdefault("spec", {})
+            if isinstance(spec, dict):
+                spec.setdefault("restartPolicy", "Always")
+                spec.setdefault("dnsPolicy", "ClusterFirst")
+                spec.setdefault("schedulerName", "default-scheduler")
+                spec.setdefault("terminationGracePeriodSeconds", 30)
+            status = obj.setdefault("status", {})
+            if isinstance(status, dict):
+                status.setdefault("phase", "Pending")
+        elif rt.plural == "namespaces":
+            name = obj["metadata"]["name"]
+            labels = obj["metadata"].setdefault("labels", {})
+            labels["kubernetes.io/metadata.name"] = name
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+            obj.setdefault("status", {"phase": "Active"})
+
+    def _tracks_generation(self, rt: ResourceType) -> bool:
+        return bool(rt.group) or rt.plural == "services"
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, resource: ResourceType | str, namespace: str | None, name: str) -> JsonDict:
+        """A copy of the current object, or a 404 `ApiError`."""
+        table = self._table(resource)
+        with self._lock:
+            stored = self._get_stored(table, self._key(table.rt, namespace, name))
+        return self._copy(stored)
+
+    def get_stored(self, resource: ResourceType | str, namespace: str | None,
+                   name: str) -> Stored:
+        table = self._table(resource)
+        with self._lock:
+            return self._get_stored(table, self._key(table.rt, namespace, name))
+
+    def list(self, resource: ResourceType | str, namespace: str | None = None,
+             selector: Selector | None = None) -> list[JsonDict]:
+        """Copies of every object (in one namespace, matching `selector`), in key order."""
+        table = self._table(resource)
+        sel = Selector(namespace if table.rt.namespaced else None) if selector is None else selector
+        result = self.list_page(table.rt, sel)
+        return [self._copy(s) for s in result.items]
+
+    def list_page(
+        self,
+        resource: ResourceType | str,
+        selector: Selector,
+        *,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        limit: int = 0,
+        continue_token: str | None = None,
+    ) -> ListResult:
+        """One LIST request's worth of objects, with the semantics of a real apiserver.
+
+        `resource_version` "" or None: the newest state; "0": any state (the newest here);
+        "N" with match NotOlderThan (or no match): the newest state, 504 if N is in the future;
+        "N" with match Exact: the state at N, 410 if compacted. A continue token serves the
+        next page at the first page's version, 410 once that version is compacted.
+        """
+        table = self._table(resource)
+        if limit < 0:
+            raise bad_request("limit must not be negative")
+        if resource_version_match and not resource_version and not continue_token:
+            raise bad_request("resourceVersionMatch is forbidden unless resourceVersion is "
+                              "provided")
+        if resource_version_match not in (None, "", "NotOlderThan", "Exact"):
+            raise bad_request(f"unsupported resourceVersionMatch {resource_version_match!r}")
+        with self._lock:
+            current = self._rv
+            start: Key | None = None
+            if continue_token:
+                if resource_version not in (None, "", "0") or resource_version_match:
+                    raise bad_request("specifying resource version is not allowed when using "
+                                      "continue")
+                snapshot, start = _decode_continue(continue_token)
+                if snapshot < self.compacted_rv():
+                    raise gone(
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue parameter, "
+                        "or use the continue token in this response to retrieve the remainder "
+                        "of the results. Continuing with the provided token results in an "
+                        "inconsistent list - objects that were created, modified, or deleted "
+                        "between the time the first chunk was returned and now may show up in "
+                        "the list.",
+                        continue_token=_encode_continue(current, start))
+            elif resource_version in (None, "", "0"):
+                if resource_version == "0" and resource_version_match == "Exact":
+                    raise bad_request("resourceVersionMatch Exact is forbidden for "
+                                      "resourceVersion 0")
+                snapshot = current
+            else:
+                requested = self._parse_rv(resource_version)
+                if requested > current:
+                    raise too_large(requested, current)
+                if resource_version_match == "Exact":
+                    if requested < self.compacted_rv():
+                        raise too_old(requested, self.compacted_rv())
+                    snapshot = requested
+                else:
+                    snapshot = current
+            objects = self._snapshot(table, snapshot)
+            return self._page(table, objects, selector, snapshot, start, limit)
+
+    @staticmethod
+    def _parse_rv(value: str) -> int:
+        try:
+            rv = int(value)
+        except ValueError:
+            raise bad_request(f"invalid resource version {value!r}") from None
+        if rv < 0:
+            raise bad_request(f"invalid resource version {value!r}")
+        return rv
+
+    def _snapshot(self, table: _Table, snapshot: int) -> dict[Key, Stored | None]:
+        """Overrides to apply to the current objects to see the state at `snapshot`."""
+        overlay: dict[Key, Stored | None] = {}
+        if snapshot >= self._rv:
+            return overlay
+        hist = table.history
+        first = bisect.bisect_right(hist, snapshot, lo=table.history_start, key=lambda e: e.rv)
+        for ev in reversed(hist[first:]):
+            overlay[ev.key] = None if ev.type == "ADDED" else ev.prev
+        return overlay
+
+    def _page(self, table: _Table, overlay: dict[Key, Stored | None], selector: Selector,
+              snapshot: int, start: Key | None, limit: int) -> ListResult:
+        keys_list = (sorted(set(table.objects) | set(overlay)) if overlay
+                     else table.keys_sorted())
+        ns = selector.namespace if table.rt.namespaced else None
+        lo, hi = 0, len(keys_list)
+        if ns is not None:
+            lo = bisect.bisect_left(keys_list, (ns, ""))
+            hi = bisect.bisect_left(keys_list, (ns + "\x00", ""))
+        if start is not None:
+            lo = max(lo, bisect.bisect_right(keys_list, start))
+        plain = not selector.labels and not selector.fields
+        objects = table.objects
+
+        def lookup(k: Key) -> Stored | None:
+            return overlay[k] if k in overlay else objects.get(k)
+
+        items: list[Stored] = []
+        next_index: int | None = None
+        for i in range(lo, hi):
+            stored = lookup(keys_list[i])
+            if stored is None or (not plain and not selector.matches(stored.obj)):
+                continue
+            if limit and len(items) == limit:
+                next_index = i
+                break
+            items.append(stored)
+        token = None
+        remaining = None
+        if next_index is not None:
+            last = items[-1].obj["metadata"]
+            token = _encode_continue(snapshot, (last.get("namespace", ""), last["name"]))
+            if plain:
+                remaining = sum(1 for k in keys_list[next_index:hi] if lookup(k) is not None)
+        return ListResult(items, snapshot, token, remaining)
+
+    # ------------------------------------------------------------------ writes
+
+    def create(
+        self,
+        resource: ResourceType | str,
+        obj: JsonDict,
+        namespace: str | None = None,
+        *,
+        keep_status: bool = True,
+        dry_run: bool = False,
+    ) -> JsonDict:
+        """Store a new object; 409 if it exists. `generateName` is honoured.
+
+        `keep_status=True` (the default for in-process callers seeding a test) keeps the body's
+        status; the HTTP layer passes False for kinds with a status subresource, which drops it
+        as a real apiserver does.
+        """
+        return self._copy(self.create_stored(resource, obj, namespace, keep_status=keep_status,
+                                             dry_run=dry_run))
+
+    def create_stored(self, resource: ResourceType | str, obj: JsonDict,
+                      namespace: str | None = None, *, keep_status: bool = True,
+                      dry_run: bool = False) -> Stored:
+        table = self._table(resource)
+        rt = table.rt
+        if not isinstance(obj, dict):
+            raise bad_request("the body of the request must be a JSON object")
+        body_meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        assert isinstance(body_meta, dict)
+        namespace = namespace or body_meta.get("namespace")
+        new = json.loads(dumps(self._validate_identity(rt, obj, namespace)))
+        meta = new["metadata"]
+        if meta.get("resourceVersion"):
+            raise bad_request("resourceVersion should not be set on objects to be created")
+        with self._lock:
+            ns = self._require_namespace(rt, namespace)
+            if rt.namespaced:
+                self._check_namespace_exists(ns)
+                meta["namespace"] = ns
+            else:
+                meta.pop("namespace", None)
+            name = meta.get("name")
+            if not name:
+                prefix = meta.get("generateName")
+                if not prefix or not isinstance(prefix, str):
+                    raise invalid(rt, "", "metadata.name: Required value: name or generateName "
+                                  "is required")
+                for _ in range(8):
+                    name = prefix + "".join(random.choices(_GENERATE_ALPHABET, k=5))
+                    if (ns, name) not in table.objects:
+                        break
+                meta["name"] = name
+            self._validate_name(rt, name)
+            key = (ns, name)
+            if key in table.objects:
+                raise already_exists(rt, name)
+            for fld in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+                meta.pop(fld, None)
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = _now_rfc3339(self._clock)
+            if self._tracks_generation(rt):
+                meta["generation"] = 1
+            new["kind"] = rt.kind
+            new["apiVersion"] = rt.api_version
+            self._apply_defaults(rt, new, keep_status)
+            if dry_run:
+                meta["resourceVersion"] = str(self._rv)
+                return Stored.of(new)
+            meta["resourceVersion"] = str(self._next_rv())
+            stored = Stored.of(new)
+            table.objects[key] = stored
+            table.sorted_keys = None
+            self._record(table, WatchEvent("ADDED", stored.rv, key, stored, None))
+            return stored
+
+    def update(
+        self,
+        resource: ResourceType | str,
+        obj: JsonDict,
+        namespace: str | None = None,
+        name: str | None = None,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> JsonDict:
+        """Replace an object (PUT). A set metadata.resourceVersion must be current (else 409).
+
+        With a status subresource, the main resource ignores status changes and
+        `subresource="status"` changes only the status.
+        """
+        return self._copy(self.update_stored(resource, obj, namespace, name,
+                                             subresource=subresource, dry_run=dry_run))
+
+    def update_stored(self, resource: ResourceType | str, obj: JsonDict,
+                      namespace: str | None = None, name: str | None = None, *,
+                      subresource: str | None = None, dry_run: bool = False) -> Stored:
+        table = self._table(resource)
+        rt = table.rt
+        if not isinstance(obj, dict):
+            raise bad_request("the body of the request must be a JSON object")
+        meta_in = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        assert isinstance(meta_in, dict)
+        body_name = meta_in.get("name")
+        name = name or body_name
+        if not name:
+            raise bad_request("name is required to update an object")
+        if body_name and body_name != name:
+            raise bad_request(f"the name of the object ({body_name}) does not match the name on "
+                              f"the URL ({name})")
+        namespace = namespace or meta_in.get("namespace")
+        new = json.loads(dumps(self._validate_identity(rt, obj, namespace)))
+        with self._lock:
+            ns = self._require_namespace(rt, namespace)
+            key = (ns, name)
+            old = self._get_stored(table, key)
+            return self._commit_update(table, key, old, new, subresource, dry_run)
+
+    def _commit_update(self, table: _Table, key: Key, old: Stored, new: JsonDict,
+                       subresource: str | None, dry_run: bool) -> Stored:
+        rt = table.rt
+        name = key[1]
+        meta = new.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be a JSON object")
+        old_meta = old.obj["metadata"]
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
+            raise modified_conflict(rt, name)
+        if meta.get("uid") not in (None, "", old_meta["uid"]):
+            raise conflict(rt, name, f"Precondition failed: UID in precondition: "
+                           f"{meta.get('uid')}, UID in object meta: {old_meta['uid']}")
+        if subresource == "status":
+            if not rt.has_status:
+                raise not_found(rt, name)
+            merged = json.loads(old.raw)
+            if "status" in new:
+                merged["status"] = new["status"]
+            else:
+                merged.pop("status", None)
+            new = merged
+            meta = new["metadata"]
+        elif subresource is not None:
+            raise not_found(rt, name)
+        else:
+            if rt.has_status:
+                if "status" in old.obj:
+                    new["status"] = json.loads(dumps(old.obj["status"]))
+                else:
+                    new.pop("status", None)
+            # Fields a client cannot change through an update.
+            for fld in ("uid", "creationTimestamp", "deletionTimestamp",
+                        "deletionGracePeriodSeconds", "generation"):
+                if fld in old_meta:
+                    meta[fld] = old_meta[fld]
+                else:
+                    meta.pop(fld, None)
+            meta.pop("managedFields", None)
+            if rt.namespaced:
+                meta["namespace"] = key[0]
+            else:
+                meta.pop("namespace", None)
+            meta["name"] = name
+        new["kind"] = rt.kind
+        new["apiVersion"] = rt.api_version
+        if (old_meta.get("deletionTimestamp") and not old_meta.get("finalizers")
+                and meta.get("finalizers")):
+            raise invalid(rt, name, "metadata.finalizers: Forbidden: no new finalizers can be "
+                          "added if the object is being deleted")
+        if _strip_volatile(new) == _strip_volatile(old.obj):
+            return old  # a no-op write: no new version, no event
+        if ("generation" in meta and subresource is None
+                and _spec_part(new) != _spec_part(old.obj)):
+            meta["generation"] = int(meta["generation"]) + 1
+        if dry_run:
+            meta["resourceVersion"] = old_meta["resourceVersion"]
+            return Stored.of(new)
+        meta["resourceVersion"] = str(self._next_rv())
+        stored = Stored.of(new)
+        if (meta.get("deletionTimestamp") and not meta.get("finalizers")
+                and meta.get("deletionGracePeriodSeconds", 0) == 0):
+            # The last finalizer is gone from an object being deleted: it goes now.
+            self._remove(table, key, old, stored)
+            return stored
+        table.objects[key] = stored
+        self._record(table, WatchEvent("MODIFIED", stored.rv, key, stored, old))
+        return stored
+
+    def patch(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None,
+        name: str,
+        patch_body: Any,
+        patch_type: str = MERGE_PATCH,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> JsonDict:
+        """Apply a JSON, merge or strategic merge patch atomically (415 for others)."""
+        return self._copy(self.patch_stored(resource, namespace, name, patch_body, patch_type,
+                                            subresource=subresource, dry_run=dry_run))
+
+    def patch_stored(self, resource: ResourceType | str, namespace: str | None, name: str,
+                     patch_body: Any, patch_type: str = MERGE_PATCH, *,
+                     subresource: str | None = None, dry_run: bool = False) -> Stored:
+        table = self._table(resource)
+        rt = table.rt
+        if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
+            raise ApiError(415, "UnsupportedMediaType",
+                           f"the body of the request was in an unknown format - accepted media "
+                           f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}")
+        if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+            raise ApiError(415, "UnsupportedMediaType",
+                           f"the body of the request was in an unknown format - accepted media "
+                           f"types include: {JSON_PATCH}, {MERGE_PATCH}"
+                           + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""))
+        with self._lock:
+            ns = self._require_namespace(rt, namespace)
+            key = (ns, name)
+            old = self._get_stored(table, key)
+            current: JsonDict = json.loads(old.raw)
+            try:
+                if patch_type == JSON_PATCH:
+                    patched = patches.apply_json_patch(current, patch_body)
+                elif patch_type == MERGE_PATCH:
+                    if not isinstance(patch_body, dict):
+                        raise ValueError("a merge patch must be a JSON object")
+                    patched = patches.apply_merge_patch(current, patch_body)
+                else:
+                    patched = patches.apply_strategic_merge_patch(current, patch_body)
+            except ValueError as exc:
+                raise bad_request(str(exc)) from None
+            except patches.PatchError as exc:
+                raise ApiError(422, "Invalid", str(exc)) from None
+            if not isinstance(patched, dict):
+                raise ApiError(422, "Invalid", "the patch turned the object into a non-object")
+            pmeta = patched.get("metadata")
+            if not isinstance(pmeta, dict):
+                raise ApiError(422, "Invalid", "the patch removed the object's metadata")
+            if pmeta.get("name") != name:
+                raise invalid(rt, name, "metadata.name: Invalid value: field is immutable")
+            if rt.namespaced and pmeta.get("namespace", ns) != ns:
+                raise invalid(rt, name, "metadata.namespace: Invalid value: field is immutable")
+            patched = self._validate_identity(rt, patched, ns)
+            return self._commit_update(table, key, old, patched, subresource, dry_run)
+
+    def delete(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: JsonDict | None = None,
+        dry_run: bool = False,
+    ) -> tuple[JsonDict, bool]:
+        """Delete an object: returns (its last state, whether it is gone now)."""
+        stored, removed = self.delete_stored(resource, namespace, name,
+                                             grace_period_seconds=grace_period_seconds,
+                                             preconditions=preconditions, dry_run=dry_run)
+        return self._copy(stored), removed
+
+    def delete_stored(self, resource: ResourceType | str, namespace: str | None, name: str, *,
+                      grace_period_seconds: int | None = None,
+                      preconditions: JsonDict | None = None,
+                      dry_run: bool = False) -> tuple[Stored, bool]:
+        table = self._table(resource)
+        rt = table.rt
+        if grace_period_seconds is not None and grace_period_seconds < 0:
+            raise invalid(rt, name, "gracePeriodSeconds: Invalid value: must be >= 0")
+        with self._lock:
+            ns = self._require_namespace(rt, namespace)
+            key = (ns, name)
+            old = self._get_stored(table, key)
+            old_meta = old.obj["metadata"]
+            if preconditions:
+                uid = preconditions.get("uid")
+                if uid and uid != old_meta["uid"]:
+                    raise conflict(rt, name, f"Precondition failed: UID in precondition: {uid}, "
+                                   f"UID in object meta: {old_meta['uid']}")
+                prv = preconditions.get("resourceVersion")
+                if prv and str(prv) != old_meta["resourceVersion"]:
+                    raise conflict(rt, name, "Precondition failed: ResourceVersion in "
+                                   f"precondition: {prv}, ResourceVersion in object meta: "
+                                   f"{old_meta['resourceVersion']}")
+            grace = 0
+            if rt.plural == "pods" and not self.immediate_pod_delete:
+                if grace_period_seconds is not None:
+                    grace = grace_period_seconds
+                else:
+                    spec = old.obj.get("spec") or {}
+                    grace = int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+                current_grace = old_meta.get("deletionGracePeriodSeconds")
+                if current_grace is not None:
+                    grace = min(grace, int(current_grace))
+            if dry_run:
+                return old, not (old_meta.get("finalizers") or grace)
+            if rt.plural == "namespaces":
+                return self._delete_namespace(table, key, old)
+            if not old_meta.get("finalizers") and grace == 0:
+                stored = self._stamp(old, self._next_rv())
+                self._remove(table, key, old, stored)
+                return stored, True
+            return self._mark_deleting(table, key, old, grace), False
+
+    def _stamp(self, old: Stored, rv: int, **meta_updates: Any) -> Stored:
+        obj = json.loads(old.raw)
+        obj["metadata"]["resourceVersion"] = str(rv)
+        obj["metadata"].update(meta_updates)
+        return Stored.of(obj)
+
+    def _mark_deleting(self, table: _Table, key: Key, old: Stored, grace: int) -> Stored:
+        old_meta = old.obj["metadata"]
+        if (old_meta.get("deletionTimestamp")
+                and old_meta.get("deletionGracePeriodSeconds", 0) == grace):
+            return old
+        stamp = old_meta.get("deletionTimestamp") or _now_rfc3339(
+            lambda: self._clock() + grace)
+        if old_meta.get("deletionTimestamp") and grace < old_meta.get(
+                "deletionGracePeriodSeconds", 0):
+            stamp = _now_rfc3339(lambda: self._clock() + grace)
+        stored = self._stamp(old, self._next_rv(), deletionTimestamp=stamp,
+                             deletionGracePeriodSeconds=grace)
+        if grace == 0 and not old_meta.get("finalizers"):
+            self._remove(table, key, old, stored)
+            return stored
+        table.objects[key] = stored
+        self._record(table, WatchEvent("MODIFIED", stored.rv, key, stored, old))
+        return stored
+
+    def _remove(self, table: _Table, key: Key, old: Stored, final: Stored) -> None:
+        del table.objects[key]
+        table.sorted_keys = None
+        self._record(table, WatchEvent("DELETED", final.rv, key, final, old))
+        if table.rt.namespaced:
+            self._maybe_finish_namespace(key[0])
+
+    def _delete_namespace(self, table: _Table, key: Key, old: Stored) -> tuple[Stored, bool]:
+        ns = key[1]
+        if not old.obj["metadata"].get("deletionTimestamp"):
+            obj = json.loads(old.raw)
+            obj["metadata"]["resourceVersion"] = str(self._next_rv())
+            obj["metadata"]["deletionTimestamp"] = _now_rfc3339(self._clock)
+            obj["status"] = {"phase": "Terminating"}
+            stored = Stored.of(obj)
+            table.objects[key] = stored
+            self._record(table, WatchEvent("MODIFIED", stored.rv, key, stored, old))
+        for other in list(self._tables.values()):
+            if not other.rt.namespaced:
+                continue
+            for okey in [k for k in other.objects if k[0] == ns]:
+                ostored = other.objects[okey]
+                if ostored.obj["metadata"].get("finalizers"):
+                    self._mark_deleting(other, okey, ostored, 0)
+                else:
+                    self._remove(other, okey, ostored, self._stamp(ostored, self._next_rv()))
+        self._maybe_finish_namespace(ns)
+        current = table.objects.get(key)
+        if current is None:
+            return self._last_deleted(table, key), True
+        return current, False
+
+    def _last_deleted(self, table: _Table, key: Key) -> Stored:
+        for ev in reversed(table.history):
+            if ev.key == key and ev.type == "DELETED":
+                return ev.cur
+        raise not_found(table.rt, key[1])  # pragma: no cover - just removed
+
+    def _maybe_finish_namespace(self, ns: str) -> None:
+        ns_table = self._table("namespaces")
+        ns_stored = ns_table.objects.get(("", ns))
+        if ns_stored is None or not ns_stored.obj["metadata"].get("deletionTimestamp"):
+            return
+        if ns_stored.obj["metadata"].get("finalizers"):
+            return
+        for other in self._tables.values():
+            if other.rt.namespaced and any(k[0] == ns for k in other.objects):
+                return
+        self._remove(ns_table, ("", ns), ns_stored,
+                     self._stamp(ns_stored, self._next_rv()))
+
+    def finalize_delete(self, resource: ResourceType | str, namespace: str | None,
+                        name: str) -> bool:
+        """Finish a graceful deletion, as a kubelet confirming a pod is gone would.
+
+        Returns True if the object is gone; it stays (with grace 0) while finalizers remain.
+        """
+        _, removed = self.delete(resource, namespace, name, grace_period_seconds=0)
+        if removed:
+            return True
+        table = self._table(resource)
+        with self._lock:
+            key = self._key(table.rt, namespace, name)
+            old = table.objects.get(key)
+            if old is None:
+                return True
+            self._mark_deleting(table, key, old, 0)
+            return key not in table.objects
+
+    def delete_collection(self, resource: ResourceType | str, selector: Selector, *,
+                          grace_period_seconds: int | None = None) -> JsonList:
+        """Delete every object matching `selector`; returns their last states."""
+        table = self._table(resource)
+        out: JsonList = []
+        with self._lock:
+            targets = [s for s in self.list_page(table.rt, selector).items]
+            for stored in targets:
+                meta = stored.obj["metadata"]
+                obj, _ = self.delete(table.rt, meta.get("namespace"), meta["name"],
+                                     grace_period_seconds=grace_period_seconds)
+                out.append(obj)
+        return out
+
+    # ------------------------------------------------------------------ watch
+
+    def watch(
+        self,
+        resource: ResourceType | str,
+        selector: Selector,
+        resource_version: str | None,
+        *,
+        send_initial_events: bool | None = None,
+    ) -> Watcher:
+        """Open a watch. rv "" / "0" (or send_initial_events) start with the current state.
+
+        Raises a 410 `ApiError` for a compacted version; the HTTP layer turns that into an
+        ERROR event, as a real apiserver does for an expired watch.
+        """
+        table = self._table(resource)
+        with self._lock:
+            current = self._rv
+            if resource_version in (None, "", "0") or send_initial_events:
+                if send_initial_events and resource_version not in (None, "", "0"):
+                    cursor = self._parse_rv(resource_version)
+                    if cursor > current:
+                        raise too_large(cursor, current)
+                initial = [s for s in table.objects.values()
+                           if selector.is_everything or selector.matches(s.obj)]
+                initial.sort(key=lambda s: s.rv)
+                watcher = Watcher(self, table, selector, current, initial)
+            else:
+                cursor = self._parse_rv(resource_version)
+                if cursor < self.compacted_rv():
+                    raise too_old(cursor, self.compacted_rv())
+                watcher = Watcher(self, table, selector, cursor, [])
+            table.watchers.add(watcher)
+            table.cond.notify_all()
+            return watcher
+
+    def drop_watches(self, resource: ResourceType | str | None = None) -> int:
+        """End open watches abruptly (all, or one resource's); returns how many."""
+        count = 0
+        with self._lock:
+            tables = (self._tables.values() if resource is None
+                      else [self._table(resource)])
+            for table in tables:
+                for w in table.watchers:
+                    w.dropped = True
+                    count += 1
+                table.cond.notify_all()
+        return count
+
+    def expire_watches(self, resource: ResourceType | str | None = None) -> int:
+        """Send a 410 ERROR to open watches (all, or one resource's); returns how many."""
+        count = 0
+        with self._lock:
+            tables = (self._tables.values() if resource is None
+                      else [self._table(resource)])
+            for table in tables:
+                for w in table.watchers:
+                    w.forced_error = too_old(w.cursor, self._rv)
+                    count += 1
+                table.cond.notify_all()
+        return count
+
+    def watcher_count(self, resource: ResourceType | str | None = None) -> int:
+        with self._lock:
+            if resource is None:
+                return sum(len(t.watchers) for t in self._tables.values())
+            return len(self._table(resource).watchers)
+
+    def wait_for_watchers(self, resource: ResourceType | str, count: int,
+                          timeout: float = 5.0) -> bool:
+        """Block until at least `count` watches of `resource` are open (for tests)."""
+        table = self._table(resource)
+        with table.cond:
+            return table.cond.wait_for(lambda: len(table.watchers) >= count, timeout)
