@@ -569,9 +569,12 @@ class OvsdbappNbClient:
                         f"router {router} already has a dnat_and_snat for {eip} "
                         f"(logical IP {clash[0].logical_ip})"
                     )
-                keep = ctx.insert(NAT, type=policy, external_ip=eip, logical_ip=lip)
+                extra = {"logical_port": [port], "external_mac": [logical_mac.lower()]}
+                keep = ctx.insert(
+                    NAT, type=policy, external_ip=eip, logical_ip=lip, **(extra if port else {})
+                )
                 ctx.add_ref(lr, "nat", keep)
-            if port:
+            elif port:
                 if _opt(keep.logical_port) != port:
                     keep.logical_port = [port]
                 if _opt(keep.external_mac) != logical_mac.lower():
