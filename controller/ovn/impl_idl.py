@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ovs import poller as ovs_poller
 from ovs.db import data as ovs_data
 from ovs.db import types as ovs_types
 from ovsdbapp import exceptions as ovsdbapp_exc
@@ -297,6 +298,7 @@ class _DeadlineTransaction(ovsdbapp_transaction.Transaction):  # type: ignore[mi
     def do_commit(self) -> Any:
         if self.abandoned or time.monotonic() >= self.deadline:
             raise OvnTimeoutError("OVN NB transaction expired before it could start")
+        self._wait_connected()
         try:
             return super().do_commit()
         except ovsdbapp_exc.TimeoutException:
@@ -304,6 +306,24 @@ class _DeadlineTransaction(ovsdbapp_transaction.Transaction):  # type: ignore[mi
                 f"OVN NB transaction timed out after {self.timeout}s waiting for the server"
                 f"{'' if _connected(self.api.idl) else ' (not connected)'}"
             ) from None
+
+    def _wait_connected(self) -> None:
+        # NOTE: after a disconnect python-ovs keeps state MONITORING until it reconnects, and a
+        # verb with nothing to change would "succeed" against the stale cache: refuse that.
+        idl = self.api.idl
+        while not _connected(idl):
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise OvnTimeoutError(
+                    f"OVN NB transaction timed out after {self.timeout}s (not connected)"
+                )
+            idl.run()
+            if _connected(idl):
+                return
+            p = ovs_poller.Poller()
+            idl.wait(p)
+            p.timer_wait(max(int(remaining * 1000), 1))
+            p.block()
 
     def timeout_exceeded(self) -> bool:
         return time.monotonic() >= self.deadline
