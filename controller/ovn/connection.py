@@ -163,6 +163,8 @@ def enable_c_json_parser(dirs: Sequence[Path] = _C_JSON_DIRS) -> bool:
             import ovs
 
             ovs._json = module  # type: ignore[attr-defined]
+            # ovs.json binds the name `ovs` only when its own `import ovs._json` succeeded.
+            ovs_json.ovs = ovs  # type: ignore[attr-defined]
             ovs_json.PARSER = ovs_json.PARSER_C
             LOG.info("python-ovs uses the C JSON parser from %s", path)
             return True

@@ -18,6 +18,7 @@ This is the only module (with connection.py) that talks to python-ovs / ovsdbapp
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import time
@@ -397,8 +398,29 @@ class OvsdbappNbClient:
             return _connected(self._idl)
 
     def close(self) -> None:
-        if not self._conn.stop(timeout=self._config.timeout):
+        """Stop the IDL thread; pending calls fail with OvnError. Idempotent."""
+        conn = self._conn
+        if not conn.is_running:
+            return
+        conn.is_running = False
+        # NOTE: ovsdbapp's stop() does a blocking put(None) into a queue of size 1; if the IDL
+        # thread has already left its loop with a transaction still queued, that never returns.
+        while True:
+            try:
+                conn.txns.put(None, timeout=0.05)
+                break
+            except queue.Full:
+                stale = conn.txns.get_nowait()
+                if stale is not None:
+                    with contextlib.suppress(queue.Full):
+                        stale.results.put_nowait(
+                            idlutils.ExceptionResult(ex=OvnError("OVN NB client closed"), tb="")
+                        )
+        conn.thread.join(self._config.timeout)
+        if conn.thread.is_alive():
             LOG.warning("OVN NB connection thread did not stop")
+        else:
+            conn.thread = None
 
     def __enter__(self) -> OvsdbappNbClient:
         return self
@@ -409,6 +431,8 @@ class OvsdbappNbClient:
     # -- plumbing --------------------------------------------------------------------------
 
     def _transact(self, method: str, fn: Callable[[_Ctx], Any]) -> Any:
+        if not self._conn.is_running:
+            raise OvnError(f"{method}: OVN NB client is closed")
         start = time.monotonic()
         ok = False
         try:

@@ -189,3 +189,12 @@ def test_tcp_remote(short_tmp: Path) -> None:
             assert nb.get_port("p1.ns") is not None
     finally:
         server.stop()
+
+
+def test_close_is_idempotent_and_later_calls_fail(nb_server: NbServer) -> None:
+    nb = OvsdbappNbClient.from_addr(nb_server.remote, timeout=3)
+    nb.ensure_logical_router(LR)
+    nb.close()
+    nb.close()
+    with pytest.raises(OvnError, match="closed"):
+        nb.ensure_logical_router(LR)
