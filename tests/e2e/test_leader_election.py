@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 
 from controller.app import Controller
-from controller.constants import LOGICAL_SWITCH_ANNOTATION
+from controller.constants import (
+    ALLOCATED_ANNOTATION,
+    IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+)
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import annotations, get_or_none, pod, wait_for
 
@@ -72,8 +76,13 @@ def test_subprocess_leader_follower_and_handover(
     follower = start_controller(identity="controller-b")
     wait_for(lambda: follower.ready()[0], message="follower ready (standing by)")
     server.store.create("pods", pod("p-follow"))
+    wait_for(
+        lambda: annotations(server, "pods", "default", "p-follow").get(ALLOCATED_ANNOTATION),
+        timeout=20,
+        message="the leader allocated the pod",
+    )
     # give the follower every chance to (wrongly) act: it observes the lease a few times
-    deadline = time.monotonic() + 1.5
+    deadline = time.monotonic() + 1.0
     while time.monotonic() < deadline:
         assert not follower.leading.is_set()
         assert adds(follower) == 0
@@ -88,7 +97,15 @@ def test_subprocess_leader_follower_and_handover(
     took = time.monotonic() - killed
     assert took < LEASE_DURATION + 3.0, took
     assert holder(cluster) == "controller-b"
-    wait_for(lambda: adds(follower) >= 1, message="new leader enqueued the pod")
+    server.store.create("pods", pod("p-after"))
+    wait_for(
+        lambda: annotations(server, "pods", "default", "p-after").get(ALLOCATED_ANNOTATION),
+        message="the new leader allocated a new pod",
+    )
+    assert adds(follower) >= 1
+    ip_before = annotations(server, "pods", "default", "p-follow")[IP_ADDRESS_ANNOTATION]
+    ip_after = annotations(server, "pods", "default", "p-after")[IP_ADDRESS_ANNOTATION]
+    assert ip_before != ip_after  # IPAM was rebuilt from the old leader's annotations
 
 
 def test_sigterm_releases_the_lease_and_exits_0(
