@@ -508,6 +508,8 @@ class Controller:
             ips=self.indexer(RESOURCE_IPS),
             pods=self.indexer("pods"),
             nodes=self.indexer("nodes"),
+            router=cfg.cluster_router,
+            subnets=[*bootstrapped, *self.indexer(RESOURCE_SUBNETS).list()],
             metrics=self.metrics,
         )
         if stop.is_set():

@@ -18,7 +18,8 @@ In kube-ovn's order (`Controller.Run`, kube-ovn.md 5.5):
    kube-ovn LSPs (`external_ids:pod=<ns>/<name>`) of pods that no longer exist are deleted and
    their addresses released, so pods deleted while no controller ran leak nothing. CRs of
    StatefulSet / VM pods are kept (their owner decides, part 2). Node IP CRs and `node-<name>`
-   ports of vanished nodes go too.
+   ports of vanished nodes go too, and so do src-ip host routes on the cluster router whose
+   address lies in a subnet but is held by nobody in IPAM (the routes of deleted pods).
 
 Every function reads the informer caches and writes through the ports (`KubeApi`, `ClusterApi`,
 `NbClient`); nothing here knows a concrete adapter.
@@ -50,6 +51,7 @@ from controller.constants import (
     OVN_PROVIDER,
     POD_TYPE_STATEFULSET,
     POD_TYPE_VIRTUAL_MACHINE,
+    POLICY_SRC_IP,
     annotation_key,
 )
 from controller.errors import MalformedObjectError
@@ -60,7 +62,7 @@ from controller.kube.errors import AlreadyExistsError, KubeApiError
 from controller.metrics import ControllerMetrics
 from controller.model import Pod
 from controller.naming import node_port_name, pod_key
-from controller.netutil import check_protocol
+from controller.netutil import check_protocol, parse_cidr, parse_ip
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.external_ids import POD_KEY
 from controller.pod_logic import (
@@ -332,6 +334,7 @@ class GcReport:
     ip_crs: tuple[str, ...]
     ports: tuple[str, ...]
     released: tuple[str, ...]
+    routes: tuple[str, ...] = ()
 
 
 def startup_gc(
@@ -342,6 +345,8 @@ def startup_gc(
     ips: Indexer,
     pods: Indexer,
     nodes: Indexer,
+    router: str = "",
+    subnets: Iterable[Mapping[str, Any]] = (),
     metrics: ControllerMetrics | None = None,
 ) -> GcReport:
     """Delete IP CRs and LSPs of pods (and nodes) that no longer exist; errors are logged."""
@@ -398,7 +403,42 @@ def startup_gc(
             LOG.error("startup gc: deleting IP %s: %s", name, exc)
     if deleted_crs:
         LOG.info("startup gc: deleted %d IP CRs: %s", len(deleted_crs), deleted_crs)
+    routes = _gc_routes(ipam, nb, router, subnets) if router else []
     if metrics is not None:
         metrics.gc_deleted_objects("lsp", len(doomed_ports))
         metrics.gc_deleted_objects("ip", len(deleted_crs))
-    return GcReport(tuple(deleted_crs), tuple(sorted(doomed_ports)), tuple(sorted(released)))
+        metrics.gc_deleted_objects("static_route", len(routes))
+    return GcReport(
+        tuple(deleted_crs), tuple(sorted(doomed_ports)), tuple(sorted(released)), tuple(routes)
+    )
+
+
+def _gc_routes(
+    ipam: IPAM, nb: NbClient, router: str, subnets: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    networks = []
+    for subnet in subnets:
+        for block in str(_spec(subnet).get("cidrBlock") or "").split(","):
+            parsed = parse_cidr(block.strip())
+            if parsed is not None:
+                networks.append(parsed[1])
+    try:
+        routes = nb.list_static_routes(router)
+    except OvnError as exc:
+        LOG.error("startup gc: cannot list routes of %s: %s", router, exc)
+        return []
+    deleted = []
+    for route in routes:
+        ip = parse_ip(route.ip_prefix)
+        if route.policy != POLICY_SRC_IP or ip is None or not any(ip in n for n in networks):
+            continue
+        if ipam.contain_address(route.ip_prefix):
+            continue
+        try:
+            nb.delete_static_route(route.ip_prefix, router)
+            deleted.append(route.ip_prefix)
+        except OvnError as exc:
+            LOG.error("startup gc: deleting route %s: %s", route.ip_prefix, exc)
+    if deleted:
+        LOG.info("startup gc: deleted %d src-ip routes: %s", len(deleted), deleted)
+    return deleted
