@@ -242,7 +242,7 @@ class Controller:
         for queue in self._queues:
             queue.shut_down()
         me = threading.current_thread()
-        for thread in self._threads:
+        for thread in list(self._threads):
             if thread is not me:
                 thread.join(JOIN_TIMEOUT)
         # The lease is handed back only after our workers stopped: never two acting leaders.
@@ -590,8 +590,10 @@ def run_controller(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    # The leader-election identity is POD_NAME, else the host name (a pod's is its name).
+    environ = {"HOSTNAME": socket.gethostname(), **os.environ}
     try:
-        config = parse_args(args, os.environ)
+        config = parse_args(args, environ)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -610,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             controller.start()
-        except (KubeConfigError, KubeApiError, OvnError, OSError) as exc:
+        except (KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             LOG.error("start-up failed: %s", exc)
             return EXIT_FAILURE
