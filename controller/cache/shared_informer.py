@@ -60,6 +60,7 @@ LOG = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0
 HANDLER_ERROR_PAUSE = 1.0
+REFLECTOR_JOIN_GRACE = 5.0
 
 
 class ResourceEventHandler(Protocol):
@@ -471,7 +472,11 @@ class SharedIndexInformer:
             self._process_loop(fifo, stop)
         finally:
             fifo.close()
-            reflector_thread.join()
+            # NOTE: a LIST in flight cannot be interrupted; like client-go we do not wait for it
+            # beyond a grace period (the thread is a daemon and ends when the call returns).
+            reflector_thread.join(REFLECTOR_JOIN_GRACE)
+            if reflector_thread.is_alive():
+                LOG.warning("%s: reflector still busy with a request; not waiting", self.name)
             with self._state_lock:
                 self._stopped = True
                 listeners = list(self._listeners)
