@@ -51,29 +51,60 @@ def _pod(i: int) -> dict[str, Any]:
                 f"{i >> 8 & 255:02x}:{i & 255:02x}",
                 "ovn.kubernetes.io/logical_switch": "ovn-default",
             },
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                 "name": f"app-{i // 10:05d}-5d9c8b7f6d",
-                                 "uid": "0f0e0d0c-0b0a-0908-0706-050403020100",
-                                 "controller": True, "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"app-{i // 10:05d}-5d9c8b7f6d",
+                    "uid": "0f0e0d0c-0b0a-0908-0706-050403020100",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
             "nodeName": f"node-{i % 100}",
-            "containers": [{
-                "name": "app", "image": "registry.example.com/app:1.2.3",
-                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                "env": [{"name": "MODE", "value": "production"}],
-                "volumeMounts": [{"name": "kube-api-access", "readOnly": True,
-                                  "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
-            }],
-            "volumes": [{"name": "kube-api-access", "projected": {"sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}],
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
-                             "effect": "NoExecute", "tolerationSeconds": 300}],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example.com/app:1.2.3",
+                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "env": [{"name": "MODE", "value": "production"}],
+                    "volumeMounts": [
+                        {
+                            "name": "kube-api-access",
+                            "readOnly": True,
+                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                        }
+                    ],
+                }
+            ],
+            "volumes": [
+                {
+                    "name": "kube-api-access",
+                    "projected": {
+                        "sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}
+                        ]
+                    },
+                }
+            ],
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ],
         },
-        "status": {"phase": "Running", "podIP": f"10.16.{i // 250 % 256}.{i % 250 + 2}",
-                   "hostIP": f"172.18.0.{i % 100 + 2}",
-                   "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "phase": "Running",
+            "podIP": f"10.16.{i // 250 % 256}.{i % 250 + 2}",
+            "hostIP": f"172.18.0.{i % 100 + 2}",
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
@@ -104,8 +135,9 @@ def _serve(n: int, conn: Connection) -> None:
             t0 = time.perf_counter()
             for j in range(arg):
                 i = j % n
-                obj = store.get("pods", NAMESPACES[i % len(NAMESPACES)], _pod(i)["metadata"][
-                    "name"])
+                obj = store.get(
+                    "pods", NAMESPACES[i % len(NAMESPACES)], _pod(i)["metadata"]["name"]
+                )
                 obj["metadata"]["labels"]["rev"] = str(j)
                 store.update("pods", obj)
             conn.send(time.perf_counter() - t0)
@@ -121,8 +153,9 @@ def _api_client(url: str) -> Any:
     return client.ApiClient(client.Configuration(host=url))
 
 
-def _measure(kind: str, url: str, n: int, events: int, server: Connection | None,
-             out: Connection) -> None:
+def _measure(
+    kind: str, url: str, n: int, events: int, server: Connection | None, out: Connection
+) -> None:
     from kubernetes import client
 
     from controller.cache import ListWatch, SharedIndexInformer
@@ -195,8 +228,9 @@ def _measure(kind: str, url: str, n: int, events: int, server: Connection | None
     out.send(result)
 
 
-def _run_child(ctx: Any, kind: str, url: str, n: int, events: int,
-               server: Connection | None) -> dict[str, float]:
+def _run_child(
+    ctx: Any, kind: str, url: str, n: int, events: int, server: Connection | None
+) -> dict[str, float]:
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_measure, args=(kind, url, n, events, server, send))
     proc.start()
@@ -214,8 +248,10 @@ def main() -> None:
     sizes = args.sizes or ([2000] if args.quick else [10_000, 50_000])
     events = args.events or (2000 if args.quick else 20_000)
     ctx = mp.get_context("spawn")
-    print(f"{'pods':>6}  {'measurement':<22} {'seconds':>8} {'objects/s':>10} "
-          f"{'RSS MB':>8}  {'vs list (models)':>16}")
+    print(
+        f"{'pods':>6}  {'measurement':<22} {'seconds':>8} {'objects/s':>10} "
+        f"{'RSS MB':>8}  {'vs list (models)':>16}"
+    )
     for n in sizes:
         server_end, child_end = ctx.Pipe()
         srv = ctx.Process(target=_serve, args=(n, child_end))
@@ -227,18 +263,24 @@ def main() -> None:
         server_end.send(("stop", None))
         srv.join(30)
         base_s, base_mb = models["seconds"], models["rss_mb"]
-        rows = [("list (models)", models["seconds"], models["rss_mb"]),
-                ("list (raw JSON)", raw["seconds"], raw["rss_mb"]),
-                ("informer sync", inf["sync_seconds"], inf["rss_mb"])]
+        rows = [
+            ("list (models)", models["seconds"], models["rss_mb"]),
+            ("list (raw JSON)", raw["seconds"], raw["rss_mb"]),
+            ("informer sync", inf["sync_seconds"], inf["rss_mb"]),
+        ]
         for label, secs, mb in rows:
-            print(f"{n:>6}  {label:<22} {secs:>8.2f} {n / secs:>10.0f} {mb:>8.1f}  "
-                  f"time x{secs / base_s:.2f}, mem x{mb / base_mb:.2f}")
+            print(
+                f"{n:>6}  {label:<22} {secs:>8.2f} {n / secs:>10.0f} {mb:>8.1f}  "
+                f"time x{secs / base_s:.2f}, mem x{mb / base_mb:.2f}"
+            )
         if "events" in inf:
             ev, secs = inf["events"], inf["events_seconds"]
             gen = inf["events_generated_seconds"]
-            print(f"{n:>6}  {'informer events':<22} {secs:>8.2f} {ev / secs:>10.0f} "
-                  f"{'':>8}  handler saw {ev:.0f} updates; the emulator needed {gen:.2f} s "
-                  f"({ev / gen:.0f}/s) to make them")
+            print(
+                f"{n:>6}  {'informer events':<22} {secs:>8.2f} {ev / secs:>10.0f} "
+                f"{'':>8}  handler saw {ev:.0f} updates; the emulator needed {gen:.2f} s "
+                f"({ev / gen:.0f}/s) to make them"
+            )
         print(f"{n:>6}  (emulator seeded in {seed_s:.1f} s)")
 
 

@@ -61,7 +61,9 @@ def test_events_split_across_chunks_blank_and_bad_lines() -> None:
     chunks = [data[i : i + 7] for i in range(0, len(data), 7)]
     events = list(RawWatcher(FakeResponse(chunks), "test"))
     assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
-        ("ADDED", "a"), ("DELETED", "b")]
+        ("ADDED", "a"),
+        ("DELETED", "b"),
+    ]
 
 
 def test_a_broken_stream_ends_iteration_like_a_close() -> None:
