@@ -1,4 +1,4 @@
-"""Fixtures of the chart tests: the chart loaded once through Helm's Go SDK, and its default render."""
+"""Chart test fixtures: the chart loaded once through Helm's Go SDK, and its default render."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`helm template` through Helm's Go SDK: every manifest valid for Kubernetes, values wired right."""
+"""`helm template` via Helm's Go SDK: every manifest valid for Kubernetes, values wired right."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from tests.chart.helpers import (
 )
 
 FULLNAME = f"{RELEASE}-kube-ovn-pod-controller"
+CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition")
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -87,7 +88,7 @@ def test_every_manifest_is_valid_for_kubernetes(
         _validate(manifest)
         name = manifest["metadata"]["name"]
         assert len(name) <= 63, name
-        if manifest["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
+        if manifest["kind"] not in CLUSTER_SCOPED:
             assert manifest["metadata"]["namespace"] == NAMESPACE, name
 
 
@@ -140,7 +141,8 @@ def test_deployment_defaults(default_render: Rendered) -> None:
     assert "requiredDuringSchedulingIgnoredDuringExecution" not in anti
     (term,) = anti["preferredDuringSchedulingIgnoredDuringExecution"]
     assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
-    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == spec["selector"]["matchLabels"]
+    selector = term["podAffinityTerm"]["labelSelector"]
+    assert selector["matchLabels"] == spec["selector"]["matchLabels"]
 
     assert pod["serviceAccountName"] == FULLNAME
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -260,7 +262,8 @@ def test_ssl_secret_is_mounted_and_passed(chart: helm_python.Chart) -> None:
     assert got["ovn-nb-ssl-ca"] == "/var/run/tls/ca.crt"
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     assert mounts["ovn-tls"] == {"name": "ovn-tls", "mountPath": "/var/run/tls", "readOnly": True}
-    volumes = {v["name"]: v for v in rendered.one("Deployment")["spec"]["template"]["spec"]["volumes"]}
+    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
     secret = volumes["ovn-tls"]["secret"]
     assert secret["secretName"] == "nb-tls"
     assert secret["defaultMode"] == 0o440
@@ -279,7 +282,7 @@ def test_ssl_without_nb_addr_lets_the_controller_use_the_service(chart: helm_pyt
 def test_image_reference(chart: helm_python.Chart) -> None:
     digest = "sha256:" + "ab" * 32
     cases = {
-        "r.example/team/kopc:v1": {"registry": "r.example/team/", "repository": "kopc", "tag": "v1"},
+        "r.example/t/kopc:v1": {"registry": "r.example/t/", "repository": "kopc", "tag": "v1"},
         f"kopc@{digest}": {"repository": "kopc", "tag": "v1", "digest": digest},
     }
     for want, image in cases.items():
