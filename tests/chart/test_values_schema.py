@@ -1,4 +1,4 @@
-"""values.schema.json: Helm's Go validator (as install/upgrade/template run it) refuses bad values."""
+"""values.schema.json: Helm's Go validator (run by install, upgrade, template) refuses bad values."""
 
 from __future__ import annotations
 
