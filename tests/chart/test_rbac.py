@@ -46,9 +46,7 @@ def _expected(namespace: str = NAMESPACE, lease: str = LEASE) -> set[Permission]
         for (group, resource), verbs in CONTROLLER_USAGE.items()
         for verb in verbs
     }
-    want |= {
-        Permission(namespace, "", "configmaps", verb) for verb in ("get", "list", "watch")
-    }
+    want |= {Permission(namespace, "", "configmaps", verb) for verb in ("get", "list", "watch")}
     want.add(Permission(namespace, "coordination.k8s.io", "leases", "create"))
     want |= {
         Permission(namespace, "coordination.k8s.io", "leases", verb, (lease,))

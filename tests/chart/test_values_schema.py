@@ -1,4 +1,4 @@
-"""values.schema.json: Helm's Go validator (run by install, upgrade, template) refuses bad values."""
+"""values.schema.json: Helm's Go validator rejects bad values."""
 
 from __future__ import annotations
 
@@ -69,9 +69,7 @@ GOOD_VALUES: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize(
-    ("values", "where"), BAD_VALUES.values(), ids=BAD_VALUES.keys()
-)
+@pytest.mark.parametrize(("values", "where"), BAD_VALUES.values(), ids=BAD_VALUES.keys())
 def test_schema_rejects(chart: helm_python.Chart, values: dict[str, Any], where: str) -> None:
     with pytest.raises(helm_python.HelmValuesError) as caught:
         chart.validate_schema(chart.merge_values(values))
