@@ -14,6 +14,7 @@ import helm_python
 import jsonschema
 import pytest
 
+from controller import pod_logic
 from tests.chart.helpers import Rendered, crd_validator, render
 
 CRDS = {"ips.kubeovn.io", "subnets.kubeovn.io", "vlans.kubeovn.io", "vpcs.kubeovn.io"}
@@ -205,7 +206,6 @@ def test_bad_objects_are_rejected(default_render: Rendered, crd: str, obj: dict[
 
 
 def test_ip_objects_the_controller_builds_validate(default_render: Rendered) -> None:
-    pod_logic = pytest.importorskip("controller.pod_logic")
     validator = _validator(default_render, "ips.kubeovn.io")
     for subnet, pod_type in (("ovn-default", ""), ("join", ""), ("ovn-default", "StatefulSet")):
         ip_cr = pod_logic.build_ip_cr(
