@@ -216,7 +216,7 @@ def dockerfile_instructions(text: str) -> list[Instruction]:
         if pending and line.startswith("#"):
             continue  # a comment inside a continued instruction
         if line.endswith("\\"):
-            pending += line[:-1] + " "
+            pending += line[:-1].rstrip() + " "
             continue
         full = (pending + line).strip()
         pending = ""
