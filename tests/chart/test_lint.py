@@ -46,3 +46,21 @@ def test_strict_lint_is_clean(values: dict[str, Any]) -> None:
 def test_lint_reports_values_the_schema_refuses() -> None:
     report = helm_python.lint(CHART_DIR, {"replicaCount": 0}, strict=True, namespace=NAMESPACE)
     assert any("/replicaCount" in problem for problem in _problems(report))
+
+
+def test_chart_metadata(chart: helm_python.Chart) -> None:
+    import configparser
+
+    meta = chart.metadata
+    assert meta["apiVersion"] == "v2"
+    assert meta["name"] == CHART_DIR.name
+    setup = configparser.ConfigParser()
+    setup.read(CHART_DIR.parents[1] / "setup.cfg", encoding="utf-8")
+    # The image is tagged with appVersion by default: it must be the package's version.
+    assert meta["appVersion"] == setup["metadata"]["version"]
+
+
+def test_lint_for_the_oldest_supported_kubernetes() -> None:
+    # Chart.yaml's kubeVersion floor: helm lint flags APIs deprecated or removed by that version.
+    report = helm_python.lint(CHART_DIR, strict=True, namespace=NAMESPACE, kube_version="v1.25.0")
+    assert _problems(report) == []
