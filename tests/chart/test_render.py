@@ -102,6 +102,14 @@ def test_the_validator_rejects_an_invalid_manifest(default_render: Rendered) -> 
         validate_k8s(deployment)
 
 
+def test_the_service_monitor_schema_rejects_a_misspelt_field(chart: helm_python.Chart) -> None:
+    monitor = render(chart, {"serviceMonitor": {"enabled": True}}).one("ServiceMonitor")
+    endpoint = {**monitor["spec"]["endpoints"][0], "intervall": "15s"}
+    bad = {**monitor, "spec": {**monitor["spec"], "endpoints": [endpoint]}}
+    with pytest.raises(jsonschema.ValidationError, match="intervall"):
+        _validate(bad)
+
+
 def test_default_objects(default_render: Rendered) -> None:
     assert default_render.kinds() == sorted(
         [
