@@ -726,8 +726,8 @@ class ObjectStore:
             meta["name"] = name
         new["kind"] = rt.kind
         new["apiVersion"] = rt.api_version
-        if (old_meta.get("deletionTimestamp") and not old_meta.get("finalizers")
-                and meta.get("finalizers")):
+        if old_meta.get("deletionTimestamp") and (
+                set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())):
             raise invalid(rt, name, "metadata.finalizers: Forbidden: no new finalizers can be "
                           "added if the object is being deleted")
         if _strip_volatile(new) == _strip_volatile(old.obj):
