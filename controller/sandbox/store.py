@@ -1045,7 +1045,7 @@ class ObjectStore:
 
     def wait_for_watchers(self, resource: ResourceType | str, count: int,
                           timeout: float = 5.0) -> bool:
-        """Block until at least `count` watches of `resource` are open (for tests)."""
+        """Block until exactly `count` watches of `resource` are open (for tests)."""
         table = self._table(resource)
         with table.cond:
-            return table.cond.wait_for(lambda: len(table.watchers) >= count, timeout)
+            return table.cond.wait_for(lambda: len(table.watchers) == count, timeout)
