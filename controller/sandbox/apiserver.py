@@ -296,7 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
             decision = api.faults.decide(info)
             if decision.latency:
                 api.stopping.wait(decision.latency)
-            if decision.drop:
+            if decision.drop or api.stopping.is_set():
                 self._record(0)
                 self._drop()
                 return

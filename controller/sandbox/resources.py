@@ -73,7 +73,6 @@ _EVENT_FIELDS = (
     "involvedObject.fieldPath",
     "reason",
     "reportingComponent",
-    "source",
     "type",
 )
 

@@ -106,6 +106,7 @@ class _Table:
     objects: dict[Key, Stored] = field(default_factory=dict)
     history: list[WatchEvent] = field(default_factory=list)
     history_start: int = 0  # history[:history_start] is compacted away, pending a trim
+    trimmed_rv: int = 0  # the newest event dropped from history: watchers behind it are lost
     sorted_keys: list[Key] | None = None
     watchers: set[Watcher] = field(default_factory=set)
 
@@ -146,33 +147,39 @@ class Watcher:
         self._table = table
         self._selector = selector
         self.cursor = cursor
-        self.progress_rv = cursor
         self.initial = initial
         self.dropped = False
         self.forced_error: ApiError | None = None
 
+    @property
+    def progress_rv(self) -> int:
+        """Every event of this resource up to this version has been handed out."""
+        return self.cursor
+
     def next(self, timeout: float | None) -> WatchBatch:
         """Wait up to `timeout` seconds for events past the cursor (or a drop) and return them."""
         table = self._table
+        store = self._store
         with table.cond:
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
-                if self.dropped or self._store.closed:
-                    return WatchBatch([], self.progress_rv, dropped=True)
+                if self.dropped or store.closed:
+                    return WatchBatch([], self.cursor, dropped=True)
                 if self.forced_error is not None:
-                    return WatchBatch([], self.progress_rv, error=self.forced_error)
-                hist = table.history
-                if self.cursor < self._store.compacted_rv():
-                    # NOTE: a watcher that falls behind the history window loses events it
+                    return WatchBatch([], self.cursor, error=self.forced_error)
+                if self.cursor < table.trimmed_rv:
+                    # NOTE: a watcher that falls behind the history window has lost events it
                     # can never get back; a real apiserver ends such a watch the same way.
-                    return WatchBatch([], self.progress_rv,
-                                      error=too_old(self.cursor, self._store.compacted_rv()))
+                    return WatchBatch([], self.cursor,
+                                      error=too_old(self.cursor, table.trimmed_rv))
+                hist = table.history
                 if hist and hist[-1].rv > self.cursor:
                     break
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    self.progress_rv = max(self.progress_rv, self._store.resource_version)
-                    return WatchBatch([], self.progress_rv)
+                    # Nothing of this resource happened up to the store's newest version.
+                    self.cursor = max(self.cursor, store.resource_version)
+                    return WatchBatch([], self.cursor)
                 table.cond.wait(remaining)
             start = bisect.bisect_right(hist, self.cursor, lo=table.history_start,
                                         key=lambda e: e.rv)
@@ -181,9 +188,8 @@ class Watcher:
                 converted = self._convert(ev)
                 if converted is not None:
                     out.append(converted)
-            self.cursor = hist[-1].rv
-            self.progress_rv = max(self.cursor, self._store.resource_version)
-            return WatchBatch(out, self.progress_rv)
+            self.cursor = max(hist[-1].rv, store.resource_version)
+            return WatchBatch(out, self.cursor)
 
     def _convert(self, ev: WatchEvent) -> tuple[str, bytes] | None:
         sel = self._selector
@@ -300,6 +306,8 @@ class ObjectStore:
         i = table.history_start
         while i < len(hist) and hist[i].rv <= floor:
             i += 1
+        if i > table.history_start:
+            table.trimmed_rv = hist[i - 1].rv
         table.history_start = i
         if i > 1024 and i * 2 > len(hist):
             del hist[:i]
