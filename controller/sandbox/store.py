@@ -566,7 +566,9 @@ class ObjectStore:
         if next_index is not None:
             last = items[-1].obj["metadata"]
             token = _encode_continue(snapshot, (last.get("namespace", ""), last["name"]))
-            if plain:
+            if plain and not overlay:
+                remaining = hi - next_index  # every key in range is a live object
+            elif plain:
                 remaining = sum(1 for k in keys_list[next_index:hi] if lookup(k) is not None)
         return ListResult(items, snapshot, token, remaining)
 
