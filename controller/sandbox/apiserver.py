@@ -30,12 +30,14 @@ import argparse
 import contextlib
 import json
 import logging
+import selectors
 import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -192,6 +194,52 @@ def _api_group(name: str, versions: list[str]) -> JsonDict:
     return {"name": name, "versions": gvs, "preferredVersion": gvs[0]}
 
 
+class _HangupMonitor:
+    """Notices clients that hang up on a watch, so its serving thread ends at once.
+
+    A watch thread sleeps on its resource's condition and would otherwise only find out at its
+    next write. One thread blocks in epoll over every open watch socket instead: a socket that
+    turns readable mid-stream has been closed by its client (HTTP/1.1 sends nothing else while
+    a response is streaming).
+    """
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._thread = threading.Thread(target=self._run, name="apiserver-emulator-hangups",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add(self, sock: socket.socket, on_hangup: Callable[[], None]) -> None:
+        with self._lock, contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.register(sock, selectors.EVENT_READ, on_hangup)
+
+    def remove(self, sock: socket.socket) -> None:
+        with self._lock, contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(sock)
+
+    def _run(self) -> None:
+        while True:
+            for key, _ in self._selector.select():
+                if key.fileobj is self._wake_r:
+                    return
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                self.remove(sock)
+                key.data()
+
+    def close(self) -> None:
+        self._wake_w.send(b"x")
+        self._thread.join()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -222,6 +270,27 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         LOG.debug("%s " + format, self.address_string(), *args)
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """Protocol-level errors (bad request line, unknown method) as Status bodies too."""
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "Error"
+        body = dumps(ApiError(code, phrase.replace(" ", ""), message or explain or phrase)
+                     .status())
+        self.close_connection = True
+        self.send_response(code, message)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -405,7 +474,8 @@ class _Handler(BaseHTTPRequestHandler):
             if rt.namespaced and not route.namespace:
                 raise _method_not_allowed(method, self.path)
             stored = store.create_stored(rt, self._json(body), route.namespace,
-                                         keep_status=not rt.has_status, dry_run=dry_run)
+                                         keep_status=not rt.has_status or rt.status_on_create,
+                                         dry_run=dry_run)
             self._send(201, stored.raw)
             return 201
         if verb == "update":
@@ -496,11 +566,15 @@ class _Handler(BaseHTTPRequestHandler):
             assert error is not None
             self._write_chunks([_event_line("ERROR", dumps(error.status()))], final=True)
             return
+        hangups = api.hangups
+        assert hangups is not None  # set while serving
+        hangups.add(self.connection, watcher.drop)
         try:
             self._stream(watcher, rt, timeout, bookmarks, bool(send_initial))
         except OSError:
             self.close_connection = True
         finally:
+            hangups.remove(self.connection)
             watcher.close()
 
     def _write_chunks(self, lines: list[bytes], *, final: bool = False) -> None:
@@ -584,6 +658,7 @@ class ApiServer:
         self.max_watch_seconds = max_watch_seconds
         self.request_log: list[RequestRecord] = []
         self.stopping = threading.Event()
+        self.hangups: _HangupMonitor | None = None
         self._hooks: list[RequestHook] = []
         self._log_lock = threading.Lock()
         self._host = host
@@ -597,6 +672,8 @@ class ApiServer:
         if self._httpd is not None:
             raise RuntimeError("the API server emulator is already started")
         self._httpd = _HttpServer((self._host, self._port), self)
+        self.hangups = _HangupMonitor()
+        self.hangups.start()
         self._port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.5},
@@ -629,6 +706,9 @@ class ApiServer:
                 conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join()
+        if self.hangups is not None:
+            self.hangups.close()
+            self.hangups = None
         self._httpd = None
 
     def __enter__(self) -> ApiServer:

@@ -206,6 +206,12 @@ class Watcher:
             return "DELETED", ev.cur.raw
         return None
 
+    def drop(self) -> None:
+        """End this watch abruptly (its client went away, or a fault says so)."""
+        with self._table.cond:
+            self.dropped = True
+            self._table.cond.notify_all()
+
     def close(self) -> None:
         with self._table.cond:
             self._table.watchers.discard(self)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,3 +273,13 @@ def test_request_log_records_verbs(server: ApiServer, core: Any) -> None:
             ("", "pods/status", "patch"), ("", "pods", "delete")} <= used
     last = server.request_log[-1]
     assert (last.method, last.namespace, last.name, last.code) == ("DELETE", NS, "p", 200)
+
+
+def test_protocol_errors_answer_a_status(server: ApiServer) -> None:
+    for method in ("OPTIONS", "BREW"):
+        req = urllib.request.Request(f"{server.url}/api/v1/pods", method=method)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=5)
+        assert err.value.code in (405, 501)
+        status = json.loads(err.value.read())
+        assert status["kind"] == "Status" and status["code"] == err.value.code

@@ -186,3 +186,10 @@ def test_many_watchers_all_see_every_event(server: ApiServer, core: Any) -> None
         t.join(10)
     expected = [(kind, f"p{i}") for i in range(10) for kind in ("ADDED", "DELETED")]
     assert results == {i: expected for i in range(4)}
+
+
+def test_a_client_hanging_up_ends_the_server_side_watch(server: ApiServer, core: Any) -> None:
+    w = RawWatch(core.list_namespaced_pod, NS, resource_version="0")
+    assert server.store.wait_for_watchers("pods", 1)
+    w.close()
+    assert server.store.wait_for_watchers("pods", 0)
