@@ -12,16 +12,8 @@ per line, resourceVersion, allowWatchBookmarks, sendInitialEvents, timeoutSecond
 event), create (generateName), update, JSON/merge/strategic merge patch, delete (finalizers,
 grace), deletecollection, the status subresource, dryRun=All. Every error is a `Status` body.
 
-Not emulated (see also the store and patch modules): authentication and authorization (any
-token or none is accepted), admission beyond namespace existence, validation beyond names,
-labels and immutable metadata, defaulting beyond a few pod and namespace fields, server-side apply
-(415), protobuf and CBOR, table output, the legacy /watch/ paths, other subresources (exec, log,
-binding, eviction, scale), garbage collection (ownerReferences and propagationPolicy are ignored),
-a kubelet (pods never change phase; see `ObjectStore` for graceful pod deletion), watch-cache
-paging of rv=0 lists (limit is always honoured), "too large resourceVersion" waits on watch, and
-list items for built-in kinds carry kind/apiVersion (a real server omits them). A bookmark marking
-the end of the initial events is sent when sendInitialEvents=true and allowWatchBookmarks=true;
-periodic bookmarks carry the store's current resourceVersion every `bookmark_interval` seconds.
+What it does not emulate (authn/authz, admission, server-side apply, garbage collection, a
+kubelet, ...) is listed in controller/sandbox/README.md, with the behaviour worth knowing.
 """
 
 from __future__ import annotations
@@ -502,7 +494,8 @@ class _Handler(BaseHTTPRequestHandler):
                 raise resources.bad_request("DeleteOptions must be a JSON object")
             grace = _int_param(query, "gracePeriodSeconds")
             if grace is None and options.get("gracePeriodSeconds") is not None:
-                grace = int(options["gracePeriodSeconds"])
+                grace = _int_param({"gracePeriodSeconds": str(options["gracePeriodSeconds"])},
+                                   "gracePeriodSeconds")
             if verb == "deletecollection":
                 if route.subresource:
                     raise _method_not_allowed(method, self.path)

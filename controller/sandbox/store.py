@@ -1022,6 +1022,9 @@ class ObjectStore:
                 cursor = self._parse_rv(resource_version)
                 if cursor < self.compacted_rv():
                     raise too_old(cursor, self.compacted_rv())
+                if cursor > current:
+                    # NOTE: a real apiserver first waits ~3 s for its cache to catch up.
+                    raise too_large(cursor, current)
                 watcher = Watcher(self, table, selector, cursor, [])
             table.watchers.add(watcher)
             table.cond.notify_all()

@@ -193,3 +193,11 @@ def test_a_client_hanging_up_ends_the_server_side_watch(server: ApiServer, core:
     assert server.store.wait_for_watchers("pods", 1)
     w.close()
     assert server.store.wait_for_watchers("pods", 0)
+
+
+def test_watch_from_a_future_version_is_504(core: Any) -> None:
+    with pytest.raises(client.ApiException) as err:
+        core.list_namespaced_pod(NS, watch=True, resource_version="999999",
+                                 _preload_content=False)
+    assert err.value.status == 504
+    assert "ResourceVersionTooLarge" in err.value.body
