@@ -433,7 +433,7 @@ class ObjectStore:
             obj.setdefault("status", {"phase": "Active"})
 
     def _tracks_generation(self, rt: ResourceType) -> bool:
-        return bool(rt.group) or rt.plural == "services"
+        return rt.group == "apps" or not rt.builtin
 
     # ------------------------------------------------------------------ reads
 
