@@ -1,0 +1,354 @@
+"""`KubeApi` and `EventSink` over the official `kubernetes` client (v37), raw JSON in and out.
+
+Contract:
+
+* The only module that touches `kubernetes.client`; it speaks JSON dicts through
+  `ApiClient.call_api` and skips the generated API classes: their pydantic argument validation
+  and model (de)serialisation cost more than the request itself on hot paths
+  (kubernetes-client/python#1867), and we want dicts anyway.
+* Every request carries a (connect, read) timeout, so a dead API server never hangs a worker.
+* Every failure is raised as a `controller.kube.errors.KubeApiError` subclass: HTTP errors by
+  status and Status reason, transport errors as `KubeUnavailableError` (status 0).
+* Each request reports `on_request(verb, url_template, code, seconds)` (see
+  `controller.kube.api.RequestObserver`) so metrics stay out of this module.
+* `load_api_client(kubeconfig)` builds the `ApiClient`: in-cluster config when the path is
+  empty, and a urllib3 pool large enough that worker threads never queue for a connection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+from controller.kube.api import (
+    AnnotationOp,
+    EventSink,
+    KubeApi,
+    KubeObject,
+    RequestObserver,
+    annotation_merge_patch,
+    check_name,
+    desired_ip,
+    ip_update,
+    validate_annotation_op,
+)
+from controller.kube.errors import (
+    AlreadyExistsError,
+    KubeApiError,
+    KubeConfigError,
+    KubeUnavailableError,
+    NotFoundError,
+    error_from_status,
+)
+
+LOG = logging.getLogger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+
+DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds, per request
+LIST_PAGE_SIZE = 500  # client-go's reflector page size
+
+# URL templates double as the `url` metric label (client-go replaces names the same way).
+PODS = "/api/v1/namespaces/{namespace}/pods/{name}"
+NAMESPACE = "/api/v1/namespaces/{name}"
+NODE = "/api/v1/nodes/{name}"
+CONFIGMAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
+EVENTS = "/api/v1/namespaces/{namespace}/events"
+EVENT = "/api/v1/namespaces/{namespace}/events/{name}"
+IPS = "/apis/kubeovn.io/v1/ips"
+IP = "/apis/kubeovn.io/v1/ips/{name}"
+SUBNETS = "/apis/kubeovn.io/v1/subnets"
+SUBNET = "/apis/kubeovn.io/v1/subnets/{name}"
+SUBNET_STATUS = "/apis/kubeovn.io/v1/subnets/{name}/status"
+STATEFULSET = "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}"
+VIRTUAL_MACHINE = "/apis/kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}"
+NAD = "/apis/k8s.cni.cncf.io/v1/namespaces/{namespace}/network-attachment-definitions/{name}"
+
+
+def load_api_client(
+    kubeconfig: str = "",
+    *,
+    worker_threads: int = 16,
+    context: str | None = None,
+) -> Any:
+    """Build a `kubernetes.client.ApiClient` from a kubeconfig path, or in-cluster if empty.
+
+    NOTE: urllib3 keeps at most `connection_pool_maxsize` idle connections per host and the
+    library default is cpu_count * 5; with more concurrent worker threads than that, extra
+    connections are opened and thrown away on every request (and urllib3 logs "Connection pool
+    is full"). Size it for every thread that may call the API at once, plus a few spares for the
+    event recorder and the periodic loops.
+    """
+    if worker_threads <= 0:
+        raise ValueError("worker_threads must be positive")
+    cfg = k8s_client.Configuration()
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call,unused-ignore]
+                config_file=kubeconfig, context=context, client_configuration=cfg
+            )
+        else:
+            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call,unused-ignore]
+                client_configuration=cfg
+            )
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        where = kubeconfig or "in-cluster service account"
+        raise KubeConfigError(f"cannot load Kubernetes config from {where}: {exc}") from exc
+    cfg.connection_pool_maxsize = max(multiprocessing.cpu_count() * 5, worker_threads + 4)
+    return k8s_client.ApiClient(configuration=cfg)
+
+
+class KubeClient:
+    """The real `KubeApi` + `EventSink`. Thread-safe: urllib3's pool is, and we keep no state."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        on_request: RequestObserver | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        list_page_size: int = LIST_PAGE_SIZE,
+    ) -> None:
+        if list_page_size <= 0 or min(timeout) <= 0:
+            raise ValueError("timeouts and list_page_size must be positive")
+        self._api = api_client
+        self._on_request = on_request
+        self._timeout = timeout
+        self._page_size = list_page_size
+
+    # --- transport ------------------------------------------------------------------------------
+    def _request(
+        self,
+        method: str,
+        template: str,
+        *,
+        namespace: str = "",
+        name: str = "",
+        query: Iterable[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> KubeObject:
+        path = template
+        if "{namespace}" in path:
+            path = path.replace("{namespace}", _segment("namespace", namespace))
+        if "{name}" in path:
+            path = path.replace("{name}", _segment("name", name))
+        headers = {"Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        _, url, headers, _, _ = self._api.param_serialize(
+            method,
+            path,
+            query_params=list(query) or None,
+            header_params=headers,
+            auth_settings=["BearerToken"],
+        )
+        code = "<error>"
+        start = time.monotonic()
+        try:
+            # NOTE: body goes straight to call_api: param_serialize would walk it through
+            # sanitize_for_serialization, which is pure overhead for plain dicts.
+            resp = self._api.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=self._timeout
+            )
+            data = resp.read()
+            code = str(resp.status)
+        except k8s_client.ApiException as exc:  # raised for TLS failures, status 0
+            if exc.status:
+                code = str(exc.status)
+            raise _from_api_exception(exc) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubeUnavailableError(0, type(exc).__name__, str(exc)) from exc
+        finally:
+            if self._on_request is not None:
+                self._on_request(method, template, code, time.monotonic() - start)
+        if not 200 <= resp.status <= 299:
+            raise error_from_response(resp.status, data)
+        if not data:
+            return {}
+        try:
+            decoded = json.loads(data)
+        except ValueError as exc:
+            raise KubeApiError(resp.status, "BadResponse", f"undecodable JSON: {exc}") from exc
+        if not isinstance(decoded, dict):
+            raise KubeApiError(resp.status, "BadResponse", "response is not a JSON object")
+        return decoded
+
+    def _get_or_none(self, template: str, *, namespace: str = "", name: str) -> KubeObject | None:
+        try:
+            return self._request("GET", template, namespace=namespace, name=name)
+        except NotFoundError:
+            return None
+
+    # --- pods -----------------------------------------------------------------------------------
+    def patch_pod_annotations(
+        self,
+        namespace: str,
+        name: str,
+        annotations: Mapping[str, str],
+        *,
+        op: AnnotationOp = "replace",
+        resource_version: str | None = None,
+    ) -> KubeObject:
+        validate_annotation_op(op)
+        patch = annotation_merge_patch(annotations, resource_version)
+        return self._request(
+            "PATCH", PODS, namespace=namespace, name=name, body=patch, content_type=MERGE_PATCH
+        )
+
+    def delete_pod_annotations(
+        self,
+        namespace: str,
+        name: str,
+        keys: Iterable[str],
+        *,
+        resource_version: str | None = None,
+    ) -> KubeObject:
+        patch = annotation_merge_patch(dict.fromkeys(keys), resource_version)
+        return self._request(
+            "PATCH", PODS, namespace=namespace, name=name, body=patch, content_type=MERGE_PATCH
+        )
+
+    # --- IP CRs ---------------------------------------------------------------------------------
+    def create_or_update_ip(self, ip_cr: Mapping[str, Any]) -> KubeObject:
+        desired = desired_ip(ip_cr)
+        name = desired["metadata"]["name"]
+        existing = self.get_ip(name)
+        if existing is None:
+            try:
+                return self._request("POST", IPS, body=desired)
+            except AlreadyExistsError:
+                # Lost a create race (another replica, a restart): converge on what is there.
+                existing = self.get_ip(name)
+                if existing is None:
+                    raise
+        updated = ip_update(existing, desired)
+        if updated is None:
+            return existing
+        return self._request("PUT", IP, name=name, body=updated)
+
+    def delete_ip(self, name: str) -> bool:
+        try:
+            self._request("DELETE", IP, name=name)
+        except NotFoundError:
+            return False
+        return True
+
+    def get_ip(self, name: str) -> KubeObject | None:
+        return self._get_or_none(IP, name=name)
+
+    def list_ips(self) -> list[KubeObject]:
+        items: list[KubeObject] = []
+        cont = ""
+        while True:
+            query = [("limit", str(self._page_size))]
+            if cont:
+                query.append(("continue", cont))
+            page = self._request("GET", IPS, query=query)
+            items.extend(page.get("items") or [])
+            cont = (page.get("metadata") or {}).get("continue") or ""
+            if not cont:
+                return items
+
+    # --- subnets --------------------------------------------------------------------------------
+    def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:
+        full = {"apiVersion": "kubeovn.io/v1", "kind": "Subnet", **dict(body)}
+        return self._request("POST", SUBNETS, body=full)
+
+    def get_subnet(self, name: str) -> KubeObject | None:
+        return self._get_or_none(SUBNET, name=name)
+
+    def update_subnet_status(self, name: str, status_patch: Mapping[str, Any]) -> KubeObject:
+        return self._request(
+            "PATCH",
+            SUBNET_STATUS,
+            name=name,
+            body={"status": dict(status_patch)},
+            content_type=MERGE_PATCH,
+        )
+
+    # --- namespaces and nodes -------------------------------------------------------------------
+    def annotate_namespace(self, name: str, annotations: Mapping[str, str | None]) -> KubeObject:
+        patch = annotation_merge_patch(annotations)
+        return self._request("PATCH", NAMESPACE, name=name, body=patch, content_type=MERGE_PATCH)
+
+    def annotate_node(self, name: str, annotations: Mapping[str, str | None]) -> KubeObject:
+        patch = annotation_merge_patch(annotations)
+        return self._request("PATCH", NODE, name=name, body=patch, content_type=MERGE_PATCH)
+
+    # --- uncached reads -------------------------------------------------------------------------
+    def get_statefulset(self, namespace: str, name: str) -> KubeObject | None:
+        return self._get_or_none(STATEFULSET, namespace=namespace, name=name)
+
+    def get_virtual_machine(self, namespace: str, name: str) -> KubeObject | None:
+        return self._get_or_none(VIRTUAL_MACHINE, namespace=namespace, name=name)
+
+    def get_network_attachment_definition(self, namespace: str, name: str) -> KubeObject | None:
+        return self._get_or_none(NAD, namespace=namespace, name=name)
+
+    def get_configmap(self, namespace: str, name: str) -> KubeObject | None:
+        return self._get_or_none(CONFIGMAP, namespace=namespace, name=name)
+
+    # --- EventSink ------------------------------------------------------------------------------
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> KubeObject:
+        return self._request("POST", EVENTS, namespace=namespace, body=dict(body))
+
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
+        return self._request(
+            "PATCH",
+            EVENT,
+            namespace=namespace,
+            name=name,
+            body=dict(patch),
+            content_type=MERGE_PATCH,
+        )
+
+
+def _segment(what: str, value: str) -> str:
+    return quote(check_name(what, value), safe="")
+
+
+def error_from_response(status: int, data: bytes | None) -> KubeApiError:
+    """Map a non-2xx answer to an error, reading a `Status` body when there is one.
+
+    Bodies that are not a Status (e.g. "404 page not found" for an API group that is not
+    installed, or an HTML page from a proxy) still give the right class; their start is kept as
+    the message.
+    """
+    reason, message = "", ""
+    if data:
+        try:
+            decoded = json.loads(data)
+        except ValueError:
+            message = data[:512].decode("utf-8", "replace")
+        else:
+            if isinstance(decoded, dict):
+                reason = str(decoded.get("reason") or "")
+                message = str(decoded.get("message") or "")
+    return error_from_status(status, reason, message)
+
+
+def _from_api_exception(exc: Any) -> KubeApiError:
+    status = int(exc.status or 0)
+    body = exc.body
+    if status and body:
+        raw = body.encode() if isinstance(body, str) else body
+        return error_from_response(status, raw)
+    return error_from_status(status, str(exc.reason or ""), "")
+
+
+if TYPE_CHECKING:  # mypy proves the adapter satisfies both ports
+
+    def _conforms(c: KubeClient) -> tuple[KubeApi, EventSink]:
+        return c, c

@@ -1,0 +1,1 @@
+"""Tests of controller.kube, controller.log and controller.metrics."""
