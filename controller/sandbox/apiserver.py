@@ -36,6 +36,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import yaml
+
 from controller.sandbox import kubeconfig, resources
 from controller.sandbox.faults import FaultInjector, RequestInfo, RequestRecord
 from controller.sandbox.resources import ApiError, JsonDict, ResourceType
@@ -776,6 +778,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--graceful-pod-delete", action="store_true",
                         help="keep deleted pods terminating until their grace period is "
                              "finalized (default: pods go at once)")
+    parser.add_argument("--seed", type=Path, action="append", default=[],
+                        help="YAML/JSON manifests to create before serving (repeatable)")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
@@ -784,9 +788,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = ApiServer(host=args.host, port=args.port, history_window=args.history_window,
                            bookmark_interval=args.bookmark_interval,
                            immediate_pod_delete=not args.graceful_pod_delete)
+        for path in args.seed:
+            with path.open(encoding="utf-8") as fh:
+                server.store.load(yaml.safe_load_all(fh))
         server.start()
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, yaml.YAMLError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ApiError as exc:
+        print(f"error: seeding failed: {exc.message}", file=sys.stderr)
         return 2
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -135,6 +135,14 @@ def resource_for(name: str) -> ResourceType:
     raise KeyError(f"unknown resource {name!r}")
 
 
+def resource_for_kind(api_version: str, kind: str) -> ResourceType:
+    """The served type of an object by its apiVersion and kind (as in a manifest)."""
+    for r in RESOURCES:
+        if r.api_version == api_version and r.kind == kind:
+            return r
+    raise KeyError(f"no served resource for apiVersion {api_version!r} kind {kind!r}")
+
+
 def groups() -> dict[str, list[str]]:
     """Served API groups (core excluded) mapped to their versions, in registry order."""
     out: dict[str, list[str]] = {}

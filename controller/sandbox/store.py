@@ -34,7 +34,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ from controller.sandbox.resources import (
     namespace_not_found,
     not_found,
     resource_for,
+    resource_for_kind,
     too_large,
     too_old,
 )
@@ -990,6 +991,31 @@ class ObjectStore:
                                      grace_period_seconds=grace_period_seconds)
                 out.append(obj)
         return out
+
+    def load(self, documents: Iterable[Any]) -> int:
+        """Create manifests (objects with apiVersion/kind, or `kind: List`); returns the count.
+
+        Namespaces are created first so namespaced objects can follow in any order; status is
+        kept, as for every in-process create.
+        """
+        objects: JsonList = []
+        for doc in documents:
+            if doc is None:
+                continue
+            if not isinstance(doc, dict):
+                raise bad_request(f"a manifest must be an object, got {type(doc).__name__}")
+            if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+                objects.extend(doc["items"])
+            else:
+                objects.append(doc)
+        objects.sort(key=lambda o: o.get("kind") != "Namespace")
+        for obj in objects:
+            try:
+                rt = resource_for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+            except KeyError as exc:
+                raise bad_request(str(exc.args[0])) from None
+            self.create_stored(rt, obj)
+        return len(objects)
 
     # ------------------------------------------------------------------ watch
 
