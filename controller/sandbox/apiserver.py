@@ -49,6 +49,7 @@ from controller.sandbox.store import (
     STRATEGIC_MERGE_PATCH,
     ObjectStore,
     Stored,
+    Watcher,
     dumps,
 )
 
@@ -388,40 +389,40 @@ class _Handler(BaseHTTPRequestHandler):
         if info is not None:
             self.server.api.record(info, code)
 
-    def _serve_discovery(self, method: str, path: str) -> int:
+    def _serve_discovery(self, method: str, path: str) -> None:
         api = self.server.api
         if method != "GET":
             raise _method_not_allowed(method, path)
         path = path.rstrip("/") or "/"
         if path in ("/healthz", "/livez", "/readyz"):
             self._send(200, b"ok", "text/plain; charset=utf-8")
-            return 200
+            return
         if path == "/version":
             self._send_json(200, SERVER_VERSION)
-            return 200
+            return
         if path == "/api":
             self._send_json(200, {"kind": "APIVersions", "versions": ["v1"],
                                   "serverAddressByClientCIDRs": [
                                       {"clientCIDR": "0.0.0.0/0",
                                        "serverAddress": f"{api.host}:{api.port}"}]})
-            return 200
+            return
         if path == "/api/v1":
             self._send_json(200, _discovery_resources("", "v1"))
-            return 200
+            return
         groups = resources.groups()
         if path == "/apis":
             self._send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
                                   "groups": [_api_group(g, v) for g, v in groups.items()]})
-            return 200
+            return
         parts = [p for p in path.split("/") if p]
         if len(parts) == 2 and parts[0] == "apis" and parts[1] in groups:
             self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1",
                                   **_api_group(parts[1], groups[parts[1]])})
-            return 200
+            return
         if (len(parts) == 3 and parts[0] == "apis" and parts[1] in groups
                 and parts[2] in groups[parts[1]]):
             self._send_json(200, _discovery_resources(parts[1], parts[2]))
-            return 200
+            return
         raise _not_found_path()
 
     # ------------------------------------------------------------------ resources
@@ -443,7 +444,7 @@ class _Handler(BaseHTTPRequestHandler):
                                         ) from None
 
     def _serve_resource(self, method: str, verb: str, route: _Route, query: dict[str, str],
-                        body: bytes) -> int:
+                        body: bytes) -> None:
         store = self.server.api.store
         rt = route.rt
         dry_run = query.get("dryRun") == "All"
@@ -456,12 +457,12 @@ class _Handler(BaseHTTPRequestHandler):
                 continue_token=query.get("continue"))
             self._send(200, _list_body(rt, result.items, result.resource_version,
                                        result.continue_token, result.remaining))
-            return 200
+            return
         if verb == "get":
             if route.subresource and not rt.has_status:
                 raise _not_found_path()
             self._send(200, store.get_stored(rt, route.namespace, route.name).raw)
-            return 200
+            return
         if verb == "create":
             if route.name:
                 raise _method_not_allowed(method, self.path)
@@ -471,13 +472,13 @@ class _Handler(BaseHTTPRequestHandler):
                                          keep_status=not rt.has_status or rt.status_on_create,
                                          dry_run=dry_run)
             self._send(201, stored.raw)
-            return 201
+            return
         if verb == "update":
             stored = store.update_stored(rt, self._json(body), route.namespace, route.name,
                                          subresource=route.subresource or None,
                                          dry_run=dry_run)
             self._send(200, stored.raw)
-            return 200
+            return
         if verb == "patch":
             content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if content_type not in _PATCH_TYPES or content_type == APPLY_PATCH:
@@ -489,7 +490,7 @@ class _Handler(BaseHTTPRequestHandler):
                                         content_type, subresource=route.subresource or None,
                                         dry_run=dry_run)
             self._send(200, stored.raw)
-            return 200
+            return
         if verb in ("delete", "deletecollection"):
             options: Any = self._json(body) if body.strip() else {}
             if not isinstance(options, dict):
@@ -507,7 +508,7 @@ class _Handler(BaseHTTPRequestHandler):
                                       "metadata": {"resourceVersion":
                                                    str(store.resource_version)},
                                       "items": deleted})
-                return 200
+                return
             if route.subresource:
                 raise _method_not_allowed(method, self.path)
             preconditions = options.get("preconditions")
@@ -519,7 +520,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, resources.success_status(rt, stored.obj))
             else:
                 self._send(200, stored.raw)
-            return 200
+            return
         raise _method_not_allowed(method, self.path)
 
     # ------------------------------------------------------------------ watch
@@ -586,7 +587,7 @@ class _Handler(BaseHTTPRequestHandler):
         return _event_line("BOOKMARK", dumps({"kind": rt.kind, "apiVersion": rt.api_version,
                                               "metadata": meta}))
 
-    def _stream(self, watcher: Any, rt: ResourceType, timeout: int | None, bookmarks: bool,
+    def _stream(self, watcher: Watcher, rt: ResourceType, timeout: int | None, bookmarks: bool,
                 send_initial: bool) -> None:
         api = self.server.api
         now = time.monotonic()
@@ -598,8 +599,10 @@ class _Handler(BaseHTTPRequestHandler):
         watcher.initial = []
         if send_initial and bookmarks:
             initial.append(self._bookmark(rt, watcher.progress_rv, initial_end=True))
-        # Headers must reach the client even with no initial events.
-        self._write_chunks(initial) if initial else self.wfile.flush()
+        if initial:
+            self._write_chunks(initial)
+        else:
+            self.wfile.flush()  # the headers must reach the client before the first event
         while True:
             now = time.monotonic()
             wait = deadline - now
