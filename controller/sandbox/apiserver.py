@@ -28,6 +28,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -645,6 +646,7 @@ class ApiServer:
         bookmark_interval: float = 60.0,
         max_watch_seconds: float = 1800.0,
         immediate_pod_delete: bool = True,
+        request_log_limit: int = 100_000,
         store: ObjectStore | None = None,
     ) -> None:
         if bookmark_interval <= 0:
@@ -654,7 +656,9 @@ class ApiServer:
         self.faults = FaultInjector(self.store)
         self.bookmark_interval = bookmark_interval
         self.max_watch_seconds = max_watch_seconds
-        self.request_log: list[RequestRecord] = []
+        # The newest `request_log_limit` requests; verbs_used() remembers every one.
+        self.request_log: deque[RequestRecord] = deque(maxlen=request_log_limit)
+        self._verbs_used: set[tuple[str, str, str]] = set()
         self.stopping = threading.Event()
         self.hangups: _HangupMonitor | None = None
         self._hooks: list[RequestHook] = []
@@ -757,6 +761,9 @@ class ApiServer:
                             info.name, info.subresource, code)
         with self._log_lock:
             self.request_log.append(rec)
+            if rec.resource:
+                sub = f"{rec.resource}/{rec.subresource}" if rec.subresource else rec.resource
+                self._verbs_used.add((rec.group, sub, rec.verb))
             hooks = list(self._hooks)
         for hook in hooks:
             hook(rec)
@@ -764,8 +771,7 @@ class ApiServer:
     def verbs_used(self) -> set[tuple[str, str, str]]:
         """Distinct (group, resource[/subresource], verb) seen so far, for RBAC checks."""
         with self._log_lock:
-            return {(r.group, f"{r.resource}/{r.subresource}" if r.subresource else r.resource,
-                     r.verb) for r in self.request_log if r.resource}
+            return set(self._verbs_used)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
