@@ -283,3 +283,16 @@ def test_protocol_errors_answer_a_status(server: ApiServer) -> None:
         assert err.value.code in (405, 501)
         status = json.loads(err.value.read())
         assert status["kind"] == "Status" and status["code"] == err.value.code
+
+
+def test_request_hook_and_bounded_log() -> None:
+    with ApiServer(request_log_limit=2) as small, small.api_client() as api:
+        seen: list[tuple[str, int]] = []
+        small.add_request_hook(lambda rec: seen.append((rec.verb, rec.code)))
+        small_core = client.CoreV1Api(api)
+        small_core.list_namespace()
+        small_core.create_namespaced_config_map(NS, {"metadata": {"name": "c"}})
+        small_core.read_namespaced_config_map("c", NS)
+        assert seen == [("list", 200), ("create", 201), ("get", 200)]
+        assert [r.verb for r in small.request_log] == ["create", "get"]
+        assert ("", "namespaces", "list") in small.verbs_used()

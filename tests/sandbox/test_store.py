@@ -145,3 +145,18 @@ def test_field_selector_refuses_unknown_labels_and_bad_syntax() -> None:
     sel = build_selector(None, None, "spec.hostNetwork=true", ("spec.hostNetwork",))
     assert sel.matches({"metadata": {}, "spec": {"hostNetwork": True}})
     assert not sel.matches({"metadata": {}, "spec": {}})
+
+
+def test_load_manifests_creates_namespaces_first() -> None:
+    store = ObjectStore()
+    count = store.load([
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}},
+        None,
+        {"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}]},
+    ])
+    assert count == 2
+    assert store.get("configmaps", "x", "c")["metadata"]["namespace"] == "x"
+    with pytest.raises(ApiError) as err:
+        store.load([{"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w"}}])
+    assert err.value.code == 400
