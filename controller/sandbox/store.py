@@ -1088,6 +1088,34 @@ class ObjectStore:
                 return sum(len(t.watchers) for t in self._tables.values())
             return len(self._table(resource).watchers)
 
+    def wait_for(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None,
+        name: str,
+        predicate: Callable[[JsonDict | None], bool],
+        timeout: float = 10.0,
+    ) -> JsonDict | None:
+        """Block until `predicate(object or None when absent)` holds; return what it saw.
+
+        Woken by every write of `resource`, never by polling. Raises TimeoutError after
+        `timeout` seconds, with the last state in the message. The predicate gets a copy.
+        """
+        table = self._table(resource)
+        key = self._key(table.rt, namespace, name)
+        seen: list[JsonDict | None] = [None]
+
+        def check() -> bool:
+            stored = table.objects.get(key)
+            seen[0] = None if stored is None else self._copy(stored)
+            return predicate(seen[0])
+
+        with table.cond:
+            if table.cond.wait_for(check, timeout):
+                return seen[0]
+        raise TimeoutError(f"{table.rt.group_resource} {'/'.join(k for k in key if k)}: "
+                           f"condition not met within {timeout}s; last state: {seen[0]}")
+
     def wait_for_watchers(self, resource: ResourceType | str, count: int,
                           timeout: float = 5.0) -> bool:
         """Block until exactly `count` watches of `resource` are open (for tests)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from controller.sandbox import ApiError, ObjectStore
@@ -160,3 +162,19 @@ def test_load_manifests_creates_namespaces_first() -> None:
     with pytest.raises(ApiError) as err:
         store.load([{"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w"}}])
     assert err.value.code == 400
+
+
+def test_wait_for_wakes_on_writes_and_times_out() -> None:
+    store = ObjectStore()
+    store.create("configmaps", _cm("a"))
+    writer = threading.Thread(target=lambda: store.patch(
+        "configmaps", NS, "a", {"metadata": {"labels": {"ready": "yes"}}}))
+    writer.start()
+    got = store.wait_for("configmaps", NS, "a",
+                         lambda o: o is not None and o["metadata"]["labels"].get("ready") == "yes",
+                         timeout=10)
+    writer.join()
+    assert got is not None and got["metadata"]["labels"] == {"ready": "yes"}
+    assert store.wait_for("configmaps", NS, "missing", lambda o: o is None, timeout=0) is None
+    with pytest.raises(TimeoutError, match="condition not met"):
+        store.wait_for("configmaps", NS, "a", lambda o: o is None, timeout=0.05)
