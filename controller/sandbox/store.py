@@ -125,7 +125,7 @@ class ListResult:
     remaining: int | None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class WatchBatch:
     """What a watcher got from one wait: events to send, or why the stream ends."""
 
