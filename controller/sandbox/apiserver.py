@@ -148,6 +148,11 @@ def _list_body(rt: ResourceType, items: Sequence[Stored], rv: int, token: str | 
         meta["remainingItemCount"] = remaining
     head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode()
             + b'","metadata":' + dumps(meta) + b',"items":[')
+    if rt.builtin:
+        # A real apiserver leaves kind/apiVersion out of built-in list items (custom resources
+        # keep them); clients that rely on them would break against a real cluster.
+        prefix = dumps({"kind": rt.kind, "apiVersion": rt.api_version})[:-1] + b","
+        return head + b",".join(s.list_item(prefix) for s in items) + b"]}"
     return head + b",".join(s.raw for s in items) + b"]}"
 
 

@@ -88,7 +88,16 @@ class Stored:
 
     @staticmethod
     def of(obj: JsonDict) -> Stored:
-        return Stored(obj, dumps(obj), int(obj["metadata"]["resourceVersion"]))
+        # kind and apiVersion go first, so a list can cut them off its items by slicing bytes.
+        ordered = {"kind": obj["kind"], "apiVersion": obj["apiVersion"]}
+        ordered.update(obj)
+        return Stored(ordered, dumps(ordered), int(obj["metadata"]["resourceVersion"]))
+
+    def list_item(self, prefix: bytes) -> bytes:
+        """The JSON without its leading `"kind":..,"apiVersion":..,` (`prefix`), if present."""
+        if self.raw.startswith(prefix):
+            return b"{" + self.raw[len(prefix):]
+        return self.raw
 
 
 @dataclass(frozen=True, slots=True)

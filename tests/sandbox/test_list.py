@@ -151,6 +151,7 @@ def test_raw_list_body_shape(core: Any) -> None:
     assert (body["kind"], body["apiVersion"]) == ("ConfigMapList", "v1")
     assert int(body["metadata"]["resourceVersion"]) > 0
     assert [i["metadata"]["name"] for i in body["items"]] == ["a"]
+    assert "kind" not in body["items"][0] and "apiVersion" not in body["items"][0]
 
 
 def test_cluster_scoped_custom_objects_list_with_selector(custom: Any) -> None:
@@ -159,4 +160,5 @@ def test_cluster_scoped_custom_objects_list_with_selector(custom: Any) -> None:
             "metadata": {"name": name, "labels": {"vpc": vpc}}, "spec": {}})
     out = custom.list_cluster_custom_object("kubeovn.io", "v1", "subnets", label_selector="vpc=a")
     assert out["kind"] == "SubnetList"
+    assert {(i["kind"], i["apiVersion"]) for i in out["items"]} == {("Subnet", "kubeovn.io/v1")}
     assert [i["metadata"]["name"] for i in out["items"]] == ["s1", "s3"]
