@@ -676,8 +676,11 @@ class ApiServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> ApiServer:
+        """Listen and serve. After `stop()` it starts again on the same port with the same
+        store, which is how tests emulate an apiserver restart."""
         if self._httpd is not None:
             raise RuntimeError("the API server emulator is already started")
+        self.stopping.clear()
         self._httpd = _HttpServer((self._host, self._port), self)
         self.hangups = _HangupMonitor()
         self.hangups.start()

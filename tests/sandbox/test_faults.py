@@ -126,3 +126,20 @@ def test_bad_fault_arguments_are_refused(server: ApiServer) -> None:
         server.faults.fail_next(0)
     with pytest.raises(ValueError, match="negative"):
         server.faults.add_latency(-1)
+
+
+def test_restart_keeps_state_and_port(server: ApiServer, core: Any) -> None:
+    core.create_namespaced_pod(NS, pod("p"))
+    url = server.url
+    rv = core.list_namespaced_pod(NS).metadata.resource_version
+    with RawWatch(core.list_namespaced_pod, NS, resource_version=rv) as w:
+        assert server.store.wait_for_watchers("pods", 1)
+        server.stop()
+        with pytest.raises(urllib3.exceptions.ProtocolError):
+            w.next()
+    server.start()
+    assert server.url == url
+    server.store.create("pods", {**pod("q"), "metadata": {"name": "q", "namespace": NS}})
+    with RawWatch(core.list_namespaced_pod, NS, resource_version=rv) as w:
+        assert w.next()["object"]["metadata"]["name"] == "q"
+    assert [p.metadata.name for p in core.list_namespaced_pod(NS).items] == ["p", "q"]
