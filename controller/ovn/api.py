@@ -40,6 +40,10 @@ class NotFoundError(OvnError):
     """A row the verb needs (switch, router, port group) does not exist."""
 
 
+class InvalidRequestError(OvnError, ValueError):
+    """The arguments are malformed (bad MAC, IP, CIDR, NAT type...); nothing was written."""
+
+
 @dataclass(frozen=True, slots=True)
 class PortSpec:
     """A pod's logical switch port, as kube-ovn's CreatePort builds it.
@@ -92,7 +96,12 @@ class NbClient(Protocol):
     # Logical switch ports: CreatePort, DeleteLogicalSwitchPort, ListPodLogicalSwitchPorts.
     def create_port(self, spec: PortSpec) -> None: ...
 
+    # Batches: all specs/names in ONE transaction (all or nothing); same effects as one by one.
+    def create_ports(self, specs: Sequence[PortSpec]) -> None: ...
+
     def delete_port(self, name: str) -> None: ...
+
+    def delete_ports(self, names: Sequence[str]) -> None: ...
 
     def get_port(self, name: str) -> PortInfo | None: ...
 

@@ -1,4 +1,6 @@
-"""A Kubernetes API server emulator for tests and the local sandbox.
+"""Self-contained stand-ins for the controller's external systems (tests, benches, the sandbox).
+
+A Kubernetes API server emulator and a throwaway OVN Northbound ovsdb-server (ovsdb.py).
 
 `ApiServer` (apiserver.py) serves an `ObjectStore` (store.py) over real HTTP so the official
 `kubernetes` client talks to it unchanged; `FaultInjector` (faults.py) injects failures;

@@ -1,0 +1,101 @@
+"""client-go `tools/cache` for the controller: keys, indexed store, listers, reflector, RealFIFO,
+shared informers. See each module's docstring for its contract."""
+
+from controller.cache.clock import REAL_CLOCK, Clock, RealClock
+from controller.cache.errors import (
+    CacheError,
+    ConnectionFailedError,
+    IndexerConflictError,
+    InformerStoppedError,
+    KeyFuncError,
+    NotFoundError,
+    StatusError,
+    UnknownIndexError,
+)
+from controller.cache.fifo import Delta, DeltaType, FIFOClosedError, RealFIFO
+from controller.cache.informer_factory import SharedInformerFactory
+from controller.cache.keys import (
+    DeletedFinalStateUnknown,
+    ExplicitKey,
+    Object,
+    deletion_handling_meta_namespace_key_func,
+    meta_namespace_key_func,
+    split_meta_namespace_key,
+)
+from controller.cache.labels import Selector, SelectorError
+from controller.cache.listers import Lister
+from controller.cache.listwatch import (
+    ListerWatcher,
+    ListOptions,
+    ListResult,
+    ListWatch,
+    Watcher,
+    WatchEvent,
+    WatchOptions,
+)
+from controller.cache.reflector import Backoff, Reflector
+from controller.cache.shared_informer import (
+    FilteringResourceEventHandler,
+    ResourceEventHandler,
+    ResourceEventHandlerFuncs,
+    ResourceEventHandlerRegistration,
+    SharedIndexInformer,
+    named_wait_for_cache_sync,
+    strip_managed_fields,
+    wait_for_cache_sync,
+)
+from controller.cache.store import (
+    NAMESPACE_INDEX,
+    Indexer,
+    ThreadSafeStore,
+    meta_namespace_index_func,
+)
+
+__all__ = [
+    "NAMESPACE_INDEX",
+    "REAL_CLOCK",
+    "Backoff",
+    "CacheError",
+    "Clock",
+    "ConnectionFailedError",
+    "DeletedFinalStateUnknown",
+    "Delta",
+    "DeltaType",
+    "ExplicitKey",
+    "FIFOClosedError",
+    "FilteringResourceEventHandler",
+    "Indexer",
+    "IndexerConflictError",
+    "InformerStoppedError",
+    "KeyFuncError",
+    "ListOptions",
+    "ListResult",
+    "ListWatch",
+    "Lister",
+    "ListerWatcher",
+    "NotFoundError",
+    "Object",
+    "RealClock",
+    "RealFIFO",
+    "Reflector",
+    "ResourceEventHandler",
+    "ResourceEventHandlerFuncs",
+    "ResourceEventHandlerRegistration",
+    "Selector",
+    "SelectorError",
+    "SharedIndexInformer",
+    "SharedInformerFactory",
+    "StatusError",
+    "ThreadSafeStore",
+    "UnknownIndexError",
+    "WatchEvent",
+    "WatchOptions",
+    "Watcher",
+    "deletion_handling_meta_namespace_key_func",
+    "meta_namespace_index_func",
+    "meta_namespace_key_func",
+    "named_wait_for_cache_sync",
+    "split_meta_namespace_key",
+    "strip_managed_fields",
+    "wait_for_cache_sync",
+]

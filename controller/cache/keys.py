@@ -1,0 +1,92 @@
+"""Object keys, as client-go tools/cache computes them.
+
+An object's key is `namespace/name`, or just `name` for cluster-scoped objects
+(`meta_namespace_key_func`). Objects are the raw JSON dicts of the API server. When an informer
+misses a delete (its watch broke and the relist no longer has the object) it delivers a
+`DeletedFinalStateUnknown` tombstone instead of the object; `meta_namespace_key_func` refuses
+tombstones, so stores and delete handlers use `deletion_handling_meta_namespace_key_func`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.cache.errors import KeyFuncError
+
+#: Raw API objects as decoded from JSON.
+Object = dict[str, Any]
+KeyFunc = Callable[[Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ExplicitKey:
+    """A key passed where an object is expected; it is its own key."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFinalStateUnknown:
+    """An object deleted while the informer was disconnected: its key and last known state.
+
+    `obj` may be stale (the object could have changed before it was deleted) or None.
+    """
+
+    key: str
+    obj: Object | None
+
+
+def object_meta(obj: Any) -> Mapping[str, Any]:
+    """The `metadata` mapping of a raw object; KeyFuncError if it has none."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    if not isinstance(meta, Mapping):
+        raise KeyFuncError(f"object has no meta: {obj!r:.200}")
+    return meta
+
+
+def meta_namespace_key_func(obj: Any) -> str:
+    """`namespace/name`, or `name` when the namespace is empty."""
+    if isinstance(obj, ExplicitKey):
+        return obj.key
+    if isinstance(obj, str):
+        return obj
+    meta = object_meta(obj)
+    name = meta.get("name") or ""
+    namespace = meta.get("namespace") or ""
+    if not isinstance(name, str) or not isinstance(namespace, str):
+        raise KeyFuncError(f"object has a non-string name or namespace: {obj!r:.200}")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
+    """Like `meta_namespace_key_func`, but a tombstone yields its recorded key."""
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return meta_namespace_key_func(obj)
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """`(namespace, name)` of a key; `""` gives `("", "")`; more than one `/` is an error."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        return "", parts[0]
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise KeyFuncError(f'unexpected key format: "{key}"')
+
+
+def resource_version(obj: Any) -> str:
+    """`metadata.resourceVersion` of an object, `""` when absent or not an object."""
+    if not isinstance(obj, Mapping):
+        return ""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return ""
+    rv = meta.get("resourceVersion")
+    return rv if isinstance(rv, str) else ""
+
+
+def has_meta(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and isinstance(obj.get("metadata"), Mapping)

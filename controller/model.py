@@ -1,0 +1,528 @@
+"""Immutable views of the API objects the pod controller reads (pure, no I/O).
+
+The informers cache raw JSON dicts; `X.from_dict(d)` converts one into a frozen, hashable value
+holding only the fields the controller uses. Conversion is tolerant of *missing* fields (they get
+Kubernetes' / kube-ovn's defaults, e.g. a subnet's provider `ovn` and vpc `ovn-cluster`, which
+kube-ovn's `formatSubnet` would have written) but a field of the wrong type or syntax raises
+`MalformedObjectError` naming the object and the field, never a bare KeyError/TypeError.
+
+String maps (annotations, labels) are `FrozenDict`s and lists are tuples, so models can be
+compared by value, hashed (queue items, sets) and shared between threads without copying.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.constants import (
+    DEFAULT_VPC,
+    GATEWAY_TYPE_DISTRIBUTED,
+    KIND_STATEFULSET,
+    KIND_VM_INSTANCE,
+    OVN_PROVIDER,
+)
+from controller.errors import MalformedObjectError
+from controller.netutil import check_protocol
+
+
+class FrozenDict(Mapping[str, str]):
+    """An immutable, hashable str -> str mapping (equal to any Mapping with the same items)."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[str, str] | None = None) -> None:
+        self._data: dict[str, str] = dict(data or {})
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._data.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenDict):
+            return self._data == other._data
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({self._data!r})"
+
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, str]]]:
+        return (FrozenDict, (self._data,))
+
+    def to_dict(self) -> dict[str, str]:
+        """A fresh mutable copy."""
+        return dict(self._data)
+
+
+EMPTY: FrozenDict = FrozenDict()
+
+
+# --- tolerant field readers ------------------------------------------------------------------
+
+
+class _Reader:
+    """Reads typed fields out of one raw object, naming it in every error."""
+
+    def __init__(self, kind: str, raw: object, *, prefix: str = "") -> None:
+        if not isinstance(raw, Mapping):
+            where = f" field {prefix}" if prefix else ""
+            raise MalformedObjectError(
+                f"{kind}:{where} expected an object, got {type(raw).__name__}"
+            )
+        self.kind = kind
+        self.prefix = prefix
+        meta = raw.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        self.label = f"{kind} {name!r}" if isinstance(name, str) else kind
+        self.raw: Mapping[str, Any] = raw
+
+    def child(self, path: str, item: object) -> _Reader:
+        """A reader over a nested object (a list element), reporting errors under `path`."""
+        sub = _Reader(self.label, item, prefix=f"{self.prefix}{path}")
+        sub.label = self.label
+        return sub
+
+    def fail(self, path: str, expected: str, value: object) -> MalformedObjectError:
+        full = f"{self.prefix}.{path}" if self.prefix else path
+        return MalformedObjectError(
+            f"{self.label}: field {full} must be {expected}, got {type(value).__name__} {value!r}"
+        )
+
+    def get(self, path: str) -> object:
+        """The value at a dotted path, None when any part is missing or null."""
+        node: object = self.raw
+        walked: list[str] = []
+        for part in path.split("."):
+            if not isinstance(node, Mapping):
+                raise self.fail(".".join(walked), "an object", node)
+            node = node.get(part)
+            walked.append(part)
+            if node is None:
+                return None
+        return node
+
+    def obj(self, path: str) -> Mapping[str, Any]:
+        value = self.get(path)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(path, "an object", value)
+        return value
+
+    def string(self, path: str, default: str = "") -> str:
+        value = self.get(path)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.fail(path, "a string", value)
+        return value
+
+    def boolean(self, path: str, default: bool = False) -> bool:
+        value = self.get(path)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.fail(path, "a boolean", value)
+        return value
+
+    def integer(self, path: str) -> int | None:
+        value = self.get(path)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, "an integer", value)
+        return value
+
+    def number(self, path: str) -> float:
+        value = self.get(path)
+        if value is None:
+            return 0.0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(path, "a number", value)
+        return float(value)
+
+    def str_map(self, path: str) -> FrozenDict:
+        value = self.get(path)
+        if value is None:
+            return EMPTY
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise self.fail(path, "a map of strings", value)
+        return FrozenDict(value)
+
+    def str_list(self, path: str) -> tuple[str, ...]:
+        value = self.get(path)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(path, "a list of strings", value)
+        return tuple(value)
+
+    def items(self, path: str) -> list[Any]:
+        value = self.get(path)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(path, "a list", value)
+        return value
+
+    def time(self, path: str) -> datetime | None:
+        value = self.get(path)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            parsed = parse_time(value)
+            if parsed is not None:
+                return parsed
+        raise self.fail(path, "an RFC 3339 time", value)
+
+
+def parse_time(text: str) -> datetime | None:
+    """An RFC 3339 timestamp as a timezone-aware UTC datetime; None when malformed."""
+    candidate = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    try:
+        parsed = datetime.fromisoformat(candidate)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.astimezone(UTC)
+
+
+def format_time(value: datetime) -> str:
+    """The API server's `metav1.Time` form: second precision, "Z" suffix."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- objects ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """The fields of a v1 Pod the controller uses."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    annotations: FrozenDict = EMPTY
+    labels: FrozenDict = EMPTY
+    owner_references: tuple[OwnerReference, ...] = ()
+    deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
+    node_name: str = ""
+    host_network: bool = False
+    restart_policy: str = "Always"
+    termination_grace_period_seconds: int | None = None
+    phase: str = ""
+    reason: str = ""
+    pod_ip: str = ""
+    pod_ips: tuple[str, ...] = ()
+    host_ip: str = ""
+
+    @property
+    def key(self) -> str:
+        """The work-queue key `namespace/name`."""
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Pod:
+        r = _Reader("Pod", raw)
+        owners = []
+        for index, item in enumerate(r.items("metadata.ownerReferences")):
+            o = r.child(f"metadata.ownerReferences[{index}]", item)
+            owners.append(
+                OwnerReference(
+                    api_version=o.string("apiVersion"),
+                    kind=o.string("kind"),
+                    name=o.string("name"),
+                    uid=o.string("uid"),
+                    controller=o.boolean("controller"),
+                )
+            )
+        pod_ips = []
+        for index, item in enumerate(r.items("status.podIPs")):
+            if not isinstance(item, Mapping) or not isinstance(item.get("ip", ""), str):
+                raise r.fail(f"status.podIPs[{index}]", "an object with a string ip", item)
+            pod_ips.append(str(item.get("ip", "")))
+        return cls(
+            namespace=r.string("metadata.namespace"),
+            name=r.string("metadata.name"),
+            uid=r.string("metadata.uid"),
+            resource_version=r.string("metadata.resourceVersion"),
+            annotations=r.str_map("metadata.annotations"),
+            labels=r.str_map("metadata.labels"),
+            owner_references=tuple(owners),
+            deletion_timestamp=r.time("metadata.deletionTimestamp"),
+            deletion_grace_period_seconds=r.integer("metadata.deletionGracePeriodSeconds"),
+            node_name=r.string("spec.nodeName"),
+            host_network=r.boolean("spec.hostNetwork"),
+            restart_policy=r.string("spec.restartPolicy", "Always"),
+            termination_grace_period_seconds=r.integer("spec.terminationGracePeriodSeconds"),
+            phase=r.string("status.phase"),
+            reason=r.string("status.reason"),
+            pod_ip=r.string("status.podIP"),
+            pod_ips=tuple(pod_ips),
+            host_ip=r.string("status.hostIP"),
+        )
+
+    def owner(self, kind: str, api_prefix: str) -> OwnerReference | None:
+        """The first owner of `kind` whose apiVersion starts with `api_prefix`."""
+        for ref in self.owner_references:
+            if ref.kind == kind and ref.api_version.startswith(api_prefix):
+                return ref
+        return None
+
+    def statefulset_owner(self) -> OwnerReference | None:
+        return self.owner(KIND_STATEFULSET, "apps/")
+
+    def vm_owner(self) -> OwnerReference | None:
+        return self.owner(KIND_VM_INSTANCE, "kubevirt.io")
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    annotations: FrozenDict = EMPTY
+    labels: FrozenDict = EMPTY
+    #: False when the raw object had no `metadata.annotations` at all (kube-ovn distinguishes a
+    #: nil map, "namespace network annotations is nil", from a missing key).
+    has_annotations: bool = False
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Namespace:
+        r = _Reader("Namespace", raw)
+        return cls(
+            name=r.string("metadata.name"),
+            annotations=r.str_map("metadata.annotations"),
+            labels=r.str_map("metadata.labels"),
+            has_annotations=r.get("metadata.annotations") is not None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Subnet:
+    """A kubeovn.io/v1 Subnet (cluster-scoped), spec defaults as kube-ovn `formatSubnet` sets."""
+
+    name: str
+    cidr_block: str
+    gateway: str = ""
+    exclude_ips: tuple[str, ...] = ()
+    provider: str = OVN_PROVIDER
+    vpc: str = DEFAULT_VPC
+    vlan: str = ""
+    gateway_type: str = GATEWAY_TYPE_DISTRIBUTED
+    protocol: str = ""
+    namespaces: tuple[str, ...] = ()
+    logical_gateway: bool = False
+    private: bool = False
+    default: bool = False
+    v4_available_ips: float = 0.0
+    v6_available_ips: float = 0.0
+    v4_using_ips: float = 0.0
+    v6_using_ips: float = 0.0
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Subnet:
+        r = _Reader("Subnet", raw)
+        cidr = r.string("spec.cidrBlock")
+        return cls(
+            name=r.string("metadata.name"),
+            cidr_block=cidr,
+            gateway=r.string("spec.gateway"),
+            exclude_ips=r.str_list("spec.excludeIps"),
+            provider=r.string("spec.provider") or OVN_PROVIDER,
+            vpc=r.string("spec.vpc") or DEFAULT_VPC,
+            vlan=r.string("spec.vlan"),
+            gateway_type=r.string("spec.gatewayType") or GATEWAY_TYPE_DISTRIBUTED,
+            protocol=r.string("spec.protocol") or check_protocol(cidr),
+            namespaces=r.str_list("spec.namespaces"),
+            logical_gateway=r.boolean("spec.logicalGateway"),
+            private=r.boolean("spec.private"),
+            default=r.boolean("spec.default"),
+            v4_available_ips=r.number("status.v4availableIPs"),
+            v6_available_ips=r.number("status.v6availableIPs"),
+            v4_using_ips=r.number("status.v4usingIPs"),
+            v6_using_ips=r.number("status.v6usingIPs"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    internal_ips: tuple[str, ...] = ()
+    annotations: FrozenDict = EMPTY
+    labels: FrozenDict = EMPTY
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Node:
+        r = _Reader("Node", raw)
+        ips = []
+        for index, item in enumerate(r.items("status.addresses")):
+            if not isinstance(item, Mapping):
+                raise r.fail(f"status.addresses[{index}]", "an object", item)
+            if item.get("type") == "InternalIP":
+                address = item.get("address")
+                if not isinstance(address, str):
+                    raise r.fail(f"status.addresses[{index}].address", "a string", address)
+                ips.append(address)
+        return cls(
+            name=r.string("metadata.name"),
+            internal_ips=tuple(ips),
+            annotations=r.str_map("metadata.annotations"),
+            labels=r.str_map("metadata.labels"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Vlan:
+    name: str
+    id: int = 0
+    provider: str = ""
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Vlan:
+        r = _Reader("Vlan", raw)
+        vlan_id = r.integer("spec.id")
+        if vlan_id is None:  # deprecated v1.8 spelling
+            vlan_id = r.integer("spec.vlanId")
+        return cls(
+            name=r.string("metadata.name"),
+            id=vlan_id or 0,
+            provider=r.string("spec.provider") or r.string("spec.providerInterfaceName"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Vpc:
+    name: str
+    router: str = ""
+    default_logical_switch: str = ""
+    namespaces: tuple[str, ...] = ()
+    default: bool = False
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Vpc:
+        r = _Reader("Vpc", raw)
+        return cls(
+            name=r.string("metadata.name"),
+            router=r.string("status.router"),
+            default_logical_switch=r.string("status.defaultLogicalSwitch"),
+            namespaces=r.str_list("spec.namespaces"),
+            default=r.boolean("status.default"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkAttachmentDefinition:
+    """A k8s.cni.cncf.io/v1 NAD; `config` is the raw CNI JSON string of `spec.config`."""
+
+    namespace: str
+    name: str
+    config: str = ""
+
+    @classmethod
+    def from_dict(cls, raw: object) -> NetworkAttachmentDefinition:
+        r = _Reader("NetworkAttachmentDefinition", raw)
+        return cls(
+            namespace=r.string("metadata.namespace"),
+            name=r.string("metadata.name"),
+            config=r.string("spec.config"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StatefulSet:
+    """An apps/v1 StatefulSet, as `isStatefulSetPodToDel` / `appendCheckPodToDel` read it."""
+
+    namespace: str
+    name: str
+    replicas: int = 1
+    deletion_timestamp: datetime | None = None
+    template_annotations: FrozenDict = EMPTY
+
+    @classmethod
+    def from_dict(cls, raw: object) -> StatefulSet:
+        r = _Reader("StatefulSet", raw)
+        replicas = r.integer("spec.replicas")
+        return cls(
+            namespace=r.string("metadata.namespace"),
+            name=r.string("metadata.name"),
+            replicas=1 if replicas is None else replicas,  # the API server's default
+            deletion_timestamp=r.time("metadata.deletionTimestamp"),
+            template_annotations=r.str_map("spec.template.metadata.annotations"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualMachine:
+    """A kubevirt.io/v1 VirtualMachine (its name equals its VMI's and the launcher pod owner's)."""
+
+    namespace: str
+    name: str
+    deletion_timestamp: datetime | None = None
+    template_annotations: FrozenDict = EMPTY
+
+    @classmethod
+    def from_dict(cls, raw: object) -> VirtualMachine:
+        r = _Reader("VirtualMachine", raw)
+        return cls(
+            namespace=r.string("metadata.namespace"),
+            name=r.string("metadata.name"),
+            deletion_timestamp=r.time("metadata.deletionTimestamp"),
+            template_annotations=r.str_map("spec.template.metadata.annotations"),
+        )
+
+
+class ProviderType(enum.Enum):
+    """kube-ovn `providerType`: an OVN network (gets an LSP) or an IPAM-only attachment."""
+
+    IPAM = "ipam"
+    ORIGINAL = "original"
+
+
+@dataclass(frozen=True, slots=True)
+class PodNet:
+    """One network of a pod (kube-ovn `kubeovnNet`)."""
+
+    type: ProviderType
+    provider_name: str
+    subnet: Subnet
+    is_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSelectionElement:
+    """One element of a pod's multus network annotation (multus `NetworkSelectionElement`)."""
+
+    name: str
+    namespace: str
+    interface: str = ""
+    ips: tuple[str, ...] = ()
+    mac: str = ""

@@ -1,0 +1,211 @@
+"""Pure translation of NbClient requests into NB column values (no I/O, shared by both clients).
+
+Every rule that decides *what* is stored lives here, so the ovsdbapp client and the in-memory
+fake cannot disagree on it: the LSP columns kube-ovn's CreatePort writes, the canonical stored form
+of a static route prefix (ovn-nbctl's: host routes without "/32" or "/128"), NAT argument checks,
+and the IPs a port claims on its switch. Malformed input raises `InvalidRequestError`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from controller.ovn import external_ids as ext
+from controller.ovn.api import VENDOR, InvalidRequestError, PortSpec
+
+_MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+ROUTE_POLICIES = ("dst-ip", "src-ip")
+NAT_TYPES = ("snat", "dnat_and_snat")
+
+
+@dataclass(frozen=True, slots=True)
+class PortColumns:
+    """The LSP columns one PortSpec asks for."""
+
+    addresses: tuple[str, ...]
+    port_security: tuple[str, ...]
+    external_ids: Mapping[str, str]
+    ips: tuple[str, ...]  # canonical, what the port claims on its switch
+    security_groups: tuple[str, ...]  # empty unless port security is on (kube-ovn)
+
+
+def parse_ip(value: str, what: str = "IP") -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    try:
+        return ipaddress.ip_address(value.strip())
+    except ValueError:
+        raise InvalidRequestError(f"invalid {what} {value!r}") from None
+
+
+def parse_cidr(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        return ipaddress.ip_network(value.strip(), strict=False)
+    except ValueError:
+        raise InvalidRequestError(f"invalid CIDR {value!r}") from None
+
+
+def check_name(value: str, what: str) -> str:
+    if not value or value != value.strip() or any(c in value for c in " \t\n,"):
+        raise InvalidRequestError(f"invalid {what} name {value!r}")
+    return value
+
+
+def port_columns(spec: PortSpec) -> PortColumns:
+    """kube-ovn CreatePort's LSP columns for `spec` (see kube-ovn.md section 4.1)."""
+    check_name(spec.name, "port")
+    check_name(spec.switch, "logical switch")
+    if not _MAC_RE.match(spec.mac):
+        raise InvalidRequestError(f"invalid MAC {spec.mac!r} for port {spec.name}")
+    if not 1 <= len(spec.ips) <= 2:
+        raise InvalidRequestError(f"port {spec.name} needs one IP per family, got {spec.ips!r}")
+    ips = [parse_ip(ip) for ip in spec.ips]
+    if len(ips) == 2 and ips[0].version == ips[1].version:
+        raise InvalidRequestError(f"port {spec.name}: two IPs of the same family {spec.ips!r}")
+    mac = spec.mac.lower()
+    canon = tuple(str(ip) for ip in ips)
+    addresses = (" ".join((mac, *canon)),)
+    port_security: tuple[str, ...] = ()
+    if spec.port_security:
+        if len(ips) == 1:
+            port_security = addresses
+        else:
+            # NOTE: kube-ovn masks dual-stack port security with the subnet prefix lengths.
+            if len(spec.cidrs) != 2:
+                raise InvalidRequestError(
+                    f"port {spec.name}: dual-stack port security needs both subnet CIDRs"
+                )
+            nets = {parse_cidr(c).version: parse_cidr(c) for c in spec.cidrs}
+            try:
+                masked = [f"{ip}/{nets[ip.version].prefixlen}" for ip in ips]
+            except KeyError:
+                raise InvalidRequestError(
+                    f"port {spec.name}: CIDRs {spec.cidrs!r} do not match IPs {spec.ips!r}"
+                ) from None
+            port_security = (" ".join((mac, *masked)),)
+    ids: dict[str, str] = {ext.VENDOR_KEY: VENDOR, ext.LS_KEY: spec.switch}
+    if spec.pod_name and spec.pod_namespace:
+        ids[ext.POD_KEY] = ext.pod_key(spec.pod_namespace, spec.pod_name)
+    sgs: tuple[str, ...] = ()
+    if spec.port_security and spec.security_groups:
+        sgs = tuple(dict.fromkeys(check_name(s, "security group") for s in spec.security_groups))
+        ids[ext.SECURITY_GROUPS_KEY] = ext.join_sgs(sgs)
+        for sg in sgs:
+            ids[ext.associated_sg_key(sg)] = "true"
+    return PortColumns(addresses, port_security, ids, canon, sgs)
+
+
+def address_ips(addresses: Iterable[str]) -> set[str]:
+    """Canonical IPs in LSP `addresses` entries ("MAC IP..."; "router"/"unknown" carry none)."""
+    out: set[str] = set()
+    for entry in addresses:
+        for token in entry.split()[1:]:
+            try:
+                out.add(str(ipaddress.ip_address(token)))
+            except ValueError:
+                continue
+    return out
+
+
+def port_security_ips(port_security: Iterable[str]) -> list[str]:
+    """IP tokens of port_security entries, as kube-ovn puts them in SG address sets."""
+    out: list[str] = []
+    for entry in port_security:
+        out.extend(entry.split()[1:])
+    return out
+
+
+def sg_eligible(port_security: Sequence[str]) -> bool:
+    """kube-ovn syncs a port into SG port groups only if port_security has a MAC and an IP."""
+    return any(len(entry.split()) >= 2 for entry in port_security)
+
+
+def canonical_prefix(cidr: str) -> str:
+    """ovn-nbctl's stored form: a host route without its mask, networks as network/len."""
+    if "/" not in cidr:
+        return str(parse_ip(cidr, "route prefix"))
+    net = parse_cidr(cidr)
+    if net.prefixlen == net.max_prefixlen:
+        return str(net.network_address)
+    return str(net)
+
+
+def _family(value: str) -> int:
+    return parse_cidr(value).version
+
+
+def route_pairs(policy: str, cidr: str, nexthop: str) -> tuple[str, list[tuple[str, str]]]:
+    """kube-ovn AddStaticRoute: pair comma-separated prefixes and nexthops by address family."""
+    policy = policy or "dst-ip"
+    if policy not in ROUTE_POLICIES:
+        raise InvalidRequestError(f"invalid route policy {policy!r}")
+    prefixes = [c for c in cidr.split(",") if c.strip()]
+    hops = [h for h in nexthop.split(",") if h.strip()]
+    if not prefixes or not hops:
+        raise InvalidRequestError(f"route needs a prefix and a nexthop ({cidr!r} -> {nexthop!r})")
+    pairs = []
+    for p in prefixes:
+        canon = canonical_prefix(p)
+        for h in hops:
+            hop = parse_ip(h, "nexthop")
+            if _family(canon) == hop.version:
+                pairs.append((canon, str(hop)))
+    if not pairs:
+        raise InvalidRequestError(f"no nexthop of the same family for {cidr!r} in {nexthop!r}")
+    return policy, pairs
+
+
+def route_prefixes(cidr: str) -> list[str]:
+    return [canonical_prefix(c) for c in cidr.split(",") if c.strip()]
+
+
+def nat_logical_ip(policy: str, logical_ip: str) -> str:
+    """snat takes a network or an IP; dnat_and_snat a single IP. Stored in ovn-nbctl's form."""
+    if policy not in NAT_TYPES:
+        raise InvalidRequestError(f"invalid NAT type {policy!r} (want snat or dnat_and_snat)")
+    if policy == "snat":
+        return canonical_prefix(logical_ip)
+    return str(parse_ip(logical_ip, "NAT logical IP"))
+
+
+def check_nat_extras(policy: str, logical_mac: str, port: str) -> None:
+    if bool(logical_mac) != bool(port):
+        raise InvalidRequestError("NAT logical_port and external_mac go together")
+    if port and policy != "dnat_and_snat":
+        raise InvalidRequestError("NAT logical_port/external_mac need dnat_and_snat")
+    if logical_mac and not _MAC_RE.match(logical_mac):
+        raise InvalidRequestError(f"invalid MAC {logical_mac!r}")
+
+
+def switch_other_config(cidr: str, gateway: str) -> dict[str, str]:
+    """other_config kube-ovn sets on a subnet's switch (v4 subnet for OVN's own tooling)."""
+    for c in cidr.split(","):
+        parse_cidr(c)
+    for g in gateway.split(","):
+        if g.strip():
+            parse_ip(g, "gateway")
+    return {"subnet": cidr, "gateway": gateway}
+
+
+def router_port_networks(cidr: str, gateway: str) -> list[str]:
+    """The switch's router port networks: each gateway with its subnet's prefix length."""
+    nets = [parse_cidr(c) for c in cidr.split(",") if c.strip()]
+    gws = [parse_ip(g, "gateway") for g in gateway.split(",") if g.strip()]
+    out = []
+    for gw in gws:
+        match = [n for n in nets if n.version == gw.version]
+        if not match:
+            raise InvalidRequestError(f"gateway {gw} is in none of {cidr!r}")
+        out.append(f"{gw}/{match[0].prefixlen}")
+    if not out:
+        raise InvalidRequestError("a switch attached to a router needs a gateway")
+    return out
+
+
+def router_port_mac(name: str) -> str:
+    """A stable MAC for a router port (kube-ovn uses random 00:00:00:xx:xx:xx; stable is idempotent)."""
+    import hashlib
+
+    b = hashlib.sha256(name.encode()).digest()
+    return "00:00:00:%02x:%02x:%02x" % (b[0], b[1], b[2])  # noqa: UP031

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import pytest
+
+from controller.cache import (
+    DeletedFinalStateUnknown,
+    ExplicitKey,
+    KeyFuncError,
+    deletion_handling_meta_namespace_key_func,
+    meta_namespace_key_func,
+    split_meta_namespace_key,
+)
+from tests.cache.fakes import make_pod
+
+
+def test_namespaced_and_cluster_scoped_keys() -> None:
+    assert meta_namespace_key_func(make_pod("p", "ns1")) == "ns1/p"
+    assert meta_namespace_key_func({"metadata": {"name": "node1"}}) == "node1"
+    assert meta_namespace_key_func(ExplicitKey("a/b")) == "a/b"
+
+
+def test_objects_without_metadata_are_rejected() -> None:
+    with pytest.raises(KeyFuncError, match="object has no meta"):
+        meta_namespace_key_func({"spec": {}})
+    with pytest.raises(KeyFuncError):
+        meta_namespace_key_func(DeletedFinalStateUnknown("ns/p", None))
+
+
+def test_deletion_handling_key_func_unwraps_tombstones() -> None:
+    tomb = DeletedFinalStateUnknown("ns/p", make_pod("p", "ns"))
+    assert deletion_handling_meta_namespace_key_func(tomb) == "ns/p"
+    assert deletion_handling_meta_namespace_key_func(make_pod("q", "ns")) == "ns/q"
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [("ns/name", ("ns", "name")), ("name", ("", "name")), ("", ("", "")),
+     ("/name", ("", "name")), ("ns/", ("ns", ""))],
+)
+def test_split_key(key: str, expected: tuple[str, str]) -> None:
+    assert split_meta_namespace_key(key) == expected
+
+
+def test_split_key_rejects_extra_slashes() -> None:
+    with pytest.raises(KeyFuncError, match='unexpected key format: "a/b/c"'):
+        split_meta_namespace_key("a/b/c")

@@ -1,0 +1,56 @@
+"""Fixtures for the OVN NB client: a throwaway ovsdb-server per test, and the two clients."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from controller.ovn.api import NbClient
+from controller.ovn.fake import FakeNbClient
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.sandbox.ovsdb import NbServer
+from tests.ovn.helpers import FakeView, NbctlView, NbView
+
+TIMEOUT = 5.0
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    # unix socket paths must stay under 107 bytes; pytest's tmp_path can be longer.
+    with tempfile.TemporaryDirectory(prefix="nbt") as d:
+        yield Path(d)
+
+
+@pytest.fixture
+def nb_server(short_tmp: Path) -> Iterator[NbServer]:
+    server = NbServer(short_tmp).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def real_client(nb_server: NbServer) -> Iterator[OvsdbappNbClient]:
+    client = OvsdbappNbClient.from_addr(nb_server.remote, timeout=TIMEOUT)
+    yield client
+    client.close()
+
+
+@dataclass
+class Subject:
+    nb: NbClient
+    view: NbView
+    kind: str
+
+
+@pytest.fixture(params=["fake", "real"])
+def subject(request: pytest.FixtureRequest) -> Subject:
+    if request.param == "fake":
+        fake = FakeNbClient()
+        return Subject(fake, FakeView(fake), "fake")
+    server: NbServer = request.getfixturevalue("nb_server")
+    client: OvsdbappNbClient = request.getfixturevalue("real_client")
+    return Subject(client, NbctlView(server.remote), "real")

@@ -1,0 +1,200 @@
+"""The real client against real ovsdb-servers: outages, Raft fail-over, foreign writers."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from controller.ovn.api import DuplicateAddressError, OvnError, OvnTimeoutError, PortSpec
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.sandbox.ovsdb import NbCluster, NbServer
+
+pytestmark = pytest.mark.timeout(90)
+
+LR, LS = "ovn-cluster", "ovn-default"
+
+
+def port(i: int, ls: str = LS) -> PortSpec:
+    return PortSpec(f"p{i}.ns", ls, f"00:00:00:00:{i // 256:02x}:{i % 256:02x}",
+                    (f"10.16.{i // 250}.{i % 250 + 2}",), pod_name=f"p{i}", pod_namespace="ns")
+
+
+def setup(nb: OvsdbappNbClient) -> None:
+    nb.ensure_logical_router(LR)
+    nb.ensure_logical_switch(LS, LR, "10.16.0.0/16", "10.16.0.1", {})
+
+
+def eventually(fn: Callable[[], object], deadline_s: float) -> object:
+    """Retry fn until it stops raising OvnError, or re-raise after the deadline."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return fn()
+        except OvnError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def nbctl(remote: str, *args: str) -> str:
+    return subprocess.run(["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
+                          capture_output=True, text=True, check=True, timeout=15).stdout
+
+
+def test_server_restart_mid_run(nb_server: NbServer) -> None:
+    timeout = 2.0
+    with OvsdbappNbClient.from_addr(nb_server.remote, timeout=timeout) as nb:
+        setup(nb)
+        nb.create_port(port(1))
+        nb_server.stop()
+        start = time.monotonic()
+        with pytest.raises(OvnTimeoutError, match="not connected"):
+            nb.create_port(port(2))
+        assert time.monotonic() - start < timeout * 2  # bounded: no hang past the timeout
+        assert not nb.connected
+        nb_server.start()
+        eventually(lambda: nb.create_port(port(2)), 15)
+        nb.create_port(port(3))
+        assert nb.connected
+        assert nb.list_pod_ports("p1", "ns") == ["p1.ns"]
+        assert {p.name for p in nb.list_ports()} >= {"p1.ns", "p2.ns", "p3.ns"}
+
+
+def test_calls_queued_during_an_outage_all_fail_in_time(nb_server: NbServer) -> None:
+    import threading
+
+    timeout = 1.0
+    with OvsdbappNbClient.from_addr(nb_server.remote, timeout=timeout) as nb:
+        setup(nb)
+        nb_server.stop()
+        errors: list[BaseException] = []
+        elapsed: list[float] = []
+
+        def call(i: int) -> None:
+            t = time.monotonic()
+            try:
+                nb.create_port(port(i))
+            except OvnError as e:
+                errors.append(e)
+            elapsed.append(time.monotonic() - t)
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert len(errors) == 4 and all(isinstance(e, OvnTimeoutError) for e in errors)
+        assert max(elapsed) < timeout * 3
+
+
+def test_restart_with_a_fresh_database_drops_stale_index(short_tmp: Path) -> None:
+    server = NbServer(short_tmp).start()
+    try:
+        with OvsdbappNbClient.from_addr(server.remote, timeout=3.0) as nb:
+            setup(nb)
+            nb.create_port(port(1))
+            server.stop()
+            shutil.move(str(server.db), str(short_tmp / "old.db"))
+            server.start()  # empty database, same socket
+            eventually(lambda: setup(nb), 15)
+            assert nb.get_port("p1.ns") is None
+            assert nb.list_pod_ports("p1", "ns") == []
+            nb.create_port(port(1))  # no ghost duplicate of 10.16.0.3
+    finally:
+        server.stop()
+
+
+def test_raft_leader_killed_client_carries_on(short_tmp: Path) -> None:
+    cluster = NbCluster(short_tmp, size=3).start()
+    try:
+        with OvsdbappNbClient.from_addr(cluster.remote, timeout=10.0) as nb:
+            setup(nb)
+            nb.create_ports([port(i) for i in range(10)])
+            leader = cluster.wait_for_leader()
+            cluster.kill(leader)
+            nb.create_port(port(10))  # waits for the re-election within the timeout
+            nb.delete_port("p0.ns")
+            new_leader = cluster.wait_for_leader()
+            assert new_leader != leader
+            assert len(nb.list_ports()) == 11  # 10 pods + the router port
+            # a surviving member agrees
+            survivor = next(i for i in range(3) if i != leader)
+            names = nbctl(cluster.member_remote(survivor), "--no-leader-only",
+                          "--columns=name", "--bare", "list", "Logical_Switch_Port").split()
+            assert "p10.ns" in names and "p0.ns" not in names
+    finally:
+        cluster.stop()
+
+
+def test_foreign_writers_are_seen(real_client: OvsdbappNbClient, nb_server: NbServer) -> None:
+    nb = real_client
+    setup(nb)
+    nbctl(nb_server.remote, "lsp-add", LS, "foreign", "--", "lsp-set-addresses", "foreign",
+          "00:00:00:00:99:99 10.16.0.50")
+    with pytest.raises(DuplicateAddressError, match="foreign"):
+        nb.create_port(PortSpec("mine.ns", LS, "00:00:00:00:00:01", ("10.16.0.50",)))
+    nb.create_port(port(1))
+    nbctl(nb_server.remote, "lsp-del", "p1.ns")
+    assert nb.get_port("p1.ns") is None
+    nb.delete_port("p1.ns")
+    nb.delete_port("foreign")  # no ls external_id: found by its switch
+    assert nbctl(nb_server.remote, "lsp-list", LS).count("(") == 1  # only the router port
+
+
+def test_two_clients_do_not_share_a_connection(short_tmp: Path) -> None:
+    a = NbServer(short_tmp / "a").start()
+    b = NbServer(short_tmp / "b").start()
+    try:
+        with OvsdbappNbClient.from_addr(a.remote, timeout=3) as ca, \
+                OvsdbappNbClient.from_addr(b.remote, timeout=3) as cb:
+            ca.ensure_logical_router("only-a")
+            cb.ensure_logical_router("only-b")
+            assert "only-a" in nbctl(a.remote, "lr-list")
+            assert "only-a" not in nbctl(b.remote, "lr-list")
+            assert "only-b" in nbctl(b.remote, "lr-list")
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_request_observer(nb_server: NbServer) -> None:
+    seen: list[tuple[str, float, bool]] = []
+    with OvsdbappNbClient.from_addr(nb_server.remote, timeout=3,
+                                    on_request=lambda m, s, ok: seen.append((m, s, ok))) as nb:
+        nb.ensure_logical_router(LR)
+        with pytest.raises(OvnError):
+            nb.create_port(port(1))  # no switch
+    assert [(m, ok) for m, _, ok in seen] == [("ensure_logical_router", True),
+                                              ("create_port", False)]
+    assert all(s >= 0 for _, s, _ in seen)
+
+
+def test_connect_to_nothing_fails_fast(short_tmp: Path) -> None:
+    start = time.monotonic()
+    with pytest.raises(OvnError):
+        OvsdbappNbClient.from_addr(f"unix:{short_tmp}/absent.sock", timeout=1.0)
+    assert time.monotonic() - start < 5
+
+
+def test_tcp_remote(short_tmp: Path) -> None:
+    server = NbServer(short_tmp, tcp=True).start()
+    try:
+        with OvsdbappNbClient.from_addr(server.tcp_remote, timeout=3) as nb:
+            setup(nb)
+            nb.create_port(port(1))
+            assert nb.get_port("p1.ns") is not None
+    finally:
+        server.stop()
+
+
+def test_close_is_idempotent_and_later_calls_fail(nb_server: NbServer) -> None:
+    nb = OvsdbappNbClient.from_addr(nb_server.remote, timeout=3)
+    nb.ensure_logical_router(LR)
+    nb.close()
+    nb.close()
+    with pytest.raises(OvnError, match="closed"):
+        nb.ensure_logical_router(LR)
