@@ -30,7 +30,6 @@ import bisect
 import json
 import logging
 import random
-import re
 import threading
 import time
 import uuid
@@ -38,6 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.sandbox import admission
 from controller.sandbox import patch as patches
 from controller.sandbox.resources import (
     ApiError,
@@ -68,8 +68,6 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -246,19 +244,6 @@ def _decode_continue(token: str) -> tuple[int, Key]:
         raise bad_request(f"continue key is not valid: {exc}") from None
 
 
-def _strip_volatile(obj: JsonDict) -> JsonDict:
-    """The object minus the fields a write always changes, for no-op detection."""
-    meta = dict(obj.get("metadata") or {})
-    meta.pop("resourceVersion", None)
-    meta.pop("managedFields", None)
-    return {**obj, "metadata": meta}
-
-
-def _spec_part(obj: JsonDict) -> JsonDict:
-    return {k: v for k, v in obj.items()
-            if k not in ("metadata", "status", "kind", "apiVersion")}
-
-
 class ObjectStore:
     """The versioned store behind the emulator; safe to call from any thread.
 
@@ -379,71 +364,6 @@ class ObjectStore:
     def _copy(stored: Stored) -> JsonDict:
         result: JsonDict = json.loads(stored.raw)
         return result
-
-    def _validate_identity(self, rt: ResourceType, obj: Any, namespace: str | None) -> JsonDict:
-        if not isinstance(obj, dict):
-            raise bad_request(f"the body of the request must be a JSON object, not "
-                              f"{type(obj).__name__}")
-        kind = obj.get("kind")
-        if kind not in (None, "", rt.kind):
-            raise bad_request(f"the kind {kind!r} of the body does not match {rt.kind!r}")
-        api_version = obj.get("apiVersion")
-        if api_version not in (None, "", rt.api_version):
-            raise bad_request(f"the apiVersion {api_version!r} of the body does not match "
-                              f"{rt.api_version!r}")
-        meta = obj.get("metadata")
-        if meta is None:
-            meta = {}
-        if not isinstance(meta, dict):
-            raise bad_request("metadata must be a JSON object")
-        body_ns = meta.get("namespace")
-        if rt.namespaced and body_ns and namespace and body_ns != namespace:
-            raise bad_request("the namespace of the provided object does not match the "
-                              "namespace sent on the request")
-        for fld in ("labels", "annotations"):
-            value = meta.get(fld)
-            if value is not None and (not isinstance(value, dict) or not all(
-                    isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
-                raise invalid(rt, str(meta.get("name", "")),
-                              f"metadata.{fld}: Invalid value: must be a map of strings")
-        finalizers = meta.get("finalizers")
-        if finalizers is not None and (not isinstance(finalizers, list) or not all(
-                isinstance(f, str) for f in finalizers)):
-            raise invalid(rt, str(meta.get("name", "")),
-                          "metadata.finalizers: Invalid value: must be a list of strings")
-        return {**obj, "metadata": dict(meta)}
-
-    def _validate_name(self, rt: ResourceType, name: Any) -> None:
-        pattern = _DNS_LABEL if rt.plural == "namespaces" else _DNS_SUBDOMAIN
-        limit = 63 if rt.plural == "namespaces" else 253
-        if not isinstance(name, str) or not name or len(name) > limit or not pattern.match(name):
-            raise invalid(rt, str(name), f"metadata.name: Invalid value: {name!r}: a lowercase "
-                          "RFC 1123 subdomain must consist of lower case alphanumeric "
-                          "characters, '-' or '.', and must start and end with an "
-                          "alphanumeric character")
-
-    def _apply_defaults(self, rt: ResourceType, obj: JsonDict, keep_status: bool) -> None:
-        if rt.has_status and not keep_status:
-            obj.pop("status", None)
-        if rt.plural == "pods":
-            spec = obj.setdefault("spec", {})
-            if isinstance(spec, dict):
-                spec.setdefault("restartPolicy", "Always")
-                spec.setdefault("dnsPolicy", "ClusterFirst")
-                spec.setdefault("schedulerName", "default-scheduler")
-                spec.setdefault("terminationGracePeriodSeconds", 30)
-            status = obj.setdefault("status", {})
-            if isinstance(status, dict):
-                status.setdefault("phase", "Pending")
-        elif rt.plural == "namespaces":
-            name = obj["metadata"]["name"]
-            labels = obj["metadata"].setdefault("labels", {})
-            labels["kubernetes.io/metadata.name"] = name
-            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
-            obj.setdefault("status", {"phase": "Active"})
-
-    def _tracks_generation(self, rt: ResourceType) -> bool:
-        return rt.group == "apps" or not rt.builtin
 
     # ------------------------------------------------------------------ reads
 
@@ -618,7 +538,7 @@ class ObjectStore:
         body_meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         assert isinstance(body_meta, dict)
         namespace = namespace or body_meta.get("namespace")
-        new = json.loads(dumps(self._validate_identity(rt, obj, namespace)))
+        new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         meta = new["metadata"]
         if meta.get("resourceVersion"):
             raise bad_request("resourceVersion should not be set on objects to be created")
@@ -640,7 +560,7 @@ class ObjectStore:
                     if (ns, name) not in table.objects:
                         break
                 meta["name"] = name
-            self._validate_name(rt, name)
+            admission.validate_name(rt, name)
             key = (ns, name)
             if key in table.objects:
                 raise already_exists(rt, name)
@@ -648,11 +568,11 @@ class ObjectStore:
                 meta.pop(fld, None)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = _now_rfc3339(self._clock)
-            if self._tracks_generation(rt):
+            if admission.tracks_generation(rt):
                 meta["generation"] = 1
             new["kind"] = rt.kind
             new["apiVersion"] = rt.api_version
-            self._apply_defaults(rt, new, keep_status)
+            admission.apply_create_defaults(rt, new, keep_status)
             if dry_run:
                 meta["resourceVersion"] = str(self._rv)
                 return Stored.of(new)
@@ -698,7 +618,7 @@ class ObjectStore:
             raise bad_request(f"the name of the object ({body_name}) does not match the name on "
                               f"the URL ({name})")
         namespace = namespace or meta_in.get("namespace")
-        new = json.loads(dumps(self._validate_identity(rt, obj, namespace)))
+        new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         with self._lock:
             ns = self._require_namespace(rt, namespace)
             key = (ns, name)
@@ -756,10 +676,10 @@ class ObjectStore:
                 set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())):
             raise invalid(rt, name, "metadata.finalizers: Forbidden: no new finalizers can be "
                           "added if the object is being deleted")
-        if _strip_volatile(new) == _strip_volatile(old.obj):
+        if admission.strip_volatile(new) == admission.strip_volatile(old.obj):
             return old  # a no-op write: no new version, no event
         if ("generation" in meta and subresource is None
-                and _spec_part(new) != _spec_part(old.obj)):
+                and admission.spec_part(new) != admission.spec_part(old.obj)):
             meta["generation"] = int(meta["generation"]) + 1
         if dry_run:
             meta["resourceVersion"] = old_meta["resourceVersion"]
@@ -831,7 +751,7 @@ class ObjectStore:
                 raise invalid(rt, name, "metadata.name: Invalid value: field is immutable")
             if rt.namespaced and pmeta.get("namespace", ns) != ns:
                 raise invalid(rt, name, "metadata.namespace: Invalid value: field is immutable")
-            patched = self._validate_identity(rt, patched, ns)
+            patched = admission.validate_identity(rt, patched, ns)
             return self._commit_update(table, key, old, patched, subresource, dry_run)
 
     def delete(
