@@ -35,11 +35,11 @@ class Typed:
 
     def create(self, clients: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         out = self._fn(clients, "create")(*self._ns(), body)
-        return clients["api"].sanitize_for_serialization(out)  # type: ignore[no-any-return]
+        return clients["api"].sanitize_for_serialization(out)
 
     def read(self, clients: dict[str, Any], name: str) -> dict[str, Any]:
         out = self._fn(clients, "read")(name, *self._ns())
-        return clients["api"].sanitize_for_serialization(out)  # type: ignore[no-any-return]
+        return clients["api"].sanitize_for_serialization(out)
 
     def list_names(self, clients: dict[str, Any]) -> list[str]:
         out = self._fn(clients, "list")(*self._ns())
@@ -47,7 +47,7 @@ class Typed:
 
     def replace(self, clients: dict[str, Any], name: str, body: dict[str, Any]) -> dict[str, Any]:
         out = self._fn(clients, "replace")(name, *self._ns(), body)
-        return clients["api"].sanitize_for_serialization(out)  # type: ignore[no-any-return]
+        return clients["api"].sanitize_for_serialization(out)
 
     def delete(self, clients: dict[str, Any], name: str) -> None:
         self._fn(clients, "delete")(name, *self._ns())
@@ -71,17 +71,17 @@ class Custom:
         return getattr(clients["custom"], name)
 
     def create(self, clients: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-        return self._fn(clients, "create")(*self._args(), body)  # type: ignore[no-any-return]
+        return self._fn(clients, "create")(*self._args(), body)
 
     def read(self, clients: dict[str, Any], name: str) -> dict[str, Any]:
-        return self._fn(clients, "get")(*self._args(), name)  # type: ignore[no-any-return]
+        return self._fn(clients, "get")(*self._args(), name)
 
     def list_names(self, clients: dict[str, Any]) -> list[str]:
         out = self._fn(clients, "list")(*self._args())
         return [i["metadata"]["name"] for i in out["items"]]
 
     def replace(self, clients: dict[str, Any], name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._fn(clients, "replace")(*self._args(), name, body)  # type: ignore[no-any-return]
+        return self._fn(clients, "replace")(*self._args(), name, body)
 
     def delete(self, clients: dict[str, Any], name: str) -> None:
         self._fn(clients, "delete")(*self._args(), name)
