@@ -80,6 +80,10 @@ def test_bootstrap_support_controllers_and_probes(
     )
     assert status["v4availableIPs"] == 65534 - 2  # minus gateway and the node
 
+    # optional API groups are discovered: the emulator serves multus and kubevirt
+    assert {"nads", "vms", "statefulsets", "configmaps"} <= set(ctl.informers)
+    assert not ctl.cluster.api_group_exists("nosuch.example.io", "v1")
+
     # probes and metrics
     base = f"http://127.0.0.1:{ctl.metrics_port}"
     assert http_get(f"{base}/readyz")[0] == 200
