@@ -144,7 +144,11 @@ class Controller:
         self._startup_wait = startup_wait
         self._status_delay = status_delay
         self.registry = CollectorRegistry()
-        self.metrics: ControllerMetrics  # built with the API host in start()
+        # built in start(): they need the API client
+        self.metrics: ControllerMetrics
+        self.kube: KubeClient
+        self.cluster: ApiClientClusterApi
+        self.pod_queues: PodQueues
         self.queue_metrics = PrometheusMetricsProvider(self.registry)
         self.ipam = IPAM()
         self.key_mutex = KeyMutex()

@@ -105,3 +105,43 @@ def test_restart_converges_without_leaks_or_double_allocation(
         message="subnet status counts the four pods",
     )
     assert used
+
+
+def test_statefulset_pod_keeps_its_address_across_a_restart(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    # item 6 (restart part): InitIPAM restores the sts address from the IP CR
+    store = cluster.server.store
+    sts = store.create(
+        "statefulsets",
+        {
+            "metadata": {"name": "db", "namespace": NS},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "db"}}, "template": {}},
+        },
+    )
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "name": "db",
+        "uid": sts["metadata"]["uid"],
+        "controller": True,
+    }
+    first = start_controller(identity="controller-a")
+    wait_for(first.workers_started.is_set, message="first controller started")
+    store.create("pods", pod("db-0", owner=owner))
+    ip = wait_for(lambda: all_allocated(cluster, {"db-0"}), message="db-0 allocated")["db-0"]
+    assert store.get("ips", None, f"db-0.{NS}")["spec"]["podType"] == "StatefulSet"
+    first.stop()
+    assert first.wait(15) == 0
+
+    store.delete("pods", NS, "db-0")  # the StatefulSet is alive: its address is kept
+    store.create("pods", pod("other"))  # would take db-0's address if IPAM forgot it
+    second = start_controller(identity="controller-b")
+    wait_for(second.workers_started.is_set, message="second controller started")
+    wait_for(lambda: all_allocated(cluster, {"other"}), message="other allocated")
+    assert second.ipam.get_ip_owner(ip, SUBNET) == f"{NS}/db-0"
+    assert cluster.nb.get_port(f"db-0.{NS}") is not None  # kept by the start-up gc
+    store.create("pods", pod("db-0", owner=owner))
+    again = wait_for(lambda: all_allocated(cluster, {"db-0", "other"}), message="db-0 again")
+    assert again["db-0"] == ip
+    assert again["other"] != ip
