@@ -357,6 +357,20 @@ def classify_update(
     return EnqueueDecision(action, update_security=update_security)
 
 
+def needs_add_after_edit(old: Pod, new: Pod, now: datetime) -> bool:
+    """Must an update re-queue the add? Yes when the annotations of a live, unallocated pod changed.
+
+    NOTE: kube-ovn v1.8 retries an invalid pod with backoff forever; we stop retrying
+    (`InvalidPodNetworkError` is permanent), so the edit that fixes the annotation must bring the
+    pod back to the add queue. Our own allocation patch sets `allocated` and is not re-queued.
+    """
+    if new.host_network or new.deletion_timestamp is not None or not is_pod_alive(new, now):
+        return False
+    if ann.allocated_providers(new.annotations):
+        return False
+    return old.annotations != new.annotations
+
+
 # --- delete flow -----------------------------------------------------------------------------
 
 
@@ -435,7 +449,9 @@ def inspect_pod(
     `port_exists(name)` answers from the NB client's cache. hostNetwork and dead pods, and
     IPAM-only or unallocated nets, are never inspected.
     """
-    if pod.host_network or not is_pod_alive(pod, now):
+    # NOTE: a terminating pod is left alone: its delete (possibly delayed by the grace period)
+    # may already have removed the port, which must not be re-created behind it.
+    if pod.host_network or pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
         return InspectResult()
     name = get_name_by_pod(pod, keep_vm_ip)
     lost: list[str] = []
@@ -674,6 +690,19 @@ def validate_pod_cidr(cidr: str, ip: str) -> None:
                 raise InvalidPodNetworkError(f"{value} is the broadcast ip in cidr {block}")
             if value == network.network_address:
                 raise InvalidPodNetworkError(f"{value} is the network number ip in cidr {block}")
+
+
+def validate_static_request(request: AddressRequest) -> None:
+    """A static `ip_address` must not be the network or broadcast address of a candidate subnet
+    that contains it (kube-ovn `ValidatePodCidr`, checked before IPAM is asked: our IPAM already
+    refuses those addresses with NoAvailableAddress, which would hide kube-ovn's
+    ValidatePodNetworkFailed behind AcquireAddressFailed)."""
+    if request.mode is not AddressMode.STATIC:
+        return
+    for ip in request.ips:
+        for subnet in request.subnets:
+            if cidr_contain_ip(subnet.cidr_block, ip):
+                validate_pod_cidr(subnet.cidr_block, ip)
 
 
 def check_static_ip(ip: str) -> None:
