@@ -98,6 +98,8 @@ from controller.worker import run_worker
 
 LOG = logging.getLogger(__name__)
 
+_SECURITY_SUFFIXES = (".kubernetes.io/port_security", ".kubernetes.io/security_groups")
+
 
 @dataclass(frozen=True, slots=True)
 class PodQueues:
@@ -214,7 +216,7 @@ class PodController:
             new_pod,
             now,
             owner_to_delete=lambda: self._owner_to_delete(new_pod),
-            providers=lambda: self._providers_or_none(new_pod),
+            providers=lambda: self._providers_or_none(old_pod, new_pod),
         )
         self._dispatch(new_pod.key, new, decision)
         if decision.action is not pl.PodAction.DELETE and pl.needs_add_after_edit(
@@ -510,12 +512,13 @@ class PodController:
     def inspect_pods(self) -> None:
         """kube-ovn inspectPod: re-add pods whose port is lost, re-route unrouted ones."""
         now = self._now()
+        subnets = self._subnet_list()
         for raw in self._pods.list():
             pod = _pod_or_none(raw)
             if pod is None or pod.host_network:
                 continue
             try:
-                nets = self._pod_nets(raw, pod, record=False)
+                nets = self._pod_nets(raw, pod, record=False, subnets=subnets)
             except Exception as exc:
                 LOG.debug("inspect: skipping pod %s: %s", pod.key, exc)
                 continue
@@ -594,21 +597,41 @@ class PodController:
 
     # --- reads from the caches -------------------------------------------------------------------
 
-    def _pod_nets(self, raw: KubeObject, pod: Pod, *, record: bool = True) -> list[PodNet]:
+    def _pod_nets(
+        self,
+        raw: KubeObject,
+        pod: Pod,
+        *,
+        record: bool = True,
+        subnets: list[Subnet] | None = None,
+    ) -> list[PodNet]:
         """kube-ovn getPodKubeovnNets over the caches; a failure with an Event reason is
-        recorded on the pod (unless `record` is False)."""
+        recorded on the pod (unless `record` is False). `subnets` may pass a pre-read list."""
         try:
             return pl.get_pod_kubeovn_nets(
-                pod, self._namespace(pod.namespace), self._subnet_list(), self._nads_of(pod)
+                pod,
+                self._namespace(pod.namespace),
+                subnets if subnets is not None else self._subnet_list(),
+                self._nads_of(pod),
             )
         except ControllerError as exc:
             if record:
                 self._warn_with_reason(raw, exc)
             raise
 
-    def _providers_or_none(self, pod: Pod) -> list[str] | None:
+    def _providers_or_none(self, old: Pod, new: Pod) -> list[str] | None:
+        """The providers whose security annotations classify_update compares."""
+        # NOTE: without any port_security / security_groups key changing there is nothing to
+        # compare, so skip computing the nets (which may GET NADs from inside the callback).
+        if not any(
+            key.endswith(_SECURITY_SUFFIXES)
+            for key in ann.changed_keys(
+                old.annotations, new.annotations, {*old.annotations, *new.annotations}
+            )
+        ):
+            return []
         try:
-            return [n.provider_name for n in self._pod_nets({}, pod, record=False)]
+            return [n.provider_name for n in self._pod_nets({}, new, record=False)]
         except Exception:
             return None
 

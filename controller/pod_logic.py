@@ -14,10 +14,12 @@ kube-ovn emits one.
 
 How the handlers use them (kube-ovn.md sections):
 
-* informer callbacks (1.2): `classify_add`, `classify_update`, `classify_delete`;
+* informer callbacks (1.2): `classify_add`, `classify_update`, `classify_delete`, plus
+  `needs_add_after_edit` (an annotation edit of an unallocated pod re-queues the add);
 * handleAddPod (1.5): `validate_pod_network` -> `pod_attachment_requests` (NADs to GET) ->
   `get_pod_kubeovn_nets` -> `need_allocate_subnets` -> per net `get_ns_available_subnets`,
-  `plan_address_request`, `acquire_address` (IPAM) -> `build_pod_allocation` (vlan),
+  `plan_address_request`, `validate_static_request`, `acquire_address` (IPAM) ->
+  `build_pod_allocation` (vlan),
   `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (for `KubeApi.create_or_update_ip`),
   `build_port_spec` / `security_groups_to_sync` for OVN nets -> one annotation patch;
 * handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> `annotations.mark_routed`;
