@@ -28,6 +28,7 @@ from controller.pod import PodController, PodQueues
 from controller.queues import (
     Clock,
     FakeClock,
+    MetricsProvider,
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
@@ -110,8 +111,12 @@ class InPlaceNbClient(FakeNbClient):
             return fn(self.state)
 
 
-def _queue(name: str, clock: Clock) -> RateLimitingQueue[str]:
-    return RateLimitingQueue[str](default_controller_rate_limiter(clock), name=name, clock=clock)
+def _queue(
+    name: str, clock: Clock, provider: MetricsProvider | None = None
+) -> RateLimitingQueue[str]:
+    return RateLimitingQueue[str](
+        default_controller_rate_limiter(clock), name=name, clock=clock, metrics_provider=provider
+    )
 
 
 @dataclass
@@ -123,6 +128,7 @@ class Env:
     now: datetime = NOW
     leader: bool = True
     in_place_nb: bool = False
+    queue_metrics: MetricsProvider | None = None
 
     def __post_init__(self) -> None:
         self.kube = FakeKubeApi()
@@ -141,10 +147,10 @@ class Env:
         self.nads = indexer()
         self.vms = indexer()
         self.queues = PodQueues(
-            add=_queue("AddPod", self.clock),
-            update=_queue("UpdatePod", self.clock),
-            delete=_queue("DeletePod", self.clock),
-            security=_queue("UpdatePodSecurity", self.clock),
+            add=_queue("AddPod", self.clock, self.queue_metrics),
+            update=_queue("UpdatePod", self.clock, self.queue_metrics),
+            delete=_queue("DeletePod", self.clock, self.queue_metrics),
+            security=_queue("UpdatePodSecurity", self.clock, self.queue_metrics),
         )
         self.controller = PodController(
             config=self.config,

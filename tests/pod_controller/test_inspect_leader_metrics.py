@@ -6,6 +6,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.metrics import ControllerMetrics
 from controller.model import format_time
+from controller.queues import PrometheusMetricsProvider
 from tests.pod_controller.helpers import NODE, Env, raw_pod, standard_env
 
 
@@ -64,7 +65,9 @@ def test_non_leader_enqueues_nothing_checklist_13(env: Env) -> None:
 
 def test_metrics_handler_durations_and_inspection_checklist_12() -> None:
     registry = CollectorRegistry()
-    env = standard_env(metrics=ControllerMetrics(registry))
+    env = standard_env(
+        metrics=ControllerMetrics(registry), queue_metrics=PrometheusMetricsProvider(registry)
+    )
     try:
         env.create_pod(raw_pod("web", node=NODE, annotations={"ovn.kubernetes.io/ip_address": "x"}))
         env.create_pod(raw_pod("ok", node=NODE))
@@ -82,5 +85,9 @@ def test_metrics_handler_durations_and_inspection_checklist_12() -> None:
         assert count("AddPod", "drop") == 1
         assert count("UpdatePod", "success") == 1
         assert registry.get_sample_value("kube_ovn_controller_pod_inspection_runs_total") == 1
+        # client-go's workqueue family, by kube-ovn's queue names, on the same registry.
+        assert registry.get_sample_value("workqueue_adds_total", {"name": "AddPod"}) == 2
+        assert registry.get_sample_value("workqueue_adds_total", {"name": "UpdatePod"}) == 1
+        assert registry.get_sample_value("workqueue_depth", {"name": "AddPod"}) == 0
     finally:
         env.close()
