@@ -191,8 +191,18 @@ class PodController:
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if not self._is_leader():
-            return
+        if self._is_leader():
+            _guard("add", self._on_add, obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if self._is_leader():
+            _guard("update", self._on_update, old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        if self._is_leader():
+            _guard("delete", self._on_delete, obj)
+
+    def _on_add(self, obj: Any) -> None:
         pod = _pod_or_none(obj)
         if pod is None:
             return
@@ -204,9 +214,7 @@ class PodController:
         )
         self._dispatch(pod.key, obj, decision)
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if not self._is_leader():
-            return
+    def _on_update(self, old: Any, new: Any) -> None:
         old_pod, new_pod = _pod_or_none(old), _pod_or_none(new)
         if old_pod is None or new_pod is None:
             return
@@ -224,9 +232,7 @@ class PodController:
         ):
             self.queues.add.add(new_pod.key)
 
-    def on_delete(self, obj: Any) -> None:
-        if not self._is_leader():
-            return
+    def _on_delete(self, obj: Any) -> None:
         if isinstance(obj, DeletedFinalStateUnknown):
             raw = obj.obj
             if raw is None:
@@ -267,6 +273,18 @@ class PodController:
         else:
             self.queues.delete.add(key)
 
+    def _enqueue_vanished(self, key: str, raw: KubeObject) -> None:
+        """A handler found its pod gone: clean up, unless the informer already asked to.
+
+        NOTE: kube-ovn `deletePodQueue.AddRateLimited(pod)`. The informer's own delete event
+        carries the final object (with its deletionTimestamp, which the StatefulSet keep-IP rule
+        reads), so it is never overwritten by the handler's older copy; the rate-limited add gives
+        that event time to arrive.
+        """
+        with self._deleting_lock:
+            self._deleting.setdefault(key, _Deleting(raw))
+        self.queues.delete.add_rate_limited(key)
+
     def pending_deletes(self) -> dict[str, KubeObject]:
         """The deleting-pod map (a copy), for tests and debugging."""
         with self._deleting_lock:
@@ -302,7 +320,7 @@ class PodController:
             # NOTE: kube-ovn handleAddPod: the pod vanished between the NB write and the patch;
             # clean up what was just allocated.
             LOG.info("pod %s deleted during its add, cleaning up", key)
-            self._enqueue_delete(key, raw)
+            self._enqueue_vanished(key, raw)
             return
         LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
 
@@ -409,7 +427,7 @@ class PodController:
                 )
             except KubeNotFoundError:
                 LOG.info("pod %s deleted during its update, cleaning up", key)
-                self._enqueue_delete(key, raw)
+                self._enqueue_vanished(key, raw)
 
     # --- handleDeletePod -------------------------------------------------------------------------
 
@@ -773,6 +791,14 @@ class _OwnerLookup:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+def _guard(event: str, callback: Callable[..., None], *args: Any) -> None:
+    """Informer callbacks must never raise into the informer: log a bug instead."""
+    try:
+        callback(*args)
+    except Exception:
+        LOG.exception("pod %s event handler failed", event)
 
 
 def _utcnow() -> datetime:

@@ -245,6 +245,7 @@ def test_pod_deleted_between_allocation_and_patch_is_cleaned_up(env: Env) -> Non
     env.kube.delete_pod("default", "web")  # gone on the server, still in the cache
     env.controller.handle_add_pod("default/web")
     assert env.nb.get_port("web.default") is not None  # written before the patch failed
+    env.advance(0.005)  # rate limited: the informer's delete event may come first
     assert env.drain(env.queues.delete) == ["default/web"]
     env.controller.handle_delete_pod("default/web")
     assert env.nb.get_port("web.default") is None

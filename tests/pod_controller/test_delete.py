@@ -218,3 +218,24 @@ def test_vm_pod_keeps_its_ip_under_keep_vm_ip() -> None:
         )
     finally:
         env.close()
+
+
+def test_informer_final_object_wins_over_a_handlers_older_copy(env: Env) -> None:
+    env.statefulsets.add(
+        {"metadata": {"name": "db", "namespace": "default"}, "spec": {"replicas": 2}}
+    )
+    env.create_pod(raw_pod("db-1", node=NODE, owner=("apps/v1", "StatefulSet", "db")))
+    env.drain(env.queues.add)
+    final = copy.deepcopy(env.kube.pods["default/db-1"])
+    final["metadata"]["deletionTimestamp"] = format_time(env.now)
+    env.kube.delete_pod("default", "db-1")
+    env.controller.on_delete(final)  # the delete event arrives while the add is in flight
+    env.controller.handle_add_pod("default/db-1")  # its patch finds the pod gone
+    pending = env.controller.pending_deletes()["default/db-1"]
+    assert pending["metadata"]["deletionTimestamp"]
+    env.pods.delete(env.pods.get_by_key("default/db-1"))  # the cache catches up (event sent)
+    env.advance(0.005)
+    env.converge()
+    # The final object says "terminating sts pod whose sts still wants it": keep the network.
+    assert env.nb.get_port("db-1.default") is not None
+    assert env.ipam.get_pod_address("default/db-1") != []
