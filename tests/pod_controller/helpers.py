@@ -129,10 +129,14 @@ class Env:
     leader: bool = True
     in_place_nb: bool = False
     queue_metrics: MetricsProvider | None = None
+    nb_client: FakeNbClient | None = None  # a FakeNbClient subclass to use instead
 
     def __post_init__(self) -> None:
         self.kube = FakeKubeApi()
-        self.nb = InPlaceNbClient() if self.in_place_nb else FakeNbClient()
+        if self.nb_client is not None:
+            self.nb: FakeNbClient = self.nb_client
+        else:
+            self.nb = InPlaceNbClient() if self.in_place_nb else FakeNbClient()
         self.ipam = IPAM()
         self.recorder = FakeEventRecorder()
         self.pods = indexer()
