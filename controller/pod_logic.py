@@ -360,17 +360,21 @@ def classify_update(
 
 
 def needs_add_after_edit(old: Pod, new: Pod, now: datetime) -> bool:
-    """Must an update re-queue the add? Yes when the annotations of a live, unallocated pod changed.
+    """Must an update re-queue the add? For a live pod: yes when a network lost its `allocated`
+    mark (inspection found its port gone), or when the annotations of a pod with no allocated
+    network changed.
 
     NOTE: kube-ovn v1.8 retries an invalid pod with backoff forever; we stop retrying
     (`InvalidPodNetworkError` is permanent), so the edit that fixes the annotation must bring the
     pod back to the add queue. Our own allocation patch sets `allocated` and is not re-queued.
+    The lost-mark case covers an add that ran on a cache older than inspection's reset.
     """
     if new.host_network or new.deletion_timestamp is not None or not is_pod_alive(new, now):
         return False
-    if ann.allocated_providers(new.annotations):
-        return False
-    return old.annotations != new.annotations
+    allocated = ann.allocated_providers(new.annotations)
+    if set(ann.allocated_providers(old.annotations)) - set(allocated):
+        return True
+    return not allocated and old.annotations != new.annotations
 
 
 # --- delete flow -----------------------------------------------------------------------------

@@ -18,8 +18,11 @@ def test_inspection_recreates_a_lost_port_with_the_same_address(env: Env) -> Non
     env.controller.inspect_pods()
     got = env.annotations("default/web")
     assert "ovn.kubernetes.io/allocated" not in got and "ovn.kubernetes.io/routed" not in got
-    assert env.drain(env.queues.add) == ["default/web"]
-    env.queues.add.add("default/web")
+    assert len(env.queues.add) == 1
+    # The add may run on the cache from before the reset (a no-op): the informer's update
+    # event then brings the pod back to the add queue.
+    env.process(env.queues.add)
+    assert env.nb.get_port("web.default") is None
     env.converge()
     port = env.nb.get_port("web.default")
     assert port is not None and port.addresses == (f"{mac.lower()} 10.16.0.2",)

@@ -30,6 +30,17 @@ def test_needs_add_after_edit() -> None:
     assert not pl.needs_add_after_edit(old, terminating, NOW)
     host = pod("p", annotations={"a": "b"}, host_network=True)
     assert not pl.needs_add_after_edit(old, host, NOW)
+    # Inspection cleared an attachment's mark while the default network stays allocated.
+    both = pod(
+        "p",
+        annotations={
+            "ovn.kubernetes.io/allocated": "true",
+            "n.ns.ovn.kubernetes.io/allocated": "true",
+        },
+    )
+    default_only = pod("p", annotations={"ovn.kubernetes.io/allocated": "true"})
+    assert pl.needs_add_after_edit(both, default_only, NOW)
+    assert not pl.needs_add_after_edit(default_only, both, NOW)
 
 
 @pytest.mark.parametrize(
