@@ -314,3 +314,11 @@ def test_missing_nad_without_indexer_uses_the_api() -> None:
         )
     finally:
         env.close()
+
+
+def test_malformed_multus_annotation_is_validate_pod_network_failed(env: Env) -> None:
+    env.create_pod(raw_pod("web", annotations={"k8s.v1.cni.cncf.io/networks": "a/b/c"}))
+    env.converge()
+    assert env.reasons() == ["ValidatePodNetworkFailed"]
+    assert env.queues.add.pending() == 0  # permanent until the pod changes
+    assert env.ipam.get_pod_address("default/web") == []

@@ -184,3 +184,15 @@ def test_dual_stack_pod_routes_and_security_groups() -> None:
         assert env.nb.state.port_groups[ext.sg_port_group_name("sg1")].ports == set()
     finally:
         env.close()
+
+
+def test_pod_on_an_unknown_node_is_routed_once_the_node_appears(env: Env) -> None:
+    env.create_pod(raw_pod("web", node="node9"))
+    env.converge()
+    assert ROUTED not in env.annotations("default/web")
+    assert env.queues.update.num_requeues("default/web") == 1
+    env.add_node("node9", "172.18.0.9", "100.64.0.9")
+    env.advance(0.005)
+    env.converge()
+    assert env.routes() == [("src-ip", "10.16.0.2", "100.64.0.9")]
+    assert env.annotations("default/web")[ROUTED] == "true"
