@@ -502,6 +502,7 @@ class _Auditor:
         subnet = self.subnets.get(net.switch)
         if (
             a.get(ROUTED_ANNOTATION) != "true"
+            or not pod.node_name  # reported as annotation-mismatch
             or subnet is None
             or subnet.vlan
             or subnet.vpc != DEFAULT_VPC
