@@ -761,7 +761,9 @@ def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
     """Check `snapshot` (see the module docstring); never raises on odd data, reports it."""
     a = _Auditor(snapshot, config)
     for problem in snapshot.problems:
-        a.add(KIND_MALFORMED, problem.split(":", 1)[0], problem)
+        # the collector's messages read "<Kind> '<name>': <what is wrong>"
+        obj, sep, message = problem.partition(": ")
+        a.add(KIND_MALFORMED, obj if sep else "object", message if sep else problem)
     a.read_pods()
     a.check_nets()
     a.check_nodes()

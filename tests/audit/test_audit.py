@@ -468,7 +468,9 @@ def test_render_groups_by_kind_with_counts() -> None:
 def test_snapshot_problems_are_reported() -> None:
     snap = dataclasses.replace(clean_cluster().snapshot(), problems=("Pod 'x': field bad",))
     report = audit(snap, CONFIG)
-    assert [(f.kind, f.object) for f in report.findings] == [(KIND_MALFORMED, "Pod 'x'")]
+    assert [(f.kind, f.object, f.message) for f in report.findings] == [
+        (KIND_MALFORMED, "Pod 'x'", "field bad")
+    ]
 
 
 def test_default_subnet_is_the_helper_default() -> None:
