@@ -76,6 +76,7 @@ from controller.constants import (
     POLICY_SRC_IP,
     ROUTED_ANNOTATION,
     SNAT_ANNOTATION,
+    SUBNET_NAME_LABEL,
     annotation_key,
 )
 from controller.ipam import IPAM
@@ -439,6 +440,20 @@ class _Auditor:
                 self.add(
                     KIND_IP_CR_MISMATCH, obj, f"IP CR {owner} has {fld} {have!r}, want {value!r}"
                 )
+        # NOTE: subnet status counters select IP CRs by these labels (kube-ovn createOrUpdateCrdIPs)
+        meta = raw.get("metadata")
+        labels = (meta.get("labels") if isinstance(meta, Mapping) else None) or {}
+        subnet = want.get("subnet", "")
+        if (
+            isinstance(labels, Mapping)
+            and subnet
+            and (labels.get(SUBNET_NAME_LABEL) != subnet or subnet not in labels)
+        ):
+            self.add(
+                KIND_IP_CR_MISMATCH,
+                obj,
+                f"IP CR {owner} labels {dict(labels)} lack {SUBNET_NAME_LABEL}={subnet} / {subnet}",
+            )
 
     def check_lsp(
         self, obj: str, owner: str, switch: str, mac: str, ips: Iterable[str], pod_ref: str
@@ -569,12 +584,21 @@ class _Auditor:
                     "allocated but ip_address / mac_address are not valid",
                 )
                 continue
+            subnet = self.subnets.get(switch)
             for ip in ips:
                 self.ip_claims[(switch, ip)][owner].add("node")
+                why = _outside(ip, subnet) if subnet is not None else ""
+                if why:
+                    self.add(KIND_ADDRESS_OUTSIDE_SUBNET, obj, why)
             self.mac_claims[(switch, mac)][owner].add("node")
-            self.check_ip_cr(
-                obj, owner, {"ipAddress": ",".join(ips), "macAddress": mac, "subnet": switch}
-            )
+            want = {
+                "ipAddress": ",".join(ips),
+                "macAddress": mac,
+                "subnet": switch,
+                "namespace": "",
+                "podName": node.name,
+            }
+            self.check_ip_cr(obj, owner, want)
             self.check_lsp(obj, owner, switch, mac, ips, "")
 
     # -- IP CRs and LSPs as claimants, orphans -----------------------------------------------
@@ -624,12 +648,8 @@ class _Auditor:
 
     def check_orphans(self) -> None:
         for port in self.snap.ports:
-            if (
-                not port.addresses
-                or port.addresses[0] == "router"
-                or port.name.startswith(LOCALNET_PORT_PREFIX)
-            ):
-                continue
+            if port.addresses[:1] == ("router",) or port.name.startswith(LOCALNET_PORT_PREFIX):
+                continue  # switch-router links and localnet ports belong to subnets
             if not self._legit(port.name):
                 owner = port.external_ids.get("pod", "") or "no pod"
                 self.add(

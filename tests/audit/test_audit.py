@@ -116,6 +116,26 @@ def ip_cr_wrong_mac(c: Cluster) -> None:
     c.ips["a.default"]["spec"]["macAddress"] = mac(9)
 
 
+def ip_cr_wrong_labels(c: Cluster) -> None:
+    c.ips["a.default"]["metadata"]["labels"] = {"ovn.kubernetes.io/subnet": "join", "join": ""}
+
+
+def node_ip_cr_wrong(c: Cluster) -> None:
+    c.ips["node-n1"]["spec"]["podName"] = "n2"
+
+
+def node_outside_join(c: Cluster) -> None:
+    node = c.nodes["n1"]
+    annotations = {**node.annotations, "ovn.kubernetes.io/ip_address": "100.65.0.2"}
+    c.nodes["n1"] = dataclasses.replace(node, annotations=FrozenDict(annotations))
+    c.ips["node-n1"]["spec"]["ipAddress"] = "100.65.0.2"
+    c.port("node-n1", "join", mac(1), "100.65.0.2", pod="")
+
+
+def orphan_lsp_without_addresses(c: Cluster) -> None:
+    c.ports["half.default"] = PortInfo("half.default", "ovn-default", (), (), {"vendor": VENDOR})
+
+
 def lsp_missing(c: Cluster) -> None:
     del c.ports["a.default"]
 
@@ -209,6 +229,10 @@ DAMAGE: list[tuple[Callable[[Cluster], None], set[str]]] = [
     (ip_cr_missing, {KIND_IP_CR_MISSING}),
     (ip_cr_wrong, {KIND_IP_CR_MISMATCH}),
     (ip_cr_wrong_mac, {KIND_IP_CR_MISMATCH}),
+    (ip_cr_wrong_labels, {KIND_IP_CR_MISMATCH}),
+    (node_ip_cr_wrong, {KIND_IP_CR_MISMATCH}),
+    (node_outside_join, {KIND_ADDRESS_OUTSIDE_SUBNET, KIND_IPAM_DISAGREES, KIND_ROUTE_MISMATCH}),
+    (orphan_lsp_without_addresses, {KIND_ORPHAN_LSP}),
     (lsp_missing, {KIND_LSP_MISSING}),
     (lsp_wrong_address, {KIND_LSP_ADDRESS_MISMATCH}),
     (lsp_wrong_owner, {KIND_LSP_MISMATCH}),
