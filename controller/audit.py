@@ -42,6 +42,7 @@ NADs), security groups, and whether a kept StatefulSet / VM address still has it
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -203,6 +204,7 @@ def _render_group(findings: Iterable[Finding], indent: str) -> list[str]:
 # --- helpers ---------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _canon_ip(text: str) -> str | None:
     ip = parse_ip(text.strip())
     return None if ip is None else str(ip)
@@ -234,18 +236,24 @@ def _same_family(a: str, b: str) -> bool:
     return x is not None and y is not None and x.version == y.version
 
 
-def _networks(cidr: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+@functools.lru_cache(maxsize=1 << 16)
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    return ipaddress.ip_address(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _networks(cidr: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     nets = []
     for part in cidr.split(","):
         parsed = parse_cidr(part.strip())
         if parsed is not None:
             nets.append(parsed[1])
-    return nets
+    return tuple(nets)
 
 
 def _outside(ip: str, subnet: Subnet) -> str:
     """Why `ip` cannot belong to the subnet ("" when it can)."""
-    addr = ipaddress.ip_address(ip)
+    addr = _ip(ip)
     same_family = [n for n in _networks(subnet.cidr_block) if n.version == addr.version]
     if not same_family:
         return f"{ip} has no IPv{addr.version} block in subnet {subnet.name} ({subnet.cidr_block})"
