@@ -26,18 +26,19 @@ What is checked (the `KIND_*` constants name each finding):
   controller would hand out twice (kube-ovn #1969, #4304).
 
 Legitimate exceptions, as the flows make them: a StatefulSet pod's LSP and IP CR outlive the pod
-(IP CR `podType: StatefulSet`, or the sts pod still present though not alive), likewise a VM's
-under keep-vm-ip; `node-<name>` ports and CRs belong to existing nodes; router-type ports and
-`localnet.<subnet>` ports are not pod ports; routes and NAT whose prefix is a network (subnet
-routes) are not per-pod. IPAM-only attachments (provider without the `.ovn` suffix) get an IP CR
-but no LSP.
+(IP CR `podType: StatefulSet`, or the sts pod still present though not alive) while the
+StatefulSet exists, is not being deleted and still has that ordinal; likewise a VM's under
+keep-vm-ip while the VM exists; `node-<name>` ports and CRs belong to existing nodes;
+router-type ports and `localnet.<subnet>` ports are not pod ports; routes and NAT whose prefix
+is a network (subnet routes) are not per-pod. IPAM-only attachments (provider without the `.ovn`
+suffix) get an IP CR but no LSP.
 
 Not yet converged is not wrong: an alive pod without an allocation, or allocated and scheduled
 but not routed, goes to `AuditReport.pending`, which `ok` ignores and `settled` does not; the
 caller decides (a fault-injection verdict waits for `settled`).
 
 Not checked: attachment networks the pod asks for but has not been allocated (that needs the
-NADs), security groups, and whether a kept StatefulSet / VM address still has its owner object.
+NADs), security groups, kube-ovn's `appendCheckPodToDel` subnet-change rule for kept addresses.
 """
 
 from __future__ import annotations
@@ -82,11 +83,18 @@ from controller.constants import (
 )
 from controller.ipam import IPAM
 from controller.ipam.errors import IPAMError
-from controller.model import Namespace, Node, Pod, Subnet, Vpc
+from controller.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.naming import ip_cr_name, node_port_name, pod_key
 from controller.netutil import is_valid_mac, parse_cidr, parse_ip
 from controller.ovn.api import NatRule, PortInfo, StaticRoute
-from controller.pod_logic import get_name_by_pod, is_pod_alive, is_statefulset_pod, is_vm_pod
+from controller.pod_logic import (
+    get_name_by_pod,
+    is_pod_alive,
+    is_statefulset_pod,
+    is_statefulset_pod_to_del,
+    is_vm_pod,
+    is_vm_pod_to_del,
+)
 
 KIND_MALFORMED = "malformed-object"
 KIND_POD_NOT_ALLOCATED = "pod-not-allocated"
@@ -122,7 +130,8 @@ class ClusterSnapshot:
     `ips` are raw IP CR dicts (their schema is loose, the audit reads them defensively);
     `routes` and `nat_rules` are those of the cluster router. `problems` lists objects the
     collector could not convert (reported as `malformed-object`). `now` is the time the pods were
-    listed, used for the liveness predicate.
+    listed, used for the liveness predicate. `statefulsets` / `virtual_machines` are None when
+    not read: every StatefulSet / VM address is then taken as legitimately kept.
     """
 
     now: datetime
@@ -136,6 +145,8 @@ class ClusterSnapshot:
     routes: tuple[StaticRoute, ...] = ()
     nat_rules: tuple[NatRule, ...] = ()
     problems: tuple[str, ...] = ()
+    statefulsets: tuple[StatefulSet, ...] | None = None
+    virtual_machines: tuple[VirtualMachine, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +285,14 @@ def _str(raw: Mapping[str, Any], *path: str) -> str:
     return node if isinstance(node, str) else ""
 
 
+def _owner_hint(pod_type: str) -> str:
+    if pod_type == POD_TYPE_STATEFULSET:
+        return " (its StatefulSet is gone, being deleted or scaled below this ordinal)"
+    if pod_type == POD_TYPE_VIRTUAL_MACHINE:
+        return " (its VirtualMachine is gone or being deleted)"
+    return ""
+
+
 def _is_ovn_provider(provider: str) -> bool:
     """OVN networks (`ovn`, `<nad>.<ns>.ovn`) get an LSP; IPAM-only attachments do not."""
     return provider == OVN_PROVIDER or provider.endswith("." + OVN_PROVIDER)
@@ -321,6 +340,12 @@ class _Auditor:
             else:
                 self.add(KIND_MALFORMED, "IP <unnamed>", "IP CR without metadata.name")
         self.keep_vm_ip = config.enable_keep_vm_ip
+        self.statefulsets: dict[tuple[str, str], StatefulSet] | None = None
+        if snap.statefulsets is not None:
+            self.statefulsets = {(x.namespace, x.name): x for x in snap.statefulsets}
+        self.vms: dict[tuple[str, str], VirtualMachine] | None = None
+        if snap.virtual_machines is not None:
+            self.vms = {(x.namespace, x.name): x for x in snap.virtual_machines}
         self.alive = [p for p in snap.pods if not p.host_network and is_pod_alive(p, snap.now)]
         self.nets: list[_Net] = []
         # owner names (LSP / IP CR) legitimately present
@@ -351,12 +376,29 @@ class _Auditor:
 
     # -- pods --------------------------------------------------------------------------------
 
+    def owner_keeps(self, pod_type: str, namespace: str, name: str, owner: str = "") -> bool:
+        """May the network of StatefulSet pod / VM `name` outlive its pod? kube-ovn releases it
+        once `isStatefulSetPodToDel` / `isVmPodToDel` hold; True when owners were not read."""
+        if pod_type == POD_TYPE_STATEFULSET:
+            if self.statefulsets is None:
+                return True
+            sts = self.statefulsets.get((namespace, owner or name.rpartition("-")[0]))
+            return not is_statefulset_pod_to_del(Pod(namespace, name), sts)
+        if pod_type == POD_TYPE_VIRTUAL_MACHINE:
+            if self.vms is None:
+                return True
+            return not is_vm_pod_to_del(self.vms.get((namespace, name)))
+        return False
+
     def read_pods(self) -> None:
         for pod in self.snap.pods:
-            is_sts = is_statefulset_pod(pod)[0]
+            is_sts, sts_name = is_statefulset_pod(pod)
             is_vm = is_vm_pod(pod)[0] and self.keep_vm_ip
-            if not pod.host_network and (is_sts or is_vm):
-                name = get_name_by_pod(pod, self.keep_vm_ip)
+            if pod.host_network or not (is_sts or is_vm):
+                continue
+            name = get_name_by_pod(pod, self.keep_vm_ip)
+            pod_type = POD_TYPE_STATEFULSET if is_sts else POD_TYPE_VIRTUAL_MACHINE
+            if self.owner_keeps(pod_type, pod.namespace, name, sts_name if is_sts else ""):
                 for provider in ann.allocated_providers(pod.annotations):
                     self.kept.add(ip_cr_name(name, pod.namespace, provider))
         for pod in self.alive:
@@ -617,7 +659,10 @@ class _Auditor:
             ips = _split_ips(_str(raw, "spec", "ipAddress"))
             mac = _str(raw, "spec", "macAddress").lower()
             obj = f"IP {name}"
-            if _str(raw, "spec", "podType") in _KEPT_POD_TYPES:
+            pod_type = _str(raw, "spec", "podType")
+            if pod_type in _KEPT_POD_TYPES and self.owner_keeps(
+                pod_type, _str(raw, "spec", "namespace"), _str(raw, "spec", "podName")
+            ):
                 self.kept.add(name)
             if ips is None:
                 self.add(
@@ -673,7 +718,8 @@ class _Auditor:
                     f"IP {name}",
                     f"{_str(raw, 'spec', 'ipAddress')} in {_str(raw, 'spec', 'subnet')!r} "
                     f"(pod {_str(raw, 'spec', 'namespace')}/{_str(raw, 'spec', 'podName')}) "
-                    "has no alive pod, node or kept StatefulSet/VM owner",
+                    "has no alive pod, node or kept StatefulSet/VM owner"
+                    + _owner_hint(_str(raw, "spec", "podType")),
                 )
         for route in self.snap.routes:
             host = _host_prefix(route.ip_prefix)

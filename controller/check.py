@@ -29,7 +29,7 @@ from controller.config import Config
 from controller.errors import MalformedObjectError
 from controller.kube.api import ClusterLister, KubeObject
 from controller.kube.errors import KubeApiError, KubeConfigError
-from controller.model import Namespace, Node, Pod, Subnet, Vpc
+from controller.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.ovn.api import VENDOR, NatRule, OvnError, PortInfo, StaticRoute
 
 LOG = logging.getLogger(__name__)
@@ -82,6 +82,8 @@ def collect_snapshot(
     subnets = _convert(kube.list_subnets(), Subnet.from_dict, problems)
     vpcs = _convert(kube.list_vpcs(), Vpc.from_dict, problems)
     ips = tuple(kube.list_ips())
+    statefulsets = _convert(kube.list_statefulsets(), StatefulSet.from_dict, problems)
+    vms = _convert(kube.list_virtual_machines(), VirtualMachine.from_dict, problems)
     return ClusterSnapshot(
         now=now,
         pods=pods,
@@ -94,6 +96,8 @@ def collect_snapshot(
         routes=tuple(nb.list_static_routes(cluster_router)),
         nat_rules=tuple(nb.list_nat_rules(cluster_router)),
         problems=tuple(problems),
+        statefulsets=statefulsets,
+        virtual_machines=vms,
     )
 
 

@@ -213,6 +213,12 @@ class ClusterLister(Protocol):
         """kubeovn.io/v1 Vpcs; empty when the CRD is not installed."""
         ...
 
+    def list_statefulsets(self) -> list[KubeObject]: ...
+
+    def list_virtual_machines(self) -> list[KubeObject]:
+        """kubevirt.io/v1 VirtualMachines; empty when kubevirt is not installed."""
+        ...
+
 
 class EventRecorder(Protocol):
     """Records Kubernetes Events about an object; never blocks and never raises on API errors."""

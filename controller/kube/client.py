@@ -66,6 +66,8 @@ ALL_PODS = "/api/v1/pods"
 NAMESPACES = "/api/v1/namespaces"
 NODES = "/api/v1/nodes"
 VPCS = "/apis/kubeovn.io/v1/vpcs"
+ALL_STATEFULSETS = "/apis/apps/v1/statefulsets"
+ALL_VIRTUAL_MACHINES = "/apis/kubevirt.io/v1/virtualmachines"
 NAMESPACE = "/api/v1/namespaces/{name}"
 NODE = "/api/v1/nodes/{name}"
 CONFIGMAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
@@ -287,6 +289,15 @@ class KubeClient:
         try:
             return self._list(VPCS)
         except NotFoundError:  # the Vpc CRD is not installed: no VPC but the implicit default
+            return []
+
+    def list_statefulsets(self) -> list[KubeObject]:
+        return self._list(ALL_STATEFULSETS)
+
+    def list_virtual_machines(self) -> list[KubeObject]:
+        try:
+            return self._list(ALL_VIRTUAL_MACHINES)
+        except NotFoundError:  # kubevirt is not installed
             return []
 
     # --- subnets --------------------------------------------------------------------------------

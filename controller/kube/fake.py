@@ -317,6 +317,12 @@ class FakeKubeApi:
     def list_vpcs(self) -> list[KubeObject]:
         return self._list(self.vpcs, "list_vpcs")
 
+    def list_statefulsets(self) -> list[KubeObject]:
+        return self._list(self.statefulsets, "list_statefulsets")
+
+    def list_virtual_machines(self) -> list[KubeObject]:
+        return self._list(self.virtual_machines, "list_virtual_machines")
+
     # --- subnets --------------------------------------------------------------------------------
     def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:
         meta = body.get("metadata")

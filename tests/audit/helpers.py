@@ -12,7 +12,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.audit import ClusterSnapshot
-from controller.model import FrozenDict, Node, OwnerReference, Pod, Subnet
+from controller.model import (
+    FrozenDict,
+    Node,
+    OwnerReference,
+    Pod,
+    StatefulSet,
+    Subnet,
+    VirtualMachine,
+)
 from controller.ovn.api import VENDOR, NatRule, PortInfo, StaticRoute
 from controller.pod_logic import build_ip_cr
 
@@ -37,6 +45,8 @@ class Cluster:
     ports: dict[str, PortInfo] = field(default_factory=dict)
     routes: list[StaticRoute] = field(default_factory=list)
     nats: list[NatRule] = field(default_factory=list)
+    statefulsets: list[StatefulSet] | None = None  # None: not read
+    vms: list[VirtualMachine] | None = None
 
     def add_subnet(self, subnet: Subnet) -> None:
         self.subnets[subnet.name] = subnet
@@ -166,6 +176,8 @@ class Cluster:
             ports=tuple(self.ports.values()),
             routes=tuple(self.routes),
             nat_rules=tuple(self.nats),
+            statefulsets=None if self.statefulsets is None else tuple(self.statefulsets),
+            virtual_machines=None if self.vms is None else tuple(self.vms),
         )
 
 

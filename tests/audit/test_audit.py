@@ -34,7 +34,7 @@ from controller.audit import (
     audit,
 )
 from controller.config import Config
-from controller.model import FrozenDict, OwnerReference, Pod, Subnet
+from controller.model import FrozenDict, OwnerReference, Pod, StatefulSet, Subnet, VirtualMachine
 from controller.ovn.api import VENDOR, NatRule, PortInfo, StaticRoute
 from tests.audit.helpers import DEFAULT, NOW, ROUTER, Cluster, clean_cluster, mac
 
@@ -502,3 +502,74 @@ def test_default_subnet_is_the_helper_default() -> None:
     assert {
         p.annotations["ovn.kubernetes.io/logical_switch"] for p in clean_cluster().pods.values()
     } == {DEFAULT.name}
+
+
+# --- kept StatefulSet / VM addresses, when their owners were read ----------------------------
+
+
+def _kept_web_1(c: Cluster) -> None:
+    c.ip_cr(
+        "web-1.default",
+        "web-1",
+        "default",
+        "10.16.0.9",
+        mac(9),
+        "ovn-default",
+        pod_type="StatefulSet",
+    )
+    c.port("web-1.default", "ovn-default", mac(9), "10.16.0.9", pod="default/web-1")
+
+
+@pytest.mark.parametrize(
+    ("statefulsets", "kept"),
+    [
+        (None, True),  # owners not read: trust the IP CR's podType
+        ([StatefulSet("default", "web", replicas=2)], True),
+        ([StatefulSet("default", "web", replicas=1)], False),  # scaled below ordinal 1
+        ([StatefulSet("default", "web", replicas=2, deletion_timestamp=NOW)], False),
+        ([], False),  # the StatefulSet is gone
+        ([StatefulSet("other", "web", replicas=2)], False),  # same name, another namespace
+    ],
+)
+def test_kept_statefulset_address_needs_its_statefulset(
+    statefulsets: list[StatefulSet] | None, kept: bool
+) -> None:
+    c = clean_cluster()
+    c.statefulsets = statefulsets
+    _kept_web_1(c)
+    report = run(c)
+    if kept:
+        assert report.settled, report.render()
+    else:
+        assert set(report.kinds()) == {KIND_ORPHAN_IP_CR, KIND_ORPHAN_LSP}, report.render()
+        assert "scaled below this ordinal" in report.render()
+
+
+def test_dead_statefulset_pod_keeps_its_address_only_while_the_statefulset_wants_it() -> None:
+    c = clean_cluster()
+    dead_sts_pod(c)  # web-1, Failed, restartPolicy Never, objects present
+    c.statefulsets = [StatefulSet("default", "web", replicas=2)]
+    assert run(c).settled
+    c.statefulsets = [StatefulSet("default", "web", replicas=1)]
+    assert set(run(c).kinds()) == {KIND_ORPHAN_IP_CR, KIND_ORPHAN_LSP}
+
+
+def test_kept_vm_address_needs_its_vm() -> None:
+    c = clean_cluster()
+    c.ip_cr(
+        "vm1.default",
+        "vm1",
+        "default",
+        "10.16.0.8",
+        mac(8),
+        "ovn-default",
+        pod_type="VirtualMachine",
+    )
+    c.port("vm1.default", "ovn-default", mac(8), "10.16.0.8", pod="default/vm1")
+    config = Config(enable_keep_vm_ip=True)
+    c.vms = [VirtualMachine("default", "vm1")]
+    assert run(c, config).settled
+    c.vms = [VirtualMachine("default", "vm1", deletion_timestamp=NOW)]
+    assert set(run(c, config).kinds()) == {KIND_ORPHAN_IP_CR, KIND_ORPHAN_LSP}
+    c.vms = []
+    assert "VirtualMachine is gone" in run(c, config).render()

@@ -82,7 +82,7 @@ def nb_server(short_tmp: Path) -> Iterator[NbServer]:
 def cluster(apiserver: ApiServer, nb_server: NbServer) -> Iterator[OvsdbappNbClient]:
     """A clean cluster: subnets, one node, two routed pods, all their IP CRs, LSPs, routes."""
     store = apiserver.store
-    for resource in ("pods", "ips", "subnets", "nodes"):
+    for resource in ("pods", "ips", "subnets", "nodes", "statefulsets"):
         for obj in store.list(resource):
             store.delete(resource, obj["metadata"].get("namespace"), obj["metadata"]["name"])
     store.create("subnets", subnet("ovn-default", "10.16.0.0/16", "10.16.0.1"))
@@ -123,6 +123,24 @@ def cluster(apiserver: ApiServer, nb_server: NbServer) -> Iterator[OvsdbappNbCli
             )
         )
         nb.add_static_route("src-ip", ip, NODE_IP, ROUTER)
+    # a StatefulSet pod that is gone (being recreated) keeps its IP CR and port
+    store.create(
+        "statefulsets",
+        {"metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 1}},
+    )
+    kept = ip_cr("web-0", "10.16.0.9", "00:00:00:00:00:09", "ovn-default")
+    kept["spec"]["podType"] = "StatefulSet"
+    store.create("ips", kept)
+    nb.create_port(
+        PortSpec(
+            "web-0.default",
+            "ovn-default",
+            "00:00:00:00:00:09",
+            ("10.16.0.9",),
+            pod_name="web-0",
+            pod_namespace="default",
+        )
+    )
     try:
         yield nb
     finally:
@@ -143,7 +161,7 @@ def test_clean_then_damaged(
     out = io.StringIO()
     assert run_check(cfg, out=out) == EXIT_CLEAN, out.getvalue()
     assert out.getvalue().startswith(
-        "cluster audit: OK (checked 2 pods, 5 ports, 3 IP CRs, 2 routes, 0 NAT rules)"
+        "cluster audit: OK (checked 2 pods, 6 ports, 4 IP CRs, 2 routes, 0 NAT rules)"
     )
 
     # a pod deleted behind the controller's back leaves its port; a new pod gets a's address
@@ -160,15 +178,20 @@ def test_clean_then_damaged(
     apiserver.store.create("pods", pod("c", "10.16.0.2", "00:00:00:00:00:04"))
     apiserver.store.create("ips", ip_cr("c", "10.16.0.2", "00:00:00:00:00:04", "ovn-default"))
 
+    # ... and the StatefulSet is scaled to zero: its kept address must go
+    apiserver.store.patch("statefulsets", "default", "web", {"spec": {"replicas": 0}})
+
     out = io.StringIO()
     assert run_check(cfg, out=out) == EXIT_FINDINGS
     report = out.getvalue()
-    assert report.startswith("cluster audit: 4 finding(s), 0 pending")
+    assert report.startswith("cluster audit: 6 finding(s), 0 pending")
+    assert "orphan-ip-cr (1):\n  IP web-0.default: 10.16.0.9 in 'ovn-default'" in report
     assert (
         "duplicate-address (1):\n"
         "  10.16.0.2 in ovn-default: held by a.default [ip-cr, lsp, pod], c.default [ip-cr, pod]\n"
     ) in report
-    assert "orphan-lsp (1):\n  port gone.default: kube-ovn port (default/gone, " in report
+    assert "orphan-lsp (2):\n  port gone.default: kube-ovn port (default/gone, " in report
+    assert "\n  port web-0.default: kube-ovn port (default/web-0, " in report
     assert "lsp-missing (1):\n  pod default/c: no logical switch port c.default\n" in report
     assert "ipam-disagrees (1):\n  pod default/" in report
 

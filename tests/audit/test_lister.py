@@ -31,6 +31,11 @@ def _objects() -> dict[str, list[dict[str, Any]]]:
             {"metadata": {"name": f"p{i}.ns1"}, "spec": {"podName": f"p{i}"}} for i in range(3)
         ],
         "vpcs": [{"metadata": {"name": "ovn-cluster"}, "spec": {}}],
+        "statefulsets": [
+            {"metadata": {"name": f"web{i}", "namespace": NAMESPACES[i]}, "spec": {"replicas": i}}
+            for i in range(3)
+        ],
+        "virtualmachines": [{"metadata": {"name": "vm1", "namespace": "ns1"}, "spec": {}}],
     }
 
 
@@ -47,6 +52,8 @@ def lister(request: pytest.FixtureRequest) -> Iterator[ClusterLister]:
             "subnets": fake.create_subnet,
             "ips": fake.create_or_update_ip,
             "vpcs": fake.add_vpc,
+            "statefulsets": fake.add_statefulset,
+            "virtualmachines": fake.add_virtual_machine,
         }
         for resource, items in objects.items():
             for obj in items:
@@ -55,7 +62,7 @@ def lister(request: pytest.FixtureRequest) -> Iterator[ClusterLister]:
         return
     server: ApiServer = request.getfixturevalue("apiserver")
     store = server.store
-    for resource in ("pods", "ips", "subnets", "nodes", "vpcs"):
+    for resource in ("pods", "ips", "subnets", "nodes", "vpcs", "statefulsets", "virtualmachines"):
         for obj in store.list(resource):
             store.delete(resource, obj["metadata"].get("namespace"), obj["metadata"]["name"])
     for resource, items in objects.items():
@@ -84,5 +91,7 @@ def test_lists_return_every_object(lister: ClusterLister) -> None:
     assert _names(lister.list_subnets()) == ["s0", "s1", "s2"]
     assert _names(lister.list_ips()) == ["p0.ns1", "p1.ns1", "p2.ns1"]
     assert _names(lister.list_vpcs()) == ["ovn-cluster"]
+    assert _names(lister.list_statefulsets()) == ["default/web0", "ns1/web1", "ns2/web2"]
+    assert _names(lister.list_virtual_machines()) == ["ns1/vm1"]
     subnet = next(s for s in lister.list_subnets() if s["metadata"]["name"] == "s1")
     assert subnet["spec"]["cidrBlock"] == "10.1.0.0/16"
