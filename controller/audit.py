@@ -46,7 +46,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -317,7 +317,6 @@ class _Net:
     provider: str
     owner: str  # the LSP / IP CR name
     pod_name: str  # the VM name under keep-vm-ip
-    ipam_key: str
     ips: tuple[str, ...]
     mac: str
     switch: str
@@ -465,7 +464,6 @@ class _Auditor:
             provider,
             owner,
             name,
-            pod_key(pod.namespace, name),
             tuple(ips),
             mac.lower(),
             switch,
@@ -506,7 +504,7 @@ class _Auditor:
             )
 
     def check_lsp(
-        self, obj: str, owner: str, switch: str, mac: str, ips: Iterable[str], pod_ref: str
+        self, obj: str, owner: str, switch: str, mac: str, ips: Sequence[str], pod_ref: str
     ) -> None:
         port = self.ports.get(owner)
         if port is None:
