@@ -35,7 +35,8 @@ suffix) get an IP CR but no LSP.
 
 Not yet converged is not wrong: an alive pod without an allocation, or allocated and scheduled
 but not routed, goes to `AuditReport.pending`, which `ok` ignores and `settled` does not; the
-caller decides (a fault-injection verdict waits for `settled`).
+caller decides (a fault-injection verdict waits for `settled`). The IP CR, port and routes of an
+alive pod whose allocation was cleared (inspection found its port lost) are not orphans.
 
 Not checked: attachment networks the pod asks for but has not been allocated (that needs the
 NADs), security groups, kube-ovn's `appendCheckPodToDel` subnet-change rule for kept addresses.
@@ -121,6 +122,7 @@ KIND_IPAM_DISAGREES = "ipam-disagrees"
 PENDING_KINDS = frozenset({KIND_POD_NOT_ALLOCATED, KIND_POD_NOT_ROUTED})
 
 _KEPT_POD_TYPES = (POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE)
+_IP_ADDRESS_SUFFIX = IP_ADDRESS_ANNOTATION_TEMPLATE.format(provider="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,6 +404,14 @@ class _Auditor:
                     self.kept.add(ip_cr_name(name, pod.namespace, provider))
         for pod in self.alive:
             self.read_pod(pod)
+            # NOTE: inspection clears `allocated` when the port is lost and re-adds the pod; until
+            # then its IP CR (and any port) still belong to an alive pod, not to nobody.
+            name = get_name_by_pod(pod, self.keep_vm_ip)
+            for key in pod.annotations:
+                if key.endswith(_IP_ADDRESS_SUFFIX) and len(key) > len(_IP_ADDRESS_SUFFIX):
+                    provider = key[: -len(_IP_ADDRESS_SUFFIX)]
+                    self.kept.add(ip_cr_name(name, pod.namespace, provider))
+                    self.alive_ips.update(_split_ips(pod.annotations[key]) or ())
 
     def read_pod(self, pod: Pod) -> None:
         a = pod.annotations
