@@ -780,6 +780,7 @@ class _Auditor:
                     owner
                     for part in ip.split(",")
                     if (owner := ipam.get_ip_owner(part.strip(), subnet)) not in (None, key)
+                    and owner not in str(e)
                 }
                 held = f" (held by {', '.join(sorted(holders))})" if holders else ""
                 self.add(

@@ -305,7 +305,7 @@ def test_duplicate_report_names_every_holder_and_source() -> None:
     assert dup[0].object == "10.16.0.2 in ovn-default"
     assert dup[0].message == ("held by a.default [ip-cr, lsp, pod], c.default [ip-cr, lsp, pod]")
     ipam = [f for f in report.findings if f.kind == KIND_IPAM_DISAGREES]
-    assert len(ipam) == 1 and "held by default/a" in ipam[0].message
+    assert len(ipam) == 1 and "already assigned to default/a" in ipam[0].message
 
 
 # --- what the flows legitimately leave behind ------------------------------------------------
