@@ -11,7 +11,8 @@ What is checked (the `KIND_*` constants name each finding):
 * every alive, non-hostNetwork pod: the annotations are well formed and match the subnet
   (`annotation-mismatch`, `address-outside-subnet`); the IP CR exists and says the same
   (`ip-cr-missing`, `ip-cr-mismatch`); OVN networks have their LSP on the right switch with the
-  right MAC and addresses (`lsp-missing`, `lsp-mismatch`, `lsp-address-mismatch`); routed pods of
+  right MAC and addresses, port_security too when set (`lsp-missing`, `lsp-mismatch`,
+  `lsp-address-mismatch`); routed pods of
   the default VPC's overlay subnets have their src-ip routes (`route-missing`, `route-mismatch`)
   and EIP NAT (`nat-missing`);
 * every node holding a join address: its `node-<name>` LSP and IP CR;
@@ -541,6 +542,17 @@ class _Auditor:
                 obj,
                 f"port {owner} has addresses {list(port.addresses)}, want [{want!r}]",
             )
+        if port.port_security:
+            # NOTE: stale port_security drops the pod's traffic even when `addresses` is right;
+            # dual stack entries carry masks (kube-ovn CreatePort), so compare bare addresses.
+            tokens = port.port_security[0].split()
+            have_ips = sorted(_canon_ip(t.split("/", 1)[0]) or t for t in tokens[1:])
+            if not tokens or tokens[0].lower() != mac or have_ips != sorted(ips):
+                self.add(
+                    KIND_LSP_ADDRESS_MISMATCH,
+                    obj,
+                    f"port {owner} has port_security {list(port.port_security)}, want [{want!r}]",
+                )
 
     def check_nets(self) -> None:
         for net in self.nets:

@@ -144,6 +144,10 @@ def lsp_wrong_address(c: Cluster) -> None:
     _set_port(c, "a.default", addresses=(f"{mac(2)} 10.16.0.9",))
 
 
+def lsp_stale_port_security(c: Cluster) -> None:
+    _set_port(c, "a.default", port_security=(f"{mac(2)} 10.16.0.9",))
+
+
 def lsp_wrong_owner(c: Cluster) -> None:
     _set_port(c, "a.default", external_ids={"vendor": VENDOR, "pod": "default/zzz"})
 
@@ -247,6 +251,7 @@ DAMAGE: list[tuple[Callable[[Cluster], None], set[str]]] = [
     (orphan_lsp_without_addresses, {KIND_ORPHAN_LSP}),
     (lsp_missing, {KIND_LSP_MISSING}),
     (lsp_wrong_address, {KIND_LSP_ADDRESS_MISMATCH}),
+    (lsp_stale_port_security, {KIND_LSP_ADDRESS_MISMATCH}),
     (lsp_wrong_owner, {KIND_LSP_MISMATCH}),
     (lsp_wrong_switch, {KIND_LSP_MISMATCH}),
     (orphan_lsp, {KIND_ORPHAN_LSP}),
@@ -435,6 +440,14 @@ def vlan_pod_has_no_route(c: Cluster) -> None:
     c.routes = [r for r in c.routes if r.ip_prefix != "192.168.10.2"]
 
 
+def port_security(c: Cluster) -> None:
+    _set_port(c, "a.default", port_security=(f"{mac(2).upper()} 10.16.0.2",))
+    s = Subnet("dual", "10.40.0.0/16,fd00:40::/112", "10.40.0.1,fd00:40::1")
+    c.add_subnet(s)
+    c.add_pod("d", "10.40.0.2,fd00:40::2", mac(5), subnet=s, routed=False, node="")
+    _set_port(c, "d.default", port_security=(f"{mac(5)} 10.40.0.2/16 fd00:40::2/112",))
+
+
 def localnet_port(c: Cluster) -> None:
     c.ports["localnet.vlan1"] = PortInfo(
         "localnet.vlan1", "vlan1", ("unknown",), (), {"vendor": VENDOR}
@@ -455,6 +468,7 @@ LEGIT: list[Callable[[Cluster], None]] = [
     eip_pod,
     vlan_pod_has_no_route,
     localnet_port,
+    port_security,
 ]
 
 
