@@ -12,9 +12,8 @@ What is checked (the `KIND_*` constants name each finding):
   (`annotation-mismatch`, `address-outside-subnet`); the IP CR exists and says the same
   (`ip-cr-missing`, `ip-cr-mismatch`); OVN networks have their LSP on the right switch with the
   right MAC and addresses, port_security too when set (`lsp-missing`, `lsp-mismatch`,
-  `lsp-address-mismatch`); routed pods of
-  the default VPC's overlay subnets have their src-ip routes (`route-missing`, `route-mismatch`)
-  and EIP NAT (`nat-missing`);
+  `lsp-address-mismatch`); routed pods of the default VPC's overlay subnets have their src-ip
+  routes (`route-missing`, `route-mismatch`) and EIP/SNAT NAT rules (`nat-missing`);
 * every node holding a join address: its `node-<name>` LSP and IP CR;
 * no address or MAC is held by two owners in one subnet, counting pod annotations, IP CRs and
   LSPs together (`duplicate-address`, `duplicate-mac`); an owner is the shared LSP / IP CR name;
