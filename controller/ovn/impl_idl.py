@@ -19,6 +19,7 @@ This is the only module (with connection.py) that talks to python-ovs / ovsdbapp
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import queue
 import time
@@ -119,12 +120,18 @@ def _row_keys(table: str, row: Row) -> set[Hashable]:
 
 
 class _NbIndex:
-    """Key -> row UUIDs per table, maintained from IDL notifications (IDL thread, conn lock)."""
+    """Key -> row UUIDs per table, maintained from IDL notifications (IDL thread, conn lock).
+
+    Memory matters at 50k ports: a key held by one row maps to that UUID itself, not to a
+    one-element set, and each row's keys are kept as one tuple.
+    """
 
     def __init__(self, tables: Mapping[str, Any]) -> None:
         self._tables = tables
-        self._keys: dict[str, dict[uuid.UUID, frozenset[Hashable]]] = {t: {} for t in MONITORED}
-        self._by_key: dict[str, dict[Hashable, set[uuid.UUID]]] = {t: {} for t in MONITORED}
+        self._keys: dict[str, dict[uuid.UUID, tuple[Hashable, ...]]] = {t: {} for t in MONITORED}
+        self._by_key: dict[str, dict[Hashable, uuid.UUID | set[uuid.UUID]]] = {
+            t: {} for t in MONITORED
+        }
 
     def reset(self) -> None:
         for t in MONITORED:
@@ -137,30 +144,46 @@ class _NbIndex:
             return
         if event == "update" and table in (LS, LR, PG, AS, LRP) and "name" not in updates._data:
             return  # NOTE: the hot path: a switch's port set changed, its name did not.
-        new = frozenset() if event == "delete" else frozenset(_row_keys(table, row))
-        old = self._keys[table].get(row.uuid, frozenset())
+        u = row.uuid
+        new = () if event == "delete" else tuple(_row_keys(table, row))
+        old = self._keys[table].get(u, ())
         if new == old:
             return
         by_key = self._by_key[table]
-        for k in old - new:
-            s = by_key.get(k)
-            if s is not None:
-                s.discard(row.uuid)
-                if not s:
-                    del by_key[k]
-        for k in new - old:
-            by_key.setdefault(k, set()).add(row.uuid)
+        for k in old:
+            if k in new:
+                continue
+            cur = by_key.get(k)
+            if cur == u:
+                del by_key[k]
+            elif isinstance(cur, set):
+                cur.discard(u)
+                if len(cur) == 1:
+                    by_key[k] = next(iter(cur))
+        for k in new:
+            if k in old:
+                continue
+            cur = by_key.get(k)
+            if cur is None:
+                by_key[k] = u
+            elif isinstance(cur, set):
+                cur.add(u)
+            elif cur != u:
+                by_key[k] = {cur, u}
         if new:
-            self._keys[table][row.uuid] = new
+            self._keys[table][u] = new
         else:
-            self._keys[table].pop(row.uuid, None)
+            self._keys[table].pop(u, None)
 
     def rows(self, table: str, key: Hashable) -> list[Row]:
-        uuids = self._by_key[table].get(key)
-        if not uuids:
+        found = self._by_key[table].get(key)
+        if found is None:
             return []
         rows = self._tables[table].rows
-        return [rows[u] for u in sorted(uuids) if u in rows]
+        if not isinstance(found, set):
+            row = rows.get(found)
+            return [] if row is None else [row]
+        return [rows[u] for u in sorted(found) if u in rows]
 
     def first(self, table: str, key: Hashable) -> Row | None:
         found = self.rows(table, key)
@@ -343,6 +366,15 @@ class _NbApi(nb_impl_idl.OvnNbApiIdlImpl):  # type: ignore[misc]
         )
 
 
+def _release_sync_garbage() -> None:
+    """Hand the initial dump's parse buffers back to the OS (glibc keeps freed arenas)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        return
+
+
 def _connected(idl: Any) -> bool:
     return bool(idl.state == idl.IDL_S_MONITORING and idl._session.is_connected())
 
@@ -378,6 +410,7 @@ class OvsdbappNbClient:
             raise OvnTimeoutError(
                 f"cannot connect to OVN NB {config.remote} within {config.timeout}s"
             ) from e
+        _release_sync_garbage()
         LOG.info(
             "connected to OVN NB %s, %d ports synced in %.3fs",
             config.remote,
