@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.ovn.api import PortSpec  # noqa: E402
-from controller.ovn.impl_idl import OvsdbappNbClient  # noqa: E402
-from controller.sandbox.ovsdb import NbServer  # noqa: E402
+from controller.ovn.api import PortSpec
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.sandbox.ovsdb import NbServer
 
 LS = "ls0"
 BATCH = 50
@@ -53,18 +52,40 @@ def spec(i: int) -> PortSpec:
 def nbctl_create(remote: str, s: PortSpec) -> None:
     addr = f"{s.mac} {s.ips[0]}"
     subprocess.run(
-        ["ovn-nbctl", f"--db={remote}", "--timeout=60", "--may-exist", "lsp-add", LS, s.name,
-         "--", "lsp-set-addresses", s.name, addr,
-         "--", "lsp-set-port-security", s.name, addr,
-         "--", "set", "logical_switch_port", s.name,
-         f"external_ids:pod={s.pod_namespace}/{s.pod_name}", "external_ids:vendor=kube-ovn"],
-        check=True, capture_output=True,
+        [
+            "ovn-nbctl",
+            f"--db={remote}",
+            "--timeout=60",
+            "--may-exist",
+            "lsp-add",
+            LS,
+            s.name,
+            "--",
+            "lsp-set-addresses",
+            s.name,
+            addr,
+            "--",
+            "lsp-set-port-security",
+            s.name,
+            addr,
+            "--",
+            "set",
+            "logical_switch_port",
+            s.name,
+            f"external_ids:pod={s.pod_namespace}/{s.pod_name}",
+            "external_ids:vendor=kube-ovn",
+        ],
+        check=True,
+        capture_output=True,
     )
 
 
 def nbctl_delete(remote: str, s: PortSpec) -> None:
-    subprocess.run(["ovn-nbctl", f"--db={remote}", "--timeout=60", "--if-exists", "lsp-del",
-                    s.name], check=True, capture_output=True)
+    subprocess.run(
+        ["ovn-nbctl", f"--db={remote}", "--timeout=60", "--if-exists", "lsp-del", s.name],
+        check=True,
+        capture_output=True,
+    )
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -103,7 +124,7 @@ def threaded(items: list[PortSpec], work: Callable[[PortSpec], None]) -> None:
         try:
             for s in chunk:
                 work(s)
-        except BaseException as e:  # noqa: BLE001 - surfaced below
+        except BaseException as e:
             errors.append(e)
 
     ts = [threading.Thread(target=run, args=(c,)) for c in chunks]
@@ -153,11 +174,15 @@ def one_case(approach: str, n: int, preload: int, nbctl_ops: int) -> tuple[Sampl
 
 def port_bench(sizes: list[int], preload: int, nbctl_ops: int, runs: int) -> None:
     approaches = ["nbctl", "sequential", "8 threads", f"batched {BATCH}/txn"]
-    print(f"\n## Port create/delete, ms per port (median of {runs} run(s); ovn-nbctl sampled on "
-          f"its first {nbctl_ops} ports). wall = elapsed; cli = CPU of this process and its "
-          "ovn-nbctl children; srv = ovsdb-server CPU. x = wall speed-up over ovn-nbctl.")
-    print(f"{'ports':>6} {'on LS':>6} {'approach':<17} {'create':>7} {'x':>6} {'cli':>6} "
-          f"{'srv':>6} | {'delete':>7} {'x':>6} {'cli':>6} {'srv':>6}")
+    print(
+        f"\n## Port create/delete, ms per port (median of {runs} run(s); ovn-nbctl sampled on "
+        f"its first {nbctl_ops} ports). wall = elapsed; cli = CPU of this process and its "
+        "ovn-nbctl children; srv = ovsdb-server CPU. x = wall speed-up over ovn-nbctl."
+    )
+    print(
+        f"{'ports':>6} {'on LS':>6} {'approach':<17} {'create':>7} {'x':>6} {'cli':>6} "
+        f"{'srv':>6} | {'delete':>7} {'x':>6} {'cli':>6} {'srv':>6}"
+    )
     cost: dict[tuple[int, int, str], tuple[float, float, float]] = {}
     for n in sizes:
         for pre in (0, preload):
@@ -170,16 +195,21 @@ def port_bench(sizes: list[int], preload: int, nbctl_ops: int, runs: int) -> Non
                     base = (c.wall, d.wall)
                 cost[(n, pre, a)] = (c.wall + d.wall, c.client + d.client, c.server + d.server)
                 label = f"nbctl exec ({results[0][2]})" if a == "nbctl" else a
-                print(f"{n:>6} {pre:>6} {label:<17} {c.wall:>7.2f} {base[0] / c.wall:>5.1f}x "
-                      f"{c.client:>6.2f} {c.server:>6.2f} | {d.wall:>7.2f} "
-                      f"{base[1] / d.wall:>5.1f}x {d.client:>6.2f} {d.server:>6.2f}", flush=True)
+                print(
+                    f"{n:>6} {pre:>6} {label:<17} {c.wall:>7.2f} {base[0] / c.wall:>5.1f}x "
+                    f"{c.client:>6.2f} {c.server:>6.2f} | {d.wall:>7.2f} "
+                    f"{base[1] / d.wall:>5.1f}x {d.client:>6.2f} {d.server:>6.2f}",
+                    flush=True,
+                )
     print(f"\ncreate+delete per port, switch holding {preload} ports vs empty (loaded/empty):")
     for n in sizes:
         for a in approaches:
             e, f = cost[(n, 0, a)], cost[(n, preload, a)]
-            print(f"  n={n:<5} {a:<17} wall {e[0]:7.2f} -> {f[0]:7.2f} ({f[0] / e[0]:4.2f})  "
-                  f"client CPU {e[1]:6.2f} -> {f[1]:6.2f} ({f[1] / e[1]:4.2f})  "
-                  f"server CPU {e[2]:6.2f} -> {f[2]:6.2f}")
+            print(
+                f"  n={n:<5} {a:<17} wall {e[0]:7.2f} -> {f[0]:7.2f} ({f[0] / e[0]:4.2f})  "
+                f"client CPU {e[1]:6.2f} -> {f[1]:6.2f} ({f[1] / e[1]:4.2f})  "
+                f"server CPU {e[2]:6.2f} -> {f[2]:6.2f}"
+            )
 
 
 def _transact_raw(remote: str, params: list[object]) -> None:
@@ -223,22 +253,45 @@ def build_db(path: Path, ports: int) -> None:
                     for i in range(lo, hi):
                         s = spec(i + 1)
                         addr = f"{s.mac} {s.ips[0]}"
-                        ops.append({"op": "insert", "table": "Logical_Switch_Port",
-                                    "uuid-name": f"p{i}",
-                                    "row": {"name": s.name, "addresses": addr,
-                                            "port_security": addr,
-                                            "external_ids": ["map", [
-                                                ["pod", f"bench/pod{i + 1}"], ["ls", f"sw{sw}"],
-                                                ["vendor", "kube-ovn"]]]}})
+                        ops.append(
+                            {
+                                "op": "insert",
+                                "table": "Logical_Switch_Port",
+                                "uuid-name": f"p{i}",
+                                "row": {
+                                    "name": s.name,
+                                    "addresses": addr,
+                                    "port_security": addr,
+                                    "external_ids": [
+                                        "map",
+                                        [
+                                            ["pod", f"bench/pod{i + 1}"],
+                                            ["ls", f"sw{sw}"],
+                                            ["vendor", "kube-ovn"],
+                                        ],
+                                    ],
+                                },
+                            }
+                        )
                         refs.append(["named-uuid", f"p{i}"])
                     if lo == sw * 1000:
-                        ops.append({"op": "insert", "table": "Logical_Switch",
-                                    "uuid-name": f"s{sw}",
-                                    "row": {"name": f"sw{sw}", "ports": ["set", refs]}})
+                        ops.append(
+                            {
+                                "op": "insert",
+                                "table": "Logical_Switch",
+                                "uuid-name": f"s{sw}",
+                                "row": {"name": f"sw{sw}", "ports": ["set", refs]},
+                            }
+                        )
                     else:
-                        ops.append({"op": "mutate", "table": "Logical_Switch",
-                                    "where": [["name", "==", f"sw{sw}"]],
-                                    "mutations": [["ports", "insert", ["set", refs]]]})
+                        ops.append(
+                            {
+                                "op": "mutate",
+                                "table": "Logical_Switch",
+                                "where": [["name", "==", f"sw{sw}"]],
+                                "mutations": [["ports", "insert", ["set", refs]]],
+                            }
+                        )
                 _transact_raw(server.remote, ["OVN_Northbound", *ops])
         finally:
             server.stop()
@@ -275,7 +328,7 @@ print(json.dumps({"s": time.perf_counter() - t, "mib": rss() - r0, "n": n, "pars
 def sync_bench(sizes: list[int]) -> None:
     root = str(Path(__file__).resolve().parent.parent)
     print("\n## Connect + initial sync of an existing database (fresh process each)")
-    print(f"{'ports':>7} {'client':<34} {'seconds':>8} {'x':>6} {'RSS MiB':>8} {'x':>6}")
+    print(f"{'ports':>7} {'client':<44} {'seconds':>8} {'x':>6} {'RSS MiB':>8} {'x':>6}")
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="nbs") as d:
             db = Path(d) / "big.db"
@@ -285,18 +338,26 @@ def sync_bench(sizes: list[int]) -> None:
             server = NbServer(Path(d) / "srv", db=db).start()
             try:
                 base = None
-                for mode, label in (("stock", "stock ovsdbapp (all tables)"),
-                                    ("ours", "ours (8 tables, no yield)")):
-                    out = subprocess.run([sys.executable, "-c", _SYNC_CHILD, mode, server.remote,
-                                          root], check=True, capture_output=True, text=True)
+                for mode, label in (
+                    ("stock", "stock ovsdbapp (all tables)"),
+                    ("ours", "ours (8 tables, no yield)"),
+                ):
+                    out = subprocess.run(
+                        [sys.executable, "-c", _SYNC_CHILD, mode, server.remote, root],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    )
                     r = json.loads(out.stdout.strip().splitlines()[-1])
                     assert r["n"] == n, r
                     if base is None:
                         base = r
-                    label = f"{label} [{r['parser']} json]"
-                    print(f"{n:>7} {label:<34} {r['s']:>8.2f} {base['s'] / r['s']:>5.1f}x "
-                          f"{r['mib']:>8.1f} {base['mib'] / max(r['mib'], 0.1):>5.1f}x",
-                          flush=True)
+                    shown = f"{label} [{r['parser']} json]"
+                    print(
+                        f"{n:>7} {shown:<44} {r['s']:>8.2f} {base['s'] / r['s']:>5.1f}x "
+                        f"{r['mib']:>8.1f} {base['mib'] / max(r['mib'], 0.1):>5.1f}x",
+                        flush=True,
+                    )
             finally:
                 server.stop()
         print(f"{'':>7} (database of {n} ports built in {built:.1f}s)")
@@ -312,8 +373,12 @@ def main() -> int:
     if a.quick:
         sizes, preload, nbctl_ops, sync_sizes = [200], 1000, a.nbctl_ops or 50, [2000]
     else:
-        sizes, preload, nbctl_ops, sync_sizes = [1000, 5000], 5000, a.nbctl_ops or 200, [10000,
-                                                                                         50000]
+        sizes, preload, nbctl_ops, sync_sizes = (
+            [1000, 5000],
+            5000,
+            a.nbctl_ops or 200,
+            [10000, 50000],
+        )
     import ovs.json
 
     from controller.ovn.connection import enable_c_json_parser

@@ -350,11 +350,11 @@ class _DeadlineTransaction(ovsdbapp_transaction.Transaction):  # type: ignore[mi
             p.block()
 
     def timeout_exceeded(self) -> bool:
-        return time.monotonic() >= self.deadline
+        return bool(time.monotonic() >= self.deadline)
 
     def time_remaining(self) -> float:
         # NOTE: ovsdbapp treats a timeout <= 0 as "wait forever"; never hand it one.
-        return max(self.deadline - time.monotonic(), 0.001)
+        return float(max(self.deadline - time.monotonic(), 0.001))
 
 
 class _NbApi(nb_impl_idl.OvnNbApiIdlImpl):  # type: ignore[misc]
@@ -476,7 +476,9 @@ class OvsdbappNbClient:
         except OvnError:
             raise
         except ovsdbapp_exc.TimeoutException as e:
-            raise OvnTimeoutError(f"{method}: OVN NB timed out after {self._config.timeout}s") from e
+            raise OvnTimeoutError(
+                f"{method}: OVN NB timed out after {self._config.timeout}s"
+            ) from e
         except idlutils.RowNotFound as e:
             raise NotFoundError(f"{method}: {e}") from e
         except Exception as e:
@@ -727,11 +729,14 @@ class OvsdbappNbClient:
             if wanted != current:
                 pg.ports = members
             ips = [ip for r in members for ip in logic.port_security_ips(r.port_security)]
-            for family, sel in (("v4", [i for i in ips if ":" not in i]), ("v6", [i for i in ips if ":" in i])):
+            v4 = [i for i in ips if ":" not in i]
+            v6 = [i for i in ips if ":" in i]
+            for family, sel in (("v4", v4), ("v6", v6)):
                 name = ext.sg_address_set_name(sg, family)
                 aset = ctx.named(AS, name)
                 if aset is None:
-                    ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids={ext.PG_SG_KEY: sg})
+                    ids = {ext.PG_SG_KEY: sg}
+                    ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids=ids)
                 elif set(aset.addresses) != set(sel):
                     aset.addresses = sorted(set(sel))
 
@@ -814,8 +819,10 @@ def _create_port(ctx: _Ctx, spec: PortSpec, cols: logic.PortColumns) -> None:
     for ip in cols.ips:
         kind = "IPv6" if ":" in ip else "IPv4"
         for other in ctx.index.rows(LSP, ("ip", ip)):
-            if other.name != spec.name and other.uuid not in ctx.deleted and _has_ref(
-                ls, "ports", other
+            if (
+                other.name != spec.name
+                and other.uuid not in ctx.deleted
+                and _has_ref(ls, "ports", other)
             ):
                 raise DuplicateAddressError(
                     f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "

@@ -20,8 +20,14 @@ LR, LS = "ovn-cluster", "ovn-default"
 
 
 def port(i: int, ls: str = LS) -> PortSpec:
-    return PortSpec(f"p{i}.ns", ls, f"00:00:00:00:{i // 256:02x}:{i % 256:02x}",
-                    (f"10.16.{i // 250}.{i % 250 + 2}",), pod_name=f"p{i}", pod_namespace="ns")
+    return PortSpec(
+        f"p{i}.ns",
+        ls,
+        f"00:00:00:00:{i // 256:02x}:{i % 256:02x}",
+        (f"10.16.{i // 250}.{i % 250 + 2}",),
+        pod_name=f"p{i}",
+        pod_namespace="ns",
+    )
 
 
 def setup(nb: OvsdbappNbClient) -> None:
@@ -41,8 +47,13 @@ def eventually(fn: Callable[[], object], deadline_s: float) -> object:
 
 
 def nbctl(remote: str, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
-                          capture_output=True, text=True, check=True, timeout=15).stdout
+    return subprocess.run(
+        ["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=15,
+    ).stdout
 
 
 def test_server_restart_mid_run(nb_server: NbServer) -> None:
@@ -123,8 +134,14 @@ def test_raft_leader_killed_client_carries_on(short_tmp: Path) -> None:
             assert len(nb.list_ports()) == 11  # 10 pods + the router port
             # a surviving member agrees
             survivor = next(i for i in range(3) if i != leader)
-            names = nbctl(cluster.member_remote(survivor), "--no-leader-only",
-                          "--columns=name", "--bare", "list", "Logical_Switch_Port").split()
+            names = nbctl(
+                cluster.member_remote(survivor),
+                "--no-leader-only",
+                "--columns=name",
+                "--bare",
+                "list",
+                "Logical_Switch_Port",
+            ).split()
             assert "p10.ns" in names and "p0.ns" not in names
     finally:
         cluster.stop()
@@ -133,8 +150,16 @@ def test_raft_leader_killed_client_carries_on(short_tmp: Path) -> None:
 def test_foreign_writers_are_seen(real_client: OvsdbappNbClient, nb_server: NbServer) -> None:
     nb = real_client
     setup(nb)
-    nbctl(nb_server.remote, "lsp-add", LS, "foreign", "--", "lsp-set-addresses", "foreign",
-          "00:00:00:00:99:99 10.16.0.50")
+    nbctl(
+        nb_server.remote,
+        "lsp-add",
+        LS,
+        "foreign",
+        "--",
+        "lsp-set-addresses",
+        "foreign",
+        "00:00:00:00:99:99 10.16.0.50",
+    )
     with pytest.raises(DuplicateAddressError, match="foreign"):
         nb.create_port(PortSpec("mine.ns", LS, "00:00:00:00:00:01", ("10.16.0.50",)))
     nb.create_port(port(1))
@@ -149,8 +174,10 @@ def test_two_clients_do_not_share_a_connection(short_tmp: Path) -> None:
     a = NbServer(short_tmp / "a").start()
     b = NbServer(short_tmp / "b").start()
     try:
-        with OvsdbappNbClient.from_addr(a.remote, timeout=3) as ca, \
-                OvsdbappNbClient.from_addr(b.remote, timeout=3) as cb:
+        with (
+            OvsdbappNbClient.from_addr(a.remote, timeout=3) as ca,
+            OvsdbappNbClient.from_addr(b.remote, timeout=3) as cb,
+        ):
             ca.ensure_logical_router("only-a")
             cb.ensure_logical_router("only-b")
             assert "only-a" in nbctl(a.remote, "lr-list")
@@ -163,13 +190,16 @@ def test_two_clients_do_not_share_a_connection(short_tmp: Path) -> None:
 
 def test_request_observer(nb_server: NbServer) -> None:
     seen: list[tuple[str, float, bool]] = []
-    with OvsdbappNbClient.from_addr(nb_server.remote, timeout=3,
-                                    on_request=lambda m, s, ok: seen.append((m, s, ok))) as nb:
+    with OvsdbappNbClient.from_addr(
+        nb_server.remote, timeout=3, on_request=lambda m, s, ok: seen.append((m, s, ok))
+    ) as nb:
         nb.ensure_logical_router(LR)
         with pytest.raises(OvnError):
             nb.create_port(port(1))  # no switch
-    assert [(m, ok) for m, _, ok in seen] == [("ensure_logical_router", True),
-                                              ("create_port", False)]
+    assert [(m, ok) for m, _, ok in seen] == [
+        ("ensure_logical_router", True),
+        ("create_port", False),
+    ]
     assert all(s >= 0 for _, s, _ in seen)
 
 
