@@ -147,7 +147,17 @@ def test_raft_leader_killed_client_carries_on(short_tmp: Path) -> None:
         cluster.stop()
 
 
+def wait_for(cond: Callable[[], bool], deadline_s: float = 10.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        time.sleep(0.005)
+
+
 def test_foreign_writers_are_seen(real_client: OvsdbappNbClient, nb_server: NbServer) -> None:
+    # The cache follows other writers asynchronously (ms later): wait for it, as a controller
+    # would see it on its next reconcile.
     nb = real_client
     setup(nb)
     nbctl(
@@ -160,11 +170,12 @@ def test_foreign_writers_are_seen(real_client: OvsdbappNbClient, nb_server: NbSe
         "foreign",
         "00:00:00:00:99:99 10.16.0.50",
     )
+    wait_for(lambda: nb.get_port("foreign") is not None)
     with pytest.raises(DuplicateAddressError, match="foreign"):
         nb.create_port(PortSpec("mine.ns", LS, "00:00:00:00:00:01", ("10.16.0.50",)))
     nb.create_port(port(1))
     nbctl(nb_server.remote, "lsp-del", "p1.ns")
-    assert nb.get_port("p1.ns") is None
+    wait_for(lambda: nb.get_port("p1.ns") is None)
     nb.delete_port("p1.ns")
     nb.delete_port("foreign")  # no ls external_id: found by its switch
     assert nbctl(nb_server.remote, "lsp-list", LS).count("(") == 1  # only the router port
