@@ -12,7 +12,7 @@ import pytest
 
 from controller.ovn.api import DuplicateAddressError, OvnError, OvnTimeoutError, PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.ovsdb import NbCluster, NbServer
+from controller.sandbox.ovsdb import NbCluster, NbServer, SandboxPki
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -239,3 +239,21 @@ def test_close_is_idempotent_and_later_calls_fail(nb_server: NbServer) -> None:
     nb.close()
     with pytest.raises(OvnError, match="closed"):
         nb.ensure_logical_router(LR)
+
+
+def test_ssl_remote(short_tmp: Path) -> None:
+    pki = SandboxPki.create(short_tmp / "pki")
+    server = NbServer(short_tmp, pki=pki).start()
+    try:
+        with OvsdbappNbClient.from_addr(
+            server.ssl_remote,
+            timeout=5,
+            ssl_private_key=str(pki.client_key),
+            ssl_certificate=str(pki.client_cert),
+            ssl_ca_cert=str(pki.ca_cert),
+        ) as nb:
+            setup(nb)
+            nb.create_port(port(1))
+            assert nb.get_port("p1.ns") is not None
+    finally:
+        server.stop()
