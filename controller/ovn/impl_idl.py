@@ -13,7 +13,12 @@ This is the only module (with connection.py) that talks to python-ovs / ovsdbapp
   security groups, IPs, route prefixes and NAT addresses to rows; "is this row in that switch /
   router" is answered from the parent's raw set datum in O(1). Deleting a port is O(1), unlike
   ovsdbapp's `lsp_del` (which copies the switch's whole port list twice).
-* Reads (`get_port`, `list_*`) come from the IDL cache under the connection lock.
+* Reads (`get_port`, `list_*`) come from the IDL cache under the connection lock; they serve the
+  last known state while disconnected. Writes never commit against a stale cache: a verb waits
+  (within the deadline) for the connection to be back and in sync first.
+* The duplicate-address and port-elsewhere checks read the cache, which trails *other* writers
+  by the notification latency (milliseconds); the client's own writes are visible on return.
+* `on_request(method, seconds, ok)` is called after every verb (for a latency histogram).
 """
 
 from __future__ import annotations
