@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import time
@@ -56,7 +57,8 @@ def nbctl(remote: str, *args: str) -> str:
     ).stdout
 
 
-def test_server_restart_mid_run(nb_server: NbServer) -> None:
+def test_server_restart_mid_run(nb_server: NbServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     timeout = 2.0
     with OvsdbappNbClient.from_addr(nb_server.remote, timeout=timeout) as nb:
         setup(nb)
@@ -73,6 +75,9 @@ def test_server_restart_mid_run(nb_server: NbServer) -> None:
         assert nb.connected
         assert nb.list_pod_ports("p1", "ns") == ["p1.ns"]
         assert {p.name for p in nb.list_ports()} >= {"p1.ns", "p2.ns", "p3.ns"}
+    # python-ovs's own reconnect messages arrive through stdlib logging
+    vlog = [r.getMessage() for r in caplog.records if r.name.endswith("ovs_idl.vlog")]
+    assert any("connected" in m for m in vlog), vlog
 
 
 def test_calls_queued_during_an_outage_all_fail_in_time(nb_server: NbServer) -> None:
