@@ -28,17 +28,24 @@ MAC1 = "00:00:00:00:00:01"
 MAC2 = "00:00:00:00:00:02"
 
 
-def spec(name: str = "p1.ns1", ip: str = "10.16.0.2", mac: str = MAC1, **kw: object) -> PortSpec:
+def spec(
+    name: str = "p1.ns1",
+    ip: str = "10.16.0.2",
+    mac: str = MAC1,
+    switch: str = LS,
+    port_security: bool = False,
+    security_groups: tuple[str, ...] = (),
+) -> PortSpec:
     pod, _, ns = name.partition(".")
-    fields: dict[str, object] = {"pod_name": pod, "pod_namespace": ns, **kw}
     return PortSpec(
         name=name,
-        switch=kw.pop("switch", LS),
+        switch=switch,
         mac=mac,
         ips=(ip,),
-        **{  # type: ignore[arg-type]
-            k: v for k, v in fields.items() if k != "switch"
-        },
+        pod_name=pod,
+        pod_namespace=ns,
+        port_security=port_security,
+        security_groups=security_groups,
     )
 
 
