@@ -49,6 +49,7 @@ from controller.ovn.api import (
     DuplicateAddressError,
     InvalidRequestError,
     NatRule,
+    NbClient,
     NotFoundError,
     OvnConflictError,
     OvnError,
@@ -922,3 +923,8 @@ def _attach_router(ctx: _Ctx, ls: Row, switch: str, router: str, networks: list[
         lsp.addresses = ["router"]
     ctx.set_keys(lsp, "options", {"router-port": lrp_name})
     ctx.set_keys(lsp, "external_ids", want_ids)
+
+
+def _conforms(client: OvsdbappNbClient) -> NbClient:
+    """mypy proves here that the real client implements the whole NbClient contract."""
+    return client
