@@ -40,6 +40,10 @@ class DeletedFinalStateUnknown:
 
 def object_meta(obj: Any) -> Mapping[str, Any]:
     """The `metadata` mapping of a raw object; KeyFuncError if it has none."""
+    if type(obj) is dict:  # fast path: JSON-decoded objects (isinstance on ABCs is slow)
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            return meta
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     if not isinstance(meta, Mapping):
         raise KeyFuncError(f"object has no meta: {obj!r:.200}")
@@ -48,6 +52,13 @@ def object_meta(obj: Any) -> Mapping[str, Any]:
 
 def meta_namespace_key_func(obj: Any) -> str:
     """`namespace/name`, or `name` when the namespace is empty."""
+    if type(obj) is dict:
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            name = meta.get("name")
+            namespace = meta.get("namespace")
+            if type(name) is str and (namespace is None or type(namespace) is str):
+                return f"{namespace}/{name}" if namespace else name
     if isinstance(obj, ExplicitKey):
         return obj.key
     if isinstance(obj, str):

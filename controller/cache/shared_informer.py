@@ -60,6 +60,7 @@ LOG = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0
 HANDLER_ERROR_PAUSE = 1.0
+REFLECTOR_JOIN_GRACE = 5.0
 
 
 class ResourceEventHandler(Protocol):
@@ -162,6 +163,14 @@ class _ProcessorListener:
             if n[0] == _ADD and n[2]:
                 self._pending_initial += 1
             self._buffer.append(n)
+            self._cond.notify()
+
+    def add_many(self, ns: list[_Notification]) -> None:
+        with self._cond:
+            if self._closed.is_set():
+                return
+            self._pending_initial += sum(1 for n in ns if n[0] == _ADD and n[2])
+            self._buffer.extend(ns)
             self._cond.notify()
 
     def start(self) -> None:
@@ -463,7 +472,11 @@ class SharedIndexInformer:
             self._process_loop(fifo, stop)
         finally:
             fifo.close()
-            reflector_thread.join()
+            # NOTE: a LIST in flight cannot be interrupted; like client-go we do not wait for it
+            # beyond a grace period (the thread is a daemon and ends when the call returns).
+            reflector_thread.join(REFLECTOR_JOIN_GRACE)
+            if reflector_thread.is_alive():
+                LOG.warning("%s: reflector still busy with a request; not waiting", self.name)
             with self._state_lock:
                 self._stopped = True
                 listeners = list(self._listeners)
@@ -519,26 +532,36 @@ class SharedIndexInformer:
         indexer = self._indexer
         key_func = indexer.key_func
         old_items = dict(indexer.items())
-        keyed = [(key_func(o), o) for o in info.objects]
-        new_keys = {k for k, _ in keyed}
+        new_items = {key_func(o): o for o in info.objects}
         deletions = [
-            DeletedFinalStateUnknown(k, old) for k, old in old_items.items() if k not in new_keys
+            DeletedFinalStateUnknown(k, old) for k, old in old_items.items() if k not in new_items
         ]
-        indexer.replace((o for _, o in keyed), info.resource_version)
+        indexer.replace_keyed(new_items, info.resource_version)
         for tombstone in deletions:
             self._distribute((_DELETE, tombstone, None), False)
-        for key, obj in keyed:
+        adds: list[_Notification] = []
+        for key, obj in new_items.items():
             old = old_items.get(key)
-            if old is not None:
-                self._on_update(old, obj)
-            else:
-                self._distribute((_ADD, obj, is_in_initial_list), False)
+            if old is None:
+                adds.append((_ADD, obj, is_in_initial_list))
+                continue
+            if adds:  # keep list order: flush the adds queued before this update
+                self._distribute_many(adds)
+                adds = []
+            self._on_update(old, obj)
+        if adds:
+            self._distribute_many(adds)
 
     def _on_update(self, old: Any, new: Any) -> None:
         is_sync = (
             has_meta(old) and has_meta(new) and (resource_version(old) == resource_version(new))
         )
         self._distribute((_UPDATE, old, new), is_sync)
+
+    def _distribute_many(self, ns: list[_Notification]) -> None:
+        """Non-sync notifications in bulk (one lock round trip per listener)."""
+        for listener in self._listeners:
+            listener.add_many(ns)
 
     def _distribute(self, n: _Notification, sync: bool) -> None:
         for listener in self._listeners:

@@ -230,6 +230,10 @@ class Indexer:
         key_func = self.key_func
         self._store.replace({key_func(o): o for o in objs}, rv)
 
+    def replace_keyed(self, items: Mapping[str, Any], rv: str) -> None:
+        """`replace` with keys the caller already computed with this indexer's key func."""
+        self._store.replace(items, rv)
+
     def bookmark(self, rv: str) -> None:
         self._store.bookmark(rv)
 

@@ -12,16 +12,8 @@ per line, resourceVersion, allowWatchBookmarks, sendInitialEvents, timeoutSecond
 event), create (generateName), update, JSON/merge/strategic merge patch, delete (finalizers,
 grace), deletecollection, the status subresource, dryRun=All. Every error is a `Status` body.
 
-Not emulated (see also the store and patch modules): authentication and authorization (any
-token or none is accepted), admission beyond namespace existence, validation beyond names,
-labels and immutable metadata, defaulting beyond a few pod and namespace fields, server-side apply
-(415), protobuf and CBOR, table output, the legacy /watch/ paths, other subresources (exec, log,
-binding, eviction, scale), garbage collection (ownerReferences and propagationPolicy are ignored),
-a kubelet (pods never change phase; see `ObjectStore` for graceful pod deletion), watch-cache
-paging of rv=0 lists (limit is always honoured), "too large resourceVersion" waits on watch, and
-list items for built-in kinds carry kind/apiVersion (a real server omits them). A bookmark marking
-the end of the initial events is sent when sendInitialEvents=true and allowWatchBookmarks=true;
-periodic bookmarks carry the store's current resourceVersion every `bookmark_interval` seconds.
+What it does not emulate (authn/authz, admission, server-side apply, garbage collection, a
+kubelet, ...) is listed in controller/sandbox/README.md, with the behaviour worth knowing.
 """
 
 from __future__ import annotations
@@ -30,17 +22,22 @@ import argparse
 import contextlib
 import json
 import logging
+import selectors
 import signal
 import socket
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import yaml
 
 from controller.sandbox import kubeconfig, resources
 from controller.sandbox.faults import FaultInjector, RequestInfo, RequestRecord
@@ -53,6 +50,7 @@ from controller.sandbox.store import (
     STRATEGIC_MERGE_PATCH,
     ObjectStore,
     Stored,
+    Watcher,
     dumps,
 )
 
@@ -150,6 +148,11 @@ def _list_body(rt: ResourceType, items: Sequence[Stored], rv: int, token: str | 
         meta["remainingItemCount"] = remaining
     head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode()
             + b'","metadata":' + dumps(meta) + b',"items":[')
+    if rt.builtin:
+        # A real apiserver leaves kind/apiVersion out of built-in list items (custom resources
+        # keep them); clients that rely on them would break against a real cluster.
+        prefix = dumps({"kind": rt.kind, "apiVersion": rt.api_version})[:-1] + b","
+        return head + b",".join(s.list_item(prefix) for s in items) + b"]}"
     return head + b",".join(s.raw for s in items) + b"]}"
 
 
@@ -192,6 +195,52 @@ def _api_group(name: str, versions: list[str]) -> JsonDict:
     return {"name": name, "versions": gvs, "preferredVersion": gvs[0]}
 
 
+class _HangupMonitor:
+    """Notices clients that hang up on a watch, so its serving thread ends at once.
+
+    A watch thread sleeps on its resource's condition and would otherwise only find out at its
+    next write. One thread blocks in epoll over every open watch socket instead: a socket that
+    turns readable mid-stream has been closed by its client (HTTP/1.1 sends nothing else while
+    a response is streaming).
+    """
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._thread = threading.Thread(target=self._run, name="apiserver-emulator-hangups",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add(self, sock: socket.socket, on_hangup: Callable[[], None]) -> None:
+        with self._lock, contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.register(sock, selectors.EVENT_READ, on_hangup)
+
+    def remove(self, sock: socket.socket) -> None:
+        with self._lock, contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(sock)
+
+    def _run(self) -> None:
+        while True:
+            for key, _ in self._selector.select():
+                if key.fileobj is self._wake_r:
+                    return
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                self.remove(sock)
+                key.data()
+
+    def close(self) -> None:
+        self._wake_w.send(b"x")
+        self._thread.join()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -222,6 +271,27 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         LOG.debug("%s " + format, self.address_string(), *args)
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """Protocol-level errors (bad request line, unknown method) as Status bodies too."""
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "Error"
+        body = dumps(ApiError(code, phrase.replace(" ", ""), message or explain or phrase)
+                     .status())
+        self.close_connection = True
+        self.send_response(code, message)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -296,7 +366,7 @@ class _Handler(BaseHTTPRequestHandler):
             decision = api.faults.decide(info)
             if decision.latency:
                 api.stopping.wait(decision.latency)
-            if decision.drop:
+            if decision.drop or api.stopping.is_set():
                 self._record(0)
                 self._drop()
                 return
@@ -325,40 +395,40 @@ class _Handler(BaseHTTPRequestHandler):
         if info is not None:
             self.server.api.record(info, code)
 
-    def _serve_discovery(self, method: str, path: str) -> int:
+    def _serve_discovery(self, method: str, path: str) -> None:
         api = self.server.api
         if method != "GET":
             raise _method_not_allowed(method, path)
         path = path.rstrip("/") or "/"
         if path in ("/healthz", "/livez", "/readyz"):
             self._send(200, b"ok", "text/plain; charset=utf-8")
-            return 200
+            return
         if path == "/version":
             self._send_json(200, SERVER_VERSION)
-            return 200
+            return
         if path == "/api":
             self._send_json(200, {"kind": "APIVersions", "versions": ["v1"],
                                   "serverAddressByClientCIDRs": [
                                       {"clientCIDR": "0.0.0.0/0",
                                        "serverAddress": f"{api.host}:{api.port}"}]})
-            return 200
+            return
         if path == "/api/v1":
             self._send_json(200, _discovery_resources("", "v1"))
-            return 200
+            return
         groups = resources.groups()
         if path == "/apis":
             self._send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
                                   "groups": [_api_group(g, v) for g, v in groups.items()]})
-            return 200
+            return
         parts = [p for p in path.split("/") if p]
         if len(parts) == 2 and parts[0] == "apis" and parts[1] in groups:
             self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1",
                                   **_api_group(parts[1], groups[parts[1]])})
-            return 200
+            return
         if (len(parts) == 3 and parts[0] == "apis" and parts[1] in groups
                 and parts[2] in groups[parts[1]]):
             self._send_json(200, _discovery_resources(parts[1], parts[2]))
-            return 200
+            return
         raise _not_found_path()
 
     # ------------------------------------------------------------------ resources
@@ -380,7 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
                                         ) from None
 
     def _serve_resource(self, method: str, verb: str, route: _Route, query: dict[str, str],
-                        body: bytes) -> int:
+                        body: bytes) -> None:
         store = self.server.api.store
         rt = route.rt
         dry_run = query.get("dryRun") == "All"
@@ -393,27 +463,28 @@ class _Handler(BaseHTTPRequestHandler):
                 continue_token=query.get("continue"))
             self._send(200, _list_body(rt, result.items, result.resource_version,
                                        result.continue_token, result.remaining))
-            return 200
+            return
         if verb == "get":
             if route.subresource and not rt.has_status:
                 raise _not_found_path()
             self._send(200, store.get_stored(rt, route.namespace, route.name).raw)
-            return 200
+            return
         if verb == "create":
             if route.name:
                 raise _method_not_allowed(method, self.path)
             if rt.namespaced and not route.namespace:
                 raise _method_not_allowed(method, self.path)
             stored = store.create_stored(rt, self._json(body), route.namespace,
-                                         keep_status=not rt.has_status, dry_run=dry_run)
+                                         keep_status=not rt.has_status or rt.status_on_create,
+                                         dry_run=dry_run)
             self._send(201, stored.raw)
-            return 201
+            return
         if verb == "update":
             stored = store.update_stored(rt, self._json(body), route.namespace, route.name,
                                          subresource=route.subresource or None,
                                          dry_run=dry_run)
             self._send(200, stored.raw)
-            return 200
+            return
         if verb == "patch":
             content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if content_type not in _PATCH_TYPES or content_type == APPLY_PATCH:
@@ -425,14 +496,15 @@ class _Handler(BaseHTTPRequestHandler):
                                         content_type, subresource=route.subresource or None,
                                         dry_run=dry_run)
             self._send(200, stored.raw)
-            return 200
+            return
         if verb in ("delete", "deletecollection"):
             options: Any = self._json(body) if body.strip() else {}
             if not isinstance(options, dict):
                 raise resources.bad_request("DeleteOptions must be a JSON object")
             grace = _int_param(query, "gracePeriodSeconds")
             if grace is None and options.get("gracePeriodSeconds") is not None:
-                grace = int(options["gracePeriodSeconds"])
+                grace = _int_param({"gracePeriodSeconds": str(options["gracePeriodSeconds"])},
+                                   "gracePeriodSeconds")
             if verb == "deletecollection":
                 if route.subresource:
                     raise _method_not_allowed(method, self.path)
@@ -442,7 +514,7 @@ class _Handler(BaseHTTPRequestHandler):
                                       "metadata": {"resourceVersion":
                                                    str(store.resource_version)},
                                       "items": deleted})
-                return 200
+                return
             if route.subresource:
                 raise _method_not_allowed(method, self.path)
             preconditions = options.get("preconditions")
@@ -454,7 +526,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, resources.success_status(rt, stored.obj))
             else:
                 self._send(200, stored.raw)
-            return 200
+            return
         raise _method_not_allowed(method, self.path)
 
     # ------------------------------------------------------------------ watch
@@ -496,11 +568,15 @@ class _Handler(BaseHTTPRequestHandler):
             assert error is not None
             self._write_chunks([_event_line("ERROR", dumps(error.status()))], final=True)
             return
+        hangups = api.hangups
+        assert hangups is not None  # set while serving
+        hangups.add(self.connection, watcher.drop)
         try:
             self._stream(watcher, rt, timeout, bookmarks, bool(send_initial))
         except OSError:
             self.close_connection = True
         finally:
+            hangups.remove(self.connection)
             watcher.close()
 
     def _write_chunks(self, lines: list[bytes], *, final: bool = False) -> None:
@@ -517,7 +593,7 @@ class _Handler(BaseHTTPRequestHandler):
         return _event_line("BOOKMARK", dumps({"kind": rt.kind, "apiVersion": rt.api_version,
                                               "metadata": meta}))
 
-    def _stream(self, watcher: Any, rt: ResourceType, timeout: int | None, bookmarks: bool,
+    def _stream(self, watcher: Watcher, rt: ResourceType, timeout: int | None, bookmarks: bool,
                 send_initial: bool) -> None:
         api = self.server.api
         now = time.monotonic()
@@ -529,8 +605,10 @@ class _Handler(BaseHTTPRequestHandler):
         watcher.initial = []
         if send_initial and bookmarks:
             initial.append(self._bookmark(rt, watcher.progress_rv, initial_end=True))
-        # Headers must reach the client even with no initial events.
-        self._write_chunks(initial) if initial else self.wfile.flush()
+        if initial:
+            self._write_chunks(initial)
+        else:
+            self.wfile.flush()  # the headers must reach the client before the first event
         while True:
             now = time.monotonic()
             wait = deadline - now
@@ -573,6 +651,7 @@ class ApiServer:
         bookmark_interval: float = 60.0,
         max_watch_seconds: float = 1800.0,
         immediate_pod_delete: bool = True,
+        request_log_limit: int = 100_000,
         store: ObjectStore | None = None,
     ) -> None:
         if bookmark_interval <= 0:
@@ -582,8 +661,11 @@ class ApiServer:
         self.faults = FaultInjector(self.store)
         self.bookmark_interval = bookmark_interval
         self.max_watch_seconds = max_watch_seconds
-        self.request_log: list[RequestRecord] = []
+        # The newest `request_log_limit` requests; verbs_used() remembers every one.
+        self.request_log: deque[RequestRecord] = deque(maxlen=request_log_limit)
+        self._verbs_used: set[tuple[str, str, str]] = set()
         self.stopping = threading.Event()
+        self.hangups: _HangupMonitor | None = None
         self._hooks: list[RequestHook] = []
         self._log_lock = threading.Lock()
         self._host = host
@@ -594,9 +676,14 @@ class ApiServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> ApiServer:
+        """Listen and serve. After `stop()` it starts again on the same port with the same
+        store, which is how tests emulate an apiserver restart."""
         if self._httpd is not None:
             raise RuntimeError("the API server emulator is already started")
+        self.stopping.clear()
         self._httpd = _HttpServer((self._host, self._port), self)
+        self.hangups = _HangupMonitor()
+        self.hangups.start()
         self._port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.5},
@@ -629,6 +716,9 @@ class ApiServer:
                 conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join()
+        if self.hangups is not None:
+            self.hangups.close()
+            self.hangups = None
         self._httpd = None
 
     def __enter__(self) -> ApiServer:
@@ -679,6 +769,9 @@ class ApiServer:
                             info.name, info.subresource, code)
         with self._log_lock:
             self.request_log.append(rec)
+            if rec.resource:
+                sub = f"{rec.resource}/{rec.subresource}" if rec.subresource else rec.resource
+                self._verbs_used.add((rec.group, sub, rec.verb))
             hooks = list(self._hooks)
         for hook in hooks:
             hook(rec)
@@ -686,8 +779,7 @@ class ApiServer:
     def verbs_used(self) -> set[tuple[str, str, str]]:
         """Distinct (group, resource[/subresource], verb) seen so far, for RBAC checks."""
         with self._log_lock:
-            return {(r.group, f"{r.resource}/{r.subresource}" if r.subresource else r.resource,
-                     r.verb) for r in self.request_log if r.resource}
+            return set(self._verbs_used)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -703,6 +795,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--graceful-pod-delete", action="store_true",
                         help="keep deleted pods terminating until their grace period is "
                              "finalized (default: pods go at once)")
+    parser.add_argument("--seed", type=Path, action="append", default=[],
+                        help="YAML/JSON manifests to create before serving (repeatable)")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
@@ -711,9 +805,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = ApiServer(host=args.host, port=args.port, history_window=args.history_window,
                            bookmark_interval=args.bookmark_interval,
                            immediate_pod_delete=not args.graceful_pod_delete)
+        for path in args.seed:
+            with path.open(encoding="utf-8") as fh:
+                server.store.load(yaml.safe_load_all(fh))
         server.start()
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, yaml.YAMLError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ApiError as exc:
+        print(f"error: seeding failed: {exc.message}", file=sys.stderr)
         return 2
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -34,6 +34,8 @@ class ResourceType:
     field_labels: tuple[str, ...] = ()
     # A real DELETE returns the deleted object for these kinds, a Success Status otherwise.
     delete_returns_object: bool = False
+    # Kinds with a status subresource drop the status sent on create, except these (nodes).
+    status_on_create: bool = False
     verbs: tuple[str, ...] = field(default=VERBS_ALL)
 
     @property
@@ -73,7 +75,6 @@ _EVENT_FIELDS = (
     "involvedObject.fieldPath",
     "reason",
     "reportingComponent",
-    "source",
     "type",
 )
 
@@ -83,7 +84,7 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "namespaces", "Namespace", False, "namespace", has_status=True,
                  short_names=("ns",), field_labels=("status.phase",)),
     ResourceType("", "v1", "nodes", "Node", False, "node", has_status=True, short_names=("no",),
-                 field_labels=("spec.unschedulable",)),
+                 field_labels=("spec.unschedulable",), status_on_create=True),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, "configmap", short_names=("cm",)),
     ResourceType("", "v1", "events", "Event", True, "event", short_names=("ev",),
                  field_labels=_EVENT_FIELDS),
@@ -132,6 +133,14 @@ def resource_for(name: str) -> ResourceType:
         if r.plural == plural and r.group == group:
             return r
     raise KeyError(f"unknown resource {name!r}")
+
+
+def resource_for_kind(api_version: str, kind: str) -> ResourceType:
+    """The served type of an object by its apiVersion and kind (as in a manifest)."""
+    for r in RESOURCES:
+        if r.api_version == api_version and r.kind == kind:
+            return r
+    raise KeyError(f"no served resource for apiVersion {api_version!r} kind {kind!r}")
 
 
 def groups() -> dict[str, list[str]]:

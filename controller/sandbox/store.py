@@ -30,14 +30,14 @@ import bisect
 import json
 import logging
 import random
-import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.sandbox import admission
 from controller.sandbox import patch as patches
 from controller.sandbox.resources import (
     ApiError,
@@ -52,6 +52,7 @@ from controller.sandbox.resources import (
     namespace_not_found,
     not_found,
     resource_for,
+    resource_for_kind,
     too_large,
     too_old,
 )
@@ -67,8 +68,6 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -87,7 +86,16 @@ class Stored:
 
     @staticmethod
     def of(obj: JsonDict) -> Stored:
-        return Stored(obj, dumps(obj), int(obj["metadata"]["resourceVersion"]))
+        # kind and apiVersion go first, so a list can cut them off its items by slicing bytes.
+        ordered = {"kind": obj["kind"], "apiVersion": obj["apiVersion"]}
+        ordered.update(obj)
+        return Stored(ordered, dumps(ordered), int(obj["metadata"]["resourceVersion"]))
+
+    def list_item(self, prefix: bytes) -> bytes:
+        """The JSON without its leading `"kind":..,"apiVersion":..,` (`prefix`), if present."""
+        if self.raw.startswith(prefix):
+            return b"{" + self.raw[len(prefix):]
+        return self.raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +114,7 @@ class _Table:
     objects: dict[Key, Stored] = field(default_factory=dict)
     history: list[WatchEvent] = field(default_factory=list)
     history_start: int = 0  # history[:history_start] is compacted away, pending a trim
+    trimmed_rv: int = 0  # the newest event dropped from history: watchers behind it are lost
     sorted_keys: list[Key] | None = None
     watchers: set[Watcher] = field(default_factory=set)
 
@@ -123,7 +132,7 @@ class ListResult:
     remaining: int | None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class WatchBatch:
     """What a watcher got from one wait: events to send, or why the stream ends."""
 
@@ -146,33 +155,39 @@ class Watcher:
         self._table = table
         self._selector = selector
         self.cursor = cursor
-        self.progress_rv = cursor
         self.initial = initial
         self.dropped = False
         self.forced_error: ApiError | None = None
 
+    @property
+    def progress_rv(self) -> int:
+        """Every event of this resource up to this version has been handed out."""
+        return self.cursor
+
     def next(self, timeout: float | None) -> WatchBatch:
         """Wait up to `timeout` seconds for events past the cursor (or a drop) and return them."""
         table = self._table
+        store = self._store
         with table.cond:
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
-                if self.dropped or self._store.closed:
-                    return WatchBatch([], self.progress_rv, dropped=True)
+                if self.dropped or store.closed:
+                    return WatchBatch([], self.cursor, dropped=True)
                 if self.forced_error is not None:
-                    return WatchBatch([], self.progress_rv, error=self.forced_error)
-                hist = table.history
-                if self.cursor < self._store.compacted_rv():
-                    # NOTE: a watcher that falls behind the history window loses events it
+                    return WatchBatch([], self.cursor, error=self.forced_error)
+                if self.cursor < table.trimmed_rv:
+                    # NOTE: a watcher that falls behind the history window has lost events it
                     # can never get back; a real apiserver ends such a watch the same way.
-                    return WatchBatch([], self.progress_rv,
-                                      error=too_old(self.cursor, self._store.compacted_rv()))
+                    return WatchBatch([], self.cursor,
+                                      error=too_old(self.cursor, table.trimmed_rv))
+                hist = table.history
                 if hist and hist[-1].rv > self.cursor:
                     break
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    self.progress_rv = max(self.progress_rv, self._store.resource_version)
-                    return WatchBatch([], self.progress_rv)
+                    # Nothing of this resource happened up to the store's newest version.
+                    self.cursor = max(self.cursor, store.resource_version)
+                    return WatchBatch([], self.cursor)
                 table.cond.wait(remaining)
             start = bisect.bisect_right(hist, self.cursor, lo=table.history_start,
                                         key=lambda e: e.rv)
@@ -181,9 +196,8 @@ class Watcher:
                 converted = self._convert(ev)
                 if converted is not None:
                     out.append(converted)
-            self.cursor = hist[-1].rv
-            self.progress_rv = max(self.cursor, self._store.resource_version)
-            return WatchBatch(out, self.progress_rv)
+            self.cursor = max(hist[-1].rv, store.resource_version)
+            return WatchBatch(out, self.cursor)
 
     def _convert(self, ev: WatchEvent) -> tuple[str, bytes] | None:
         sel = self._selector
@@ -199,6 +213,12 @@ class Watcher:
             # The object left the selector: watchers see it deleted, at this event's version.
             return "DELETED", ev.cur.raw
         return None
+
+    def drop(self) -> None:
+        """End this watch abruptly (its client went away, or a fault says so)."""
+        with self._table.cond:
+            self.dropped = True
+            self._table.cond.notify_all()
 
     def close(self) -> None:
         with self._table.cond:
@@ -222,19 +242,6 @@ def _decode_continue(token: str) -> tuple[int, Key]:
         return int(data["rv"]), (str(start[0]), str(start[1]))
     except (ValueError, KeyError, TypeError, IndexError, binascii.Error) as exc:
         raise bad_request(f"continue key is not valid: {exc}") from None
-
-
-def _strip_volatile(obj: JsonDict) -> JsonDict:
-    """The object minus the fields a write always changes, for no-op detection."""
-    meta = dict(obj.get("metadata") or {})
-    meta.pop("resourceVersion", None)
-    meta.pop("managedFields", None)
-    return {**obj, "metadata": meta}
-
-
-def _spec_part(obj: JsonDict) -> JsonDict:
-    return {k: v for k, v in obj.items()
-            if k not in ("metadata", "status", "kind", "apiVersion")}
 
 
 class ObjectStore:
@@ -300,6 +307,8 @@ class ObjectStore:
         i = table.history_start
         while i < len(hist) and hist[i].rv <= floor:
             i += 1
+        if i > table.history_start:
+            table.trimmed_rv = hist[i - 1].rv
         table.history_start = i
         if i > 1024 and i * 2 > len(hist):
             del hist[:i]
@@ -355,71 +364,6 @@ class ObjectStore:
     def _copy(stored: Stored) -> JsonDict:
         result: JsonDict = json.loads(stored.raw)
         return result
-
-    def _validate_identity(self, rt: ResourceType, obj: Any, namespace: str | None) -> JsonDict:
-        if not isinstance(obj, dict):
-            raise bad_request(f"the body of the request must be a JSON object, not "
-                              f"{type(obj).__name__}")
-        kind = obj.get("kind")
-        if kind not in (None, "", rt.kind):
-            raise bad_request(f"the kind {kind!r} of the body does not match {rt.kind!r}")
-        api_version = obj.get("apiVersion")
-        if api_version not in (None, "", rt.api_version):
-            raise bad_request(f"the apiVersion {api_version!r} of the body does not match "
-                              f"{rt.api_version!r}")
-        meta = obj.get("metadata")
-        if meta is None:
-            meta = {}
-        if not isinstance(meta, dict):
-            raise bad_request("metadata must be a JSON object")
-        body_ns = meta.get("namespace")
-        if rt.namespaced and body_ns and namespace and body_ns != namespace:
-            raise bad_request("the namespace of the provided object does not match the "
-                              "namespace sent on the request")
-        for fld in ("labels", "annotations"):
-            value = meta.get(fld)
-            if value is not None and (not isinstance(value, dict) or not all(
-                    isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
-                raise invalid(rt, str(meta.get("name", "")),
-                              f"metadata.{fld}: Invalid value: must be a map of strings")
-        finalizers = meta.get("finalizers")
-        if finalizers is not None and (not isinstance(finalizers, list) or not all(
-                isinstance(f, str) for f in finalizers)):
-            raise invalid(rt, str(meta.get("name", "")),
-                          "metadata.finalizers: Invalid value: must be a list of strings")
-        return {**obj, "metadata": dict(meta)}
-
-    def _validate_name(self, rt: ResourceType, name: Any) -> None:
-        pattern = _DNS_LABEL if rt.plural == "namespaces" else _DNS_SUBDOMAIN
-        limit = 63 if rt.plural == "namespaces" else 253
-        if not isinstance(name, str) or not name or len(name) > limit or not pattern.match(name):
-            raise invalid(rt, str(name), f"metadata.name: Invalid value: {name!r}: a lowercase "
-                          "RFC 1123 subdomain must consist of lower case alphanumeric "
-                          "characters, '-' or '.', and must start and end with an "
-                          "alphanumeric character")
-
-    def _apply_defaults(self, rt: ResourceType, obj: JsonDict, keep_status: bool) -> None:
-        if rt.has_status and not keep_status:
-            obj.pop("status", None)
-        if rt.plural == "pods":
-            spec = obj.setdefault("spec", {})
-            if isinstance(spec, dict):
-                spec.setdefault("restartPolicy", "Always")
-                spec.setdefault("dnsPolicy", "ClusterFirst")
-                spec.setdefault("schedulerName", "default-scheduler")
-                spec.setdefault("terminationGracePeriodSeconds", 30)
-            status = obj.setdefault("status", {})
-            if isinstance(status, dict):
-                status.setdefault("phase", "Pending")
-        elif rt.plural == "namespaces":
-            name = obj["metadata"]["name"]
-            labels = obj["metadata"].setdefault("labels", {})
-            labels["kubernetes.io/metadata.name"] = name
-            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
-            obj.setdefault("status", {"phase": "Active"})
-
-    def _tracks_generation(self, rt: ResourceType) -> bool:
-        return bool(rt.group) or rt.plural == "services"
 
     # ------------------------------------------------------------------ reads
 
@@ -558,7 +502,9 @@ class ObjectStore:
         if next_index is not None:
             last = items[-1].obj["metadata"]
             token = _encode_continue(snapshot, (last.get("namespace", ""), last["name"]))
-            if plain:
+            if plain and not overlay:
+                remaining = hi - next_index  # every key in range is a live object
+            elif plain:
                 remaining = sum(1 for k in keys_list[next_index:hi] if lookup(k) is not None)
         return ListResult(items, snapshot, token, remaining)
 
@@ -592,7 +538,7 @@ class ObjectStore:
         body_meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         assert isinstance(body_meta, dict)
         namespace = namespace or body_meta.get("namespace")
-        new = json.loads(dumps(self._validate_identity(rt, obj, namespace)))
+        new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         meta = new["metadata"]
         if meta.get("resourceVersion"):
             raise bad_request("resourceVersion should not be set on objects to be created")
@@ -614,7 +560,7 @@ class ObjectStore:
                     if (ns, name) not in table.objects:
                         break
                 meta["name"] = name
-            self._validate_name(rt, name)
+            admission.validate_name(rt, name)
             key = (ns, name)
             if key in table.objects:
                 raise already_exists(rt, name)
@@ -622,11 +568,11 @@ class ObjectStore:
                 meta.pop(fld, None)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = _now_rfc3339(self._clock)
-            if self._tracks_generation(rt):
+            if admission.tracks_generation(rt):
                 meta["generation"] = 1
             new["kind"] = rt.kind
             new["apiVersion"] = rt.api_version
-            self._apply_defaults(rt, new, keep_status)
+            admission.apply_create_defaults(rt, new, keep_status)
             if dry_run:
                 meta["resourceVersion"] = str(self._rv)
                 return Stored.of(new)
@@ -672,7 +618,7 @@ class ObjectStore:
             raise bad_request(f"the name of the object ({body_name}) does not match the name on "
                               f"the URL ({name})")
         namespace = namespace or meta_in.get("namespace")
-        new = json.loads(dumps(self._validate_identity(rt, obj, namespace)))
+        new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         with self._lock:
             ns = self._require_namespace(rt, namespace)
             key = (ns, name)
@@ -726,14 +672,14 @@ class ObjectStore:
             meta["name"] = name
         new["kind"] = rt.kind
         new["apiVersion"] = rt.api_version
-        if (old_meta.get("deletionTimestamp") and not old_meta.get("finalizers")
-                and meta.get("finalizers")):
+        if old_meta.get("deletionTimestamp") and (
+                set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())):
             raise invalid(rt, name, "metadata.finalizers: Forbidden: no new finalizers can be "
                           "added if the object is being deleted")
-        if _strip_volatile(new) == _strip_volatile(old.obj):
+        if admission.strip_volatile(new) == admission.strip_volatile(old.obj):
             return old  # a no-op write: no new version, no event
         if ("generation" in meta and subresource is None
-                and _spec_part(new) != _spec_part(old.obj)):
+                and admission.spec_part(new) != admission.spec_part(old.obj)):
             meta["generation"] = int(meta["generation"]) + 1
         if dry_run:
             meta["resourceVersion"] = old_meta["resourceVersion"]
@@ -805,7 +751,7 @@ class ObjectStore:
                 raise invalid(rt, name, "metadata.name: Invalid value: field is immutable")
             if rt.namespaced and pmeta.get("namespace", ns) != ns:
                 raise invalid(rt, name, "metadata.namespace: Invalid value: field is immutable")
-            patched = self._validate_identity(rt, patched, ns)
+            patched = admission.validate_identity(rt, patched, ns)
             return self._commit_update(table, key, old, patched, subresource, dry_run)
 
     def delete(
@@ -975,6 +921,31 @@ class ObjectStore:
                 out.append(obj)
         return out
 
+    def load(self, documents: Iterable[Any]) -> int:
+        """Create manifests (objects with apiVersion/kind, or `kind: List`); returns the count.
+
+        Namespaces are created first so namespaced objects can follow in any order; status is
+        kept, as for every in-process create.
+        """
+        objects: JsonList = []
+        for doc in documents:
+            if doc is None:
+                continue
+            if not isinstance(doc, dict):
+                raise bad_request(f"a manifest must be an object, got {type(doc).__name__}")
+            if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+                objects.extend(doc["items"])
+            else:
+                objects.append(doc)
+        objects.sort(key=lambda o: o.get("kind") != "Namespace")
+        for obj in objects:
+            try:
+                rt = resource_for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+            except KeyError as exc:
+                raise bad_request(str(exc.args[0])) from None
+            self.create_stored(rt, obj)
+        return len(objects)
+
     # ------------------------------------------------------------------ watch
 
     def watch(
@@ -1006,6 +977,9 @@ class ObjectStore:
                 cursor = self._parse_rv(resource_version)
                 if cursor < self.compacted_rv():
                     raise too_old(cursor, self.compacted_rv())
+                if cursor > current:
+                    # NOTE: a real apiserver first waits ~3 s for its cache to catch up.
+                    raise too_large(cursor, current)
                 watcher = Watcher(self, table, selector, cursor, [])
             table.watchers.add(watcher)
             table.cond.notify_all()
@@ -1043,9 +1017,37 @@ class ObjectStore:
                 return sum(len(t.watchers) for t in self._tables.values())
             return len(self._table(resource).watchers)
 
+    def wait_for(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None,
+        name: str,
+        predicate: Callable[[JsonDict | None], bool],
+        timeout: float = 10.0,
+    ) -> JsonDict | None:
+        """Block until `predicate(object or None when absent)` holds; return what it saw.
+
+        Woken by every write of `resource`, never by polling. Raises TimeoutError after
+        `timeout` seconds, with the last state in the message. The predicate gets a copy.
+        """
+        table = self._table(resource)
+        key = self._key(table.rt, namespace, name)
+        seen: list[JsonDict | None] = [None]
+
+        def check() -> bool:
+            stored = table.objects.get(key)
+            seen[0] = None if stored is None else self._copy(stored)
+            return predicate(seen[0])
+
+        with table.cond:
+            if table.cond.wait_for(check, timeout):
+                return seen[0]
+        raise TimeoutError(f"{table.rt.group_resource} {'/'.join(k for k in key if k)}: "
+                           f"condition not met within {timeout}s; last state: {seen[0]}")
+
     def wait_for_watchers(self, resource: ResourceType | str, count: int,
                           timeout: float = 5.0) -> bool:
-        """Block until at least `count` watches of `resource` are open (for tests)."""
+        """Block until exactly `count` watches of `resource` are open (for tests)."""
         table = self._table(resource)
         with table.cond:
-            return table.cond.wait_for(lambda: len(table.watchers) >= count, timeout)
+            return table.cond.wait_for(lambda: len(table.watchers) == count, timeout)

@@ -276,8 +276,12 @@ class FakeListerWatcher:
                 raise self.watch_errors.popleft()
             start = int(options.resource_version or self._rv)
             if start < self._compacted:
-                status = {"kind": "Status", "code": 410, "reason": "Expired",
-                          "message": f"too old resource version: {start} ({self._compacted})"}
+                status = {
+                    "kind": "Status",
+                    "code": 410,
+                    "reason": "Expired",
+                    "message": f"too old resource version: {start} ({self._compacted})",
+                }
                 return FakeWatcher([WatchEvent(ERROR, status)])
             backlog = [WatchEvent(t, copy.deepcopy(o)) for rv, t, o in self._history if rv > start]
             watcher = FakeWatcher(backlog)

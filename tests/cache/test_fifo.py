@@ -28,8 +28,12 @@ def test_events_keep_global_order_without_coalescing() -> None:
     while len(fifo):
         popped.append(fifo.pop(lambda d, i: None))
     assert [(d.type, d.obj["metadata"]["name"]) for d in popped] == [
-        (DeltaType.ADDED, "a"), (DeltaType.UPDATED, "b"), (DeltaType.UPDATED, "a"),
-        (DeltaType.DELETED, "a"), (DeltaType.DELETED, "a")]
+        (DeltaType.ADDED, "a"),
+        (DeltaType.UPDATED, "b"),
+        (DeltaType.UPDATED, "a"),
+        (DeltaType.DELETED, "a"),
+        (DeltaType.DELETED, "a"),
+    ]
 
 
 def test_replace_is_one_atomic_delta_and_sync_waits_for_processing() -> None:

@@ -29,8 +29,10 @@ POD_SPEC = {"containers": [{"name": "app", "image": "busybox"}]}
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-            "spec": POD_SPEC}
+    return {
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": POD_SPEC,
+    }
 
 
 @pytest.fixture
@@ -52,7 +54,11 @@ class Informer:
         self.clock = FakeClock()
         self.informer = SharedIndexInformer(
             ListWatch(api, group=group, version="v1", plural=plural),
-            clock=self.clock, rng=random.Random(5), name=plural, **kwargs)
+            clock=self.clock,
+            rng=random.Random(5),
+            name=plural,
+            **kwargs,
+        )
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -95,8 +101,9 @@ def informer(api: Any) -> Iterator[Informer]:
 
 def test_initial_sync_of_a_paginated_list(server: ApiServer, informer: Informer) -> None:
     for i in range(1100):
-        server.store.create("pods", pod(f"p{i:04d}", "default" if i % 2 else "other",
-                                        parity=str(i % 2)))
+        server.store.create(
+            "pods", pod(f"p{i:04d}", "default" if i % 2 else "other", parity=str(i % 2))
+        )
     handler = RecordingHandler()
     reg = informer.informer.add_event_handler(handler)
     informer.start().synced(server)
@@ -123,8 +130,7 @@ def test_events_arrive_in_order(server: ApiServer, informer: Informer) -> None:
     server.store.delete("pods", "default", "a")
     wait_until(lambda: handler.count() == 4)
     events = handler.snapshot()
-    assert [e[:2] for e in events] == [("add", "a"), ("add", "b"), ("update", "b"),
-                                       ("delete", "a")]
+    assert [e[:2] for e in events] == [("add", "a"), ("add", "b"), ("update", "b"), ("delete", "a")]
     assert events[2][3] == b2["metadata"]["resourceVersion"]
     assert informer.informer.indexer.list_keys() == ["default/b"]
 
@@ -136,8 +142,9 @@ def test_dropped_watch_resumes_without_relist(server: ApiServer, informer: Infor
     server.store.create("pods", pod("a"))
     wait_until(lambda: handler.count() == 1)
     assert server.faults.drop_watches("pods") == 1
-    wait_until(lambda: informer.reflector.watch_count == 2
-               and server.store.watcher_count("pods") == 1)
+    wait_until(
+        lambda: informer.reflector.watch_count == 2 and server.store.watcher_count("pods") == 1
+    )
     server.store.create("pods", pod("b"))
     wait_until(lambda: handler.count() == 2)
     assert informer.reflector.list_count == 1
@@ -177,7 +184,10 @@ def test_gone_relists_and_reports_what_changed_meanwhile(
     assert tombstones[0].key == "default/vanish"
     assert informer.reflector.list_count == 2
     assert sorted(informer.informer.indexer.list_keys()) == [
-        "default/change", "default/keep", "default/new"]
+        "default/change",
+        "default/keep",
+        "default/new",
+    ]
 
 
 def test_bookmarks_advance_the_resource_version(api: Any) -> None:
@@ -224,8 +234,9 @@ def test_server_errors_and_dropped_connections_are_survived(
     informer.informer.add_event_handler(handler)
     informer.start()
     # the failed watch start leads to a relist after a backoff: keep virtual time moving
-    informer.drive(lambda: informer.informer.has_synced()
-                   and server.store.watcher_count("pods") >= 1)
+    informer.drive(
+        lambda: informer.informer.has_synced() and server.store.watcher_count("pods") >= 1
+    )
     assert server.faults.pending == 0
     server.store.create("pods", pod("b"))
     wait_until(lambda: ("add", "b") in [e[:2] for e in handler.snapshot()])
@@ -238,8 +249,9 @@ def test_server_errors_and_dropped_connections_are_survived(
 
 
 def test_custom_resources_cluster_scoped(server: ApiServer, api: Any) -> None:
-    server.store.create("subnets", {"metadata": {"name": "s1"},
-                                    "spec": {"cidrBlock": "10.16.0.0/16"}})
+    server.store.create(
+        "subnets", {"metadata": {"name": "s1"}, "spec": {"cidrBlock": "10.16.0.0/16"}}
+    )
     inf = Informer(api, plural="subnets", group="kubeovn.io")
     try:
         inf.start().synced(server, "subnets.kubeovn.io")
@@ -262,7 +274,9 @@ def test_factory_shares_informers(server: ApiServer, api: Any) -> None:
     factory.start(stop)
     try:
         assert factory.wait_for_cache_sync(timeout=10) == {
-            ("", "v1", "pods"): True, ("", "v1", "nodes"): True}
+            ("", "v1", "pods"): True,
+            ("", "v1", "nodes"): True,
+        }
         assert pods.indexer.get_by_key("default/a") is not None and len(nodes.indexer) == 0
     finally:
         factory.shutdown()

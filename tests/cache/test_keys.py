@@ -34,8 +34,13 @@ def test_deletion_handling_key_func_unwraps_tombstones() -> None:
 
 @pytest.mark.parametrize(
     ("key", "expected"),
-    [("ns/name", ("ns", "name")), ("name", ("", "name")), ("", ("", "")),
-     ("/name", ("", "name")), ("ns/", ("ns", ""))],
+    [
+        ("ns/name", ("ns", "name")),
+        ("name", ("", "name")),
+        ("", ("", "")),
+        ("/name", ("", "name")),
+        ("ns/", ("ns", "")),
+    ],
 )
 def test_split_key(key: str, expected: tuple[str, str]) -> None:
     assert split_meta_namespace_key(key) == expected

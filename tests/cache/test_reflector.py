@@ -51,8 +51,7 @@ class Harness:
         self.clock = FakeClock()
         self.store = RecordingStore()
         self.stop = threading.Event()
-        self.reflector = Reflector(lw, self.store, clock=self.clock, rng=random.Random(7),
-                                   **kwargs)
+        self.reflector = Reflector(lw, self.store, clock=self.clock, rng=random.Random(7), **kwargs)
         self.thread = threading.Thread(target=self.reflector.run, args=(self.stop,))
 
     def __enter__(self) -> Harness:
@@ -65,8 +64,10 @@ class Harness:
         assert not self.thread.is_alive()
 
     def wait_watching(self, n: int = 1) -> None:
-        wait_until(lambda: len(self.lw.watch_calls) >= n and self.lw.open_watches() == 1,
-                   message=f"watch #{n} open")
+        wait_until(
+            lambda: len(self.lw.watch_calls) >= n and self.lw.open_watches() == 1,
+            message=f"watch #{n} open",
+        )
 
 
 @pytest.fixture
@@ -100,7 +101,10 @@ def test_paginated_initial_list() -> None:
     with Harness(lw) as h:
         h.wait_watching()
         assert [(c.resource_version, c.limit, bool(c.continue_)) for c in lw.list_calls] == [
-            ("0", 500, False), ("", 500, True), ("", 500, True)]
+            ("0", 500, False),
+            ("", 500, True),
+            ("", 500, True),
+        ]
         names, rv = h.store.ops("replace")[0]
         assert len(names) == 1200 and rv == "1300"
 
@@ -281,4 +285,12 @@ def test_backoff_sequence_caps_and_resets() -> None:
 def test_backoff_without_jitter_is_exact() -> None:
     b = Backoff(jitter=0)
     assert [b.step(random.Random()) for _ in range(8)] == [
-        0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
+        0.8,
+        1.6,
+        3.2,
+        6.4,
+        12.8,
+        25.6,
+        30.0,
+        30.0,
+    ]

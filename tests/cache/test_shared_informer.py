@@ -79,8 +79,10 @@ def test_events_reach_handlers_in_order_after_the_store(running: Running) -> Non
 
     def on_update(old: Any, new: Any) -> None:
         cached = informer.indexer.get_by_key("default/a")
-        seen_in_store.append(cached is not None and cached["metadata"]["resourceVersion"]
-                             == new["metadata"]["resourceVersion"])
+        seen_in_store.append(
+            cached is not None
+            and cached["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]
+        )
 
     informer.add_event_handler(handler)
     informer.add_event_handler(on_update=on_update)
@@ -93,7 +95,10 @@ def test_events_reach_handlers_in_order_after_the_store(running: Running) -> Non
     lw.delete("b")
     wait_until(lambda: handler.count() == 5)
     assert handler.snapshot()[2:] == [
-        ("add", "c", "103", False), ("update", "a", "101", "104"), ("delete", "b", "dict")]
+        ("add", "c", "103", False),
+        ("update", "a", "101", "104"),
+        ("delete", "b", "dict"),
+    ]
     assert sorted(informer.indexer.list_keys()) == ["default/a", "default/c"]
     assert informer.last_sync_resource_version() == "105"
     assert seen_in_store == [True]
@@ -134,7 +139,8 @@ def test_tombstone_carries_the_last_cached_object(running: Running) -> None:
     wait_until(lambda: len(tombstones) == 1)
     assert tombstones[0].key == "default/b"
     assert tombstones[0].obj is not None and tombstones[0].obj["metadata"]["labels"] == {
-        "app": "db"}
+        "app": "db"
+    }
 
 
 def test_unchanged_objects_in_a_relist_are_sync_updates(running: Running) -> None:
@@ -189,7 +195,9 @@ def test_resync_delivers_same_rv_updates_to_due_handlers(lw: FakeListerWatcher) 
         r.clock.step(30.0)
         wait_until(lambda: resyncing.count() == 4)
         assert sorted(resyncing.snapshot()[2:]) == [
-            ("update", "a", "101", "101"), ("update", "b", "102", "102")]
+            ("update", "a", "101", "101"),
+            ("update", "b", "102", "102"),
+        ]
         assert quiet.count() == 2
     finally:
         r.close()
@@ -214,8 +222,8 @@ def test_failing_handler_is_logged_and_skipped(running: Running) -> None:
 def test_filtering_handler_turns_crossing_updates_into_add_and_delete(running: Running) -> None:
     inner = RecordingHandler()
     running.informer.add_event_handler(
-        FilteringResourceEventHandler(lambda o: o["metadata"]["labels"].get("app") == "web",
-                                      inner))
+        FilteringResourceEventHandler(lambda o: o["metadata"]["labels"].get("app") == "web", inner)
+    )
     running.start().synced()
     wait_until(lambda: inner.count() == 1)
     b = running.lw.get("b")

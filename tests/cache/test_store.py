@@ -48,7 +48,9 @@ def test_namespace_index_and_by_index(indexer: Indexer) -> None:
     for name, ns in [("a", "x"), ("b", "x"), ("c", "y")]:
         indexer.add(_pod(name, ns))
     assert sorted(o["metadata"]["name"] for o in indexer.by_index(NAMESPACE_INDEX, "x")) == [
-        "a", "b"]
+        "a",
+        "b",
+    ]
     assert indexer.index_keys(NAMESPACE_INDEX, "y") == ["y/c"]
     assert indexer.by_index(NAMESPACE_INDEX, "nope") == []
     assert len(indexer.index(NAMESPACE_INDEX, _pod("zzz", "x"))) == 2

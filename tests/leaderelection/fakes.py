@@ -29,7 +29,7 @@ class LeaseServer:
     def read(self) -> _Stored:
         with self._lock:
             if self._stored is None:
-                raise LockNotFoundError("leases.coordination.k8s.io \"lock\" not found")
+                raise LockNotFoundError('leases.coordination.k8s.io "lock" not found')
             return _Stored(self._stored.record, self._stored.resource_version)
 
     def create(self, record: LeaderElectionRecord) -> int:

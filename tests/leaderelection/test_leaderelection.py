@@ -17,8 +17,9 @@ from tests.leaderelection.fakes import FakeLock, LeaseServer
 
 
 class Candidate:
-    def __init__(self, server: LeaseServer, identity: str, clock: FakeClock, seed: int,
-                 **config: Any) -> None:
+    def __init__(
+        self, server: LeaseServer, identity: str, clock: FakeClock, seed: int, **config: Any
+    ) -> None:
         self.lock = FakeLock(server, identity)
         self.started = threading.Event()
         self.lost: threading.Event | None = None
@@ -74,8 +75,9 @@ def settle(clock: FakeClock, parked: int) -> None:
     wait_until(lambda: clock.waiters() == parked, message=f"{parked} loops parked")
 
 
-def run_for(clock: FakeClock, seconds: float, parked: int, step: float = 0.5,
-            check: Any = None) -> None:
+def run_for(
+    clock: FakeClock, seconds: float, parked: int, step: float = 0.5, check: Any = None
+) -> None:
     t = 0.0
     while t < seconds:
         clock.step(step)
@@ -95,8 +97,7 @@ def test_config_validation_uses_client_go_messages(server: LeaseServer) -> None:
     with pytest.raises(ValueError, match="Lock identity is empty"):
         LeaderElectionConfig(lock=FakeLock(server, ""), callbacks=cb)
     defaults = LeaderElectionConfig(lock=lock, callbacks=cb)
-    assert (defaults.lease_duration, defaults.renew_deadline, defaults.retry_period) == (
-        30, 20, 6)
+    assert (defaults.lease_duration, defaults.renew_deadline, defaults.retry_period) == (30, 20, 6)
 
 
 def test_first_candidate_acquires_and_the_other_follows(

@@ -37,13 +37,23 @@ class Replica:
         self.started = threading.Event()
         self.stopped = threading.Event()
         self.stop = threading.Event()
-        self.elector = LeaderElector(LeaderElectionConfig(
-            lock=LeaseLock(self.api, "kube-system", "kube-ovn-controller", identity,
-                           request_timeout=RENEW / 2),
-            callbacks=LeaderCallbacks(lambda lost: self.started.set(), self.stopped.set),
-            lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY,
-            release_on_cancel=release, name="kube-ovn-controller",
-        ))
+        self.elector = LeaderElector(
+            LeaderElectionConfig(
+                lock=LeaseLock(
+                    self.api,
+                    "kube-system",
+                    "kube-ovn-controller",
+                    identity,
+                    request_timeout=RENEW / 2,
+                ),
+                callbacks=LeaderCallbacks(lambda lost: self.started.set(), self.stopped.set),
+                lease_duration=LEASE,
+                renew_deadline=RENEW,
+                retry_period=RETRY,
+                release_on_cancel=release,
+                name="kube-ovn-controller",
+            )
+        )
         self.thread = threading.Thread(target=self.elector.run, args=(self.stop,), daemon=True)
 
     def close(self) -> None:
@@ -53,8 +63,7 @@ class Replica:
 
 
 def lease_spec(server: ApiServer) -> dict[str, Any]:
-    spec: dict[str, Any] = server.store.get("leases", "kube-system", "kube-ovn-controller")[
-        "spec"]
+    spec: dict[str, Any] = server.store.get("leases", "kube-system", "kube-ovn-controller")["spec"]
     return spec
 
 

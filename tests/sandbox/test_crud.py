@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +35,11 @@ class Typed:
 
     def create(self, clients: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         out = self._fn(clients, "create")(*self._ns(), body)
-        return clients["api"].sanitize_for_serialization(out)  # type: ignore[no-any-return]
+        return clients["api"].sanitize_for_serialization(out)
 
     def read(self, clients: dict[str, Any], name: str) -> dict[str, Any]:
         out = self._fn(clients, "read")(name, *self._ns())
-        return clients["api"].sanitize_for_serialization(out)  # type: ignore[no-any-return]
+        return clients["api"].sanitize_for_serialization(out)
 
     def list_names(self, clients: dict[str, Any]) -> list[str]:
         out = self._fn(clients, "list")(*self._ns())
@@ -45,7 +47,7 @@ class Typed:
 
     def replace(self, clients: dict[str, Any], name: str, body: dict[str, Any]) -> dict[str, Any]:
         out = self._fn(clients, "replace")(name, *self._ns(), body)
-        return clients["api"].sanitize_for_serialization(out)  # type: ignore[no-any-return]
+        return clients["api"].sanitize_for_serialization(out)
 
     def delete(self, clients: dict[str, Any], name: str) -> None:
         self._fn(clients, "delete")(name, *self._ns())
@@ -69,17 +71,17 @@ class Custom:
         return getattr(clients["custom"], name)
 
     def create(self, clients: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
-        return self._fn(clients, "create")(*self._args(), body)  # type: ignore[no-any-return]
+        return self._fn(clients, "create")(*self._args(), body)
 
     def read(self, clients: dict[str, Any], name: str) -> dict[str, Any]:
-        return self._fn(clients, "get")(*self._args(), name)  # type: ignore[no-any-return]
+        return self._fn(clients, "get")(*self._args(), name)
 
     def list_names(self, clients: dict[str, Any]) -> list[str]:
         out = self._fn(clients, "list")(*self._args())
         return [i["metadata"]["name"] for i in out["items"]]
 
     def replace(self, clients: dict[str, Any], name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._fn(clients, "replace")(*self._args(), name, body)  # type: ignore[no-any-return]
+        return self._fn(clients, "replace")(*self._args(), name, body)
 
     def delete(self, clients: dict[str, Any], name: str) -> None:
         self._fn(clients, "delete")(*self._args(), name)
@@ -271,3 +273,26 @@ def test_request_log_records_verbs(server: ApiServer, core: Any) -> None:
             ("", "pods/status", "patch"), ("", "pods", "delete")} <= used
     last = server.request_log[-1]
     assert (last.method, last.namespace, last.name, last.code) == ("DELETE", NS, "p", 200)
+
+
+def test_protocol_errors_answer_a_status(server: ApiServer) -> None:
+    for method in ("OPTIONS", "BREW"):
+        req = urllib.request.Request(f"{server.url}/api/v1/pods", method=method)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=5)
+        assert err.value.code in (405, 501)
+        status = json.loads(err.value.read())
+        assert status["kind"] == "Status" and status["code"] == err.value.code
+
+
+def test_request_hook_and_bounded_log() -> None:
+    with ApiServer(request_log_limit=2) as small, small.api_client() as api:
+        seen: list[tuple[str, int]] = []
+        small.add_request_hook(lambda rec: seen.append((rec.verb, rec.code)))
+        small_core = client.CoreV1Api(api)
+        small_core.list_namespace()
+        small_core.create_namespaced_config_map(NS, {"metadata": {"name": "c"}})
+        small_core.read_namespaced_config_map("c", NS)
+        assert seen == [("list", 200), ("create", 201), ("get", 200)]
+        assert [r.verb for r in small.request_log] == ["create", "get"]
+        assert ("", "namespaces", "list") in small.verbs_used()

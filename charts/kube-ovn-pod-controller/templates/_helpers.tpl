@@ -1,0 +1,125 @@
+{{/*
+Names and labels. Resource names are truncated to 63 characters (the DNS label limit many
+fields are held to).
+*/}}
+{{- define "kopc.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kopc.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kopc.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kopc.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kopc.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kopc.labels" -}}
+helm.sh/chart: {{ include "kopc.chart" . }}
+{{ include "kopc.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/part-of: kube-ovn
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "kopc.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kopc.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "kopc.image" -}}
+{{- $repo := .Values.image.repository }}
+{{- if .Values.image.registry }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .Values.image.registry) $repo }}
+{{- end }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $repo .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+One flag value as the controller parses it: lists joined with commas, whole numbers without an
+exponent (YAML numbers reach templates as float64, and 1000000 would print as 1e+06).
+*/}}
+{{- define "kopc.flagValue" -}}
+{{- if kindIs "slice" . }}
+{{- join "," . }}
+{{- else if kindIs "float64" . }}
+{{- if eq . (float64 (int64 .)) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- else }}
+{{- . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The controller's arguments as a YAML list: the chart-owned flags first, then every non-empty
+`config` key in key order as --key=value, then `extraArgs`.
+*/}}
+{{- define "kopc.args" -}}
+{{- $ssl := .Values.ovn.ssl }}
+{{- if .Values.ovn.nbAddr }}
+- {{ printf "--ovn-nb-addr=%s" .Values.ovn.nbAddr | quote }}
+{{- end }}
+{{- if $ssl.enabled }}
+- {{ printf "--ovn-nb-ssl-key=%s/%s" $ssl.mountPath $ssl.keyKey | quote }}
+- {{ printf "--ovn-nb-ssl-cert=%s/%s" $ssl.mountPath $ssl.certKey | quote }}
+- {{ printf "--ovn-nb-ssl-ca=%s/%s" $ssl.mountPath $ssl.caKey | quote }}
+{{- end }}
+- {{ printf "--metrics-addr=%s" .Values.metrics.bindAddress | quote }}
+- {{ printf "--metrics-port=%d" (int .Values.metrics.port) | quote }}
+{{- range $key, $value := .Values.config }}
+{{- if not (or (kindIs "invalid" $value) (and (kindIs "string" $value) (eq $value ""))) }}
+- {{ printf "--%s=%s" $key (include "kopc.flagValue" $value) | quote }}
+{{- end }}
+{{- end }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+Cross-field checks the JSON schema cannot express; each fails the render with a clear message.
+*/}}
+{{- define "kopc.validate" -}}
+{{- $leaderElect := true }}
+{{- if hasKey .Values.config "leader-elect" }}
+{{- if kindIs "bool" (index .Values.config "leader-elect") }}
+{{- $leaderElect = index .Values.config "leader-elect" }}
+{{- end }}
+{{- end }}
+{{- if and (gt (int .Values.replicaCount) 1) (not $leaderElect) }}
+{{- fail "replicaCount > 1 needs config.leader-elect: true (replicas would program OVN concurrently)" }}
+{{- end }}
+{{- $nb := .Values.ovn.nbAddr }}
+{{- if and .Values.ovn.ssl.enabled $nb (not (hasPrefix "ssl:" $nb)) }}
+{{- fail "ovn.ssl.enabled: ovn.nbAddr must use ssl: remotes (e.g. ssl:[10.0.0.1]:6641)" }}
+{{- end }}
+{{- if and (not .Values.ovn.ssl.enabled) (contains "ssl:" $nb) }}
+{{- fail "ovn.nbAddr has ssl: remotes: set ovn.ssl.enabled=true and ovn.ssl.secretName" }}
+{{- end }}
+{{- if eq (index .Values.config "network-type" | default "geneve") "vlan" }}
+{{- if not (index .Values.config "default-interface-name") }}
+{{- fail "config.network-type vlan needs config.default-interface-name" }}
+{{- end }}
+{{- end }}
+{{- end }}
