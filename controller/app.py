@@ -3,6 +3,7 @@
 `main(argv)` is `python -m cmd.controller` / `kube-ovn-controller`: parse the flags (a bad one
 prints "error: ..." and exits 2), set up logging, then run a `Controller` until SIGTERM/SIGINT
 (exit 0, the lease handed back) or until the leadership is lost or start-up fails (exit 1).
+`kube-ovn-controller check` audits the cluster once instead (`controller.check.run_check`).
 
 `Controller(config)` owns every component, so tests and the sandbox run the real thing
 in-process: `start()` returns at once, `stop()` shuts everything down, `wait()` gives the exit
@@ -55,6 +56,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.bootstrap import init_default_vpc, init_ipam, init_ovn, startup_gc
 from controller.cache import Indexer, SharedIndexInformer, SharedInformerFactory
+from controller.check import run_check
 from controller.config import COMMAND_CHECK, Config, parse_args
 from controller.config import build_parser as build_config_parser
 from controller.constants import (
@@ -603,8 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     setup_logging(config.log_level, config.log_format)
     if config.command == COMMAND_CHECK:
-        print("error: the 'check' command is not implemented in this build", file=sys.stderr)
-        return EXIT_USAGE
+        return run_check(config)
     LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
     controller = Controller(config)
 

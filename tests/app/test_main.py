@@ -64,3 +64,18 @@ def test_unreachable_nb_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[st
     ]
     assert main(argv) == EXIT_FAILURE
     assert "error: " in capsys.readouterr().err
+
+
+def test_check_subcommand_runs_the_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # no API server behind the kubeconfig: the audit reports it cannot read (exit 2)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
+    argv = [
+        "check",
+        f"--kubeconfig={kubeconfig}",
+        f"--ovn-nb-addr=unix:{tmp_path / 'nb.sock'}",
+        "--ovn-timeout=1",
+    ]
+    assert main(argv) == 2
+    assert "check: " in capsys.readouterr().out

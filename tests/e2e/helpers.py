@@ -91,3 +91,17 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+def audit_clean(argv: list[str], *, strict: bool = True) -> None:
+    """Run the read-only `check` audit (controller.check) and fail with its report if unclean."""
+    import io
+
+    from controller.check import run_check
+    from controller.config import parse_args
+
+    out = io.StringIO()
+    code = run_check(
+        parse_args(["check", *argv], {"KUBE_NAMESPACE": "kube-system"}), out=out, strict=strict
+    )
+    assert code == 0, out.getvalue()

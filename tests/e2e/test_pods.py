@@ -20,7 +20,15 @@ from controller.constants import (
     ROUTED_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, pod, wait_for
+from tests.e2e.helpers import (
+    NODE,
+    annotations,
+    audit_clean,
+    get_or_none,
+    http_get,
+    pod,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -112,6 +120,7 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
         in text
     )
     assert "rest_client_requests_total{" in text
+    audit_clean(cluster.argv())
 
 
 def test_same_name_new_pod_is_not_disturbed(ctl: Controller, cluster: Cluster) -> None:
@@ -166,6 +175,7 @@ def test_static_addresses_and_their_errors(ctl: Controller, cluster: Cluster) ->
     for name in ("clash", "outside", "netaddr"):
         assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, name)
         assert cluster.nb.get_port(f"{name}.{NS}") is None
+    audit_clean(cluster.argv(), strict=False)  # the refused pods stay pending, nothing is wrong
 
 
 def test_ip_pool_skips_addresses_held_by_others(ctl: Controller, cluster: Cluster) -> None:
@@ -178,6 +188,7 @@ def test_ip_pool_skips_addresses_held_by_others(ctl: Controller, cluster: Cluste
     assert allocated(cluster, "pool-a")[IP_ADDRESS_ANNOTATION] == "10.16.0.61"
     store.create("pods", pod("pool-b", annotations={IP_POOL_ANNOTATION: pool}))
     assert allocated(cluster, "pool-b")[IP_ADDRESS_ANNOTATION] == "10.16.0.62"
+    audit_clean(cluster.argv())
 
 
 def test_inspection_recreates_a_lost_port(ctl: Controller, cluster: Cluster) -> None:

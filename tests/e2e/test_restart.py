@@ -10,7 +10,7 @@ from controller.app import Controller
 from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, pod, wait_for
+from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -105,6 +105,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
         message="subnet status counts the four pods",
     )
     assert used
+    audit_clean(cluster.argv())
 
 
 def test_statefulset_pod_keeps_its_address_across_a_restart(
@@ -145,3 +146,4 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
     again = wait_for(lambda: all_allocated(cluster, {"db-0", "other"}), message="db-0 again")
     assert again["db-0"] == ip
     assert again["other"] != ip
+    audit_clean(cluster.argv())
