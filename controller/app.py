@@ -183,6 +183,12 @@ class Controller:
         """Connect, build and start; returns at once. Raises on connection/config failures."""
         try:
             self._build()
+            if self._stop.is_set():
+                # stopped (a signal) while connecting: start nothing; the NB connection may
+                # have come up after stop() looked for it
+                if self.nb is not None:
+                    self.nb.close()
+                return self
             assert self.metrics_server is not None and self.recorder is not None
             self.metrics_server.start()
             self.recorder.start()
