@@ -159,3 +159,27 @@ def test_subnet_namespace_and_node_lifecycle(
     wait_for(lambda: cluster.nb.get_port("node-node2") is None, message="node port deleted")
     wait_for(lambda: get_or_none(server, "ips", None, "node-node2") is None, message="IP CR gone")
     assert ctl.ipam.get_pod_address("node-node2") == []
+
+
+def test_support_controllers_can_be_switched_off(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = start_controller(
+        "--enable-subnet-controller=false",
+        "--enable-namespace-controller=false",
+        "--enable-node-controller=false",
+    )
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    assert (ctl.subnet_controller, ctl.namespace_controller, ctl.node_controller) == (
+        None,
+        None,
+        None,
+    )
+    # bootstrap still ran and IPAM knows the subnets, but nobody annotates namespaces or nodes
+    assert ctl.ipam.has_subnet("ovn-default") and ctl.ipam.has_subnet("join")
+    assert {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches())
+    assert LOGICAL_SWITCH_ANNOTATION not in annotations(
+        cluster.server, "namespaces", None, "default"
+    )
+    assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "nodes", None, NODE)
+    assert ctl.registry.get_sample_value("workqueue_adds_total", {"name": "AddNamespace"}) is None
