@@ -65,6 +65,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ from controller.kube.errors import KubeApiError
 from controller.model import Pod, StatefulSet, Subnet, VirtualMachine
 from controller.naming import node_port_name, pod_name_to_port_name
 from controller.ovn import logic as ovn_logic
-from controller.ovn.api import VENDOR, NatRule, NbClient, OvnError, PortInfo, StaticRoute
+from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
 from controller.pod_logic import (
     get_name_by_pod,
@@ -271,8 +272,13 @@ class GarbageCollector:
             LOG.info("lsp gc: %d ports, %d orphans, %d due", len(ports), len(orphans), len(due))
             if not due:
                 return []
-            routes = self._nb.list_static_routes(self._router)
-            nats = self._nb.list_nat_rules(self._router)
+            # address -> how many rows, read once per pass (a port's cleanup is then O(1))
+            routes = Counter(
+                ip
+                for r in self._nb.list_static_routes(self._router)
+                if (ip := _host_address(r.ip_prefix)) is not None
+            )
+            nats = Counter(n.logical_ip for n in self._nb.list_nat_rules(self._router))
             deleted: list[str] = []
             for port in due:
                 try:
@@ -299,8 +305,8 @@ class GarbageCollector:
         self,
         port: PortInfo,
         snap: _Snapshot,
-        routes: list[StaticRoute],
-        nats: list[NatRule],
+        routes: Counter[str],
+        nats: Counter[str],
     ) -> bool:
         key = port.external_ids.get(POD_KEY, "")
         is_node_port = not key and port.name.startswith(NODE_PORT_PREFIX)
@@ -319,20 +325,18 @@ class GarbageCollector:
         return True
 
     def _delete_routes_and_nat(
-        self, ips: set[str], key: str, routes: list[StaticRoute], nats: list[NatRule]
+        self, ips: set[str], key: str, routes: Counter[str], nats: Counter[str]
     ) -> None:
         for ip in sorted(ips):
             if self._held_by_other(ip, key):
                 LOG.info("address %s now belongs to another pod; keeping its routes", ip)
                 continue
-            matching = [r for r in routes if _host_address(r.ip_prefix) == ip]
-            if matching:
+            if routes[ip]:
                 self._nb.delete_static_route(ip, self._router)
-                self._count(RESOURCE_STATIC_ROUTE, len(matching))
-            rules = [n for n in nats if n.logical_ip == ip]
-            if rules:
+                self._count(RESOURCE_STATIC_ROUTE, routes.pop(ip))
+            if nats[ip]:
                 self._nb.delete_nat_rule(ip, self._router)
-                self._count(RESOURCE_NAT, len(rules))
+                self._count(RESOURCE_NAT, nats.pop(ip))
 
     # -- IP CRs --------------------------------------------------------------------------------
 
