@@ -235,22 +235,36 @@ class GarbageCollector:
         LOG.info("periodic garbage collection stopped")
 
     def run_once(self) -> None:
-        """One pass of every collector; a failing step is logged and the others still run."""
+        """One pass of every collector; a failing step is logged and the others still run.
+
+        The LSP and IP CR sweeps share one read of the caches (NB ports and IP CRs are listed
+        first, see "Safety rules").
+        """
         start = self._clock.now()
-        steps: tuple[tuple[str, Callable[[], list[str]]], ...] = (
-            ("logical switch ports", self.mark_and_clean_lsp),
-            ("IP CRs", self.gc_ip_crs),
-            ("static routes", self.gc_static_routes),
-        )
-        for what, step in steps:
-            try:
-                step()
-            # NOTE: the loop must outlive NB / API outages; the next pass retries.
-            except Exception:
-                LOG.exception("garbage collection of %s failed", what)
+        with self._lock:
+            if self._is_ready():
+                ports: list[PortInfo] | None = None
+                try:
+                    ports = self._list_ports()
+                except OvnError as exc:
+                    LOG.warning("garbage collection cannot list logical switch ports: %s", exc)
+                crs = self._ips.list()
+                snap = self._snapshot()
+                if ports is not None:
+                    self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
+                self._guarded("IP CRs", self._sweep_ips, crs, snap)
+                self._guarded("static routes", self._sweep_static_routes)
         if self._metrics is not None:
             self._metrics.gc_run()
         LOG.info("take %d ms to collect garbage", round((self._clock.now() - start) * 1000))
+
+    @staticmethod
+    def _guarded(what: str, step: Callable[..., list[str]], *args: Any) -> None:
+        try:
+            step(*args)
+        # NOTE: the loop must outlive NB / API outages; the next pass retries.
+        except Exception:
+            LOG.exception("garbage collection of %s failed", what)
 
     # -- logical switch ports ------------------------------------------------------------------
 
@@ -259,39 +273,44 @@ class GarbageCollector:
         with self._lock:
             if not self._is_ready():
                 return []
-            ports = [p for p in self._nb.list_ports(VENDOR) if not _is_router_port(p)]
-            snap = self._snapshot()
-            names = {p.name for p in ports}
-            orphans = {p.name: p for p in ports if not self._port_kept(p, snap)}
-            for port_name, key in sorted(snap.expected_ports.items()):
-                if port_name not in names:
-                    # NOTE: the inspection (PodController.inspect_pods) re-creates it.
-                    LOG.warning("lsp lost for pod %s (port %s)", key, port_name)
-            due = [orphans[n] for n in sorted(orphans) if n in self._last_lsp_orphans]
-            self._last_lsp_orphans = set(orphans)
-            LOG.info("lsp gc: %d ports, %d orphans, %d due", len(ports), len(orphans), len(due))
-            if not due:
-                return []
-            # address -> how many rows, read once per pass (a port's cleanup is then O(1))
-            routes = Counter(
-                ip
-                for r in self._nb.list_static_routes(self._router)
-                if (ip := _host_address(r.ip_prefix)) is not None
-            )
-            nats = Counter(n.logical_ip for n in self._nb.list_nat_rules(self._router))
-            deleted: list[str] = []
-            for port in due:
-                try:
-                    gone = self._delete_orphan_port(port, snap, routes, nats)
-                except (OvnError, KubeApiError) as exc:
-                    LOG.warning("gc lsp %s failed, retrying next pass: %s", port.name, exc)
-                    continue
-                if gone:
-                    deleted.append(port.name)
-                else:
-                    self._last_lsp_orphans.discard(port.name)
-            self._count(RESOURCE_LSP, len(deleted))
-            return deleted
+            ports = self._list_ports()
+            return self._sweep_lsps(ports, self._snapshot())
+
+    def _list_ports(self) -> list[PortInfo]:
+        return [p for p in self._nb.list_ports(VENDOR) if not _is_router_port(p)]
+
+    def _sweep_lsps(self, ports: list[PortInfo], snap: _Snapshot) -> list[str]:
+        names = {p.name for p in ports}
+        orphans = {p.name: p for p in ports if not self._port_kept(p, snap)}
+        for port_name, key in sorted(snap.expected_ports.items()):
+            if port_name not in names:
+                # NOTE: the inspection (PodController.inspect_pods) re-creates it.
+                LOG.warning("lsp lost for pod %s (port %s)", key, port_name)
+        due = [orphans[n] for n in sorted(orphans) if n in self._last_lsp_orphans]
+        self._last_lsp_orphans = set(orphans)
+        LOG.info("lsp gc: %d ports, %d orphans, %d due", len(ports), len(orphans), len(due))
+        if not due:
+            return []
+        # address -> how many rows, read once per pass (a port's cleanup is then O(1))
+        routes = Counter(
+            ip
+            for r in self._nb.list_static_routes(self._router)
+            if (ip := _host_address(r.ip_prefix)) is not None
+        )
+        nats = Counter(n.logical_ip for n in self._nb.list_nat_rules(self._router))
+        deleted: list[str] = []
+        for port in due:
+            try:
+                gone = self._delete_orphan_port(port, snap, routes, nats)
+            except (OvnError, KubeApiError) as exc:
+                LOG.warning("gc lsp %s failed, retrying next pass: %s", port.name, exc)
+                continue
+            if gone:
+                deleted.append(port.name)
+            else:
+                self._last_lsp_orphans.discard(port.name)
+        self._count(RESOURCE_LSP, len(deleted))
+        return deleted
 
     def _port_kept(self, port: PortInfo, snap: _Snapshot) -> bool:
         if port.name in snap.kept_names:
@@ -346,30 +365,32 @@ class GarbageCollector:
             if not self._is_ready():
                 return []
             crs = self._ips.list()
-            snap = self._snapshot()
-            orphans: dict[str, tuple[str, bool]] = {}  # CR name -> (IPAM key, is a node's)
-            for raw in crs:
-                name = str(_meta(raw).get("name") or "")
-                owner = self._ip_cr_owner(raw)
-                if not name or owner is None:
-                    continue
-                if not self._ip_cr_kept(name, *owner, snap):
-                    orphans[name] = owner
-            due = sorted(n for n in orphans if n in self._last_ip_orphans)
-            self._last_ip_orphans = set(orphans)
-            LOG.info("ip gc: %d CRs, %d orphans, %d due", len(crs), len(orphans), len(due))
-            deleted: list[str] = []
-            for name in due:
-                try:
-                    gone = self._delete_orphan_ip(name, *orphans[name], snap)
-                except KubeApiError as exc:
-                    LOG.warning("gc ip %s failed, retrying next pass: %s", name, exc)
-                    continue
-                if gone:
-                    deleted.append(name)
-                else:
-                    self._last_ip_orphans.discard(name)
-            return deleted
+            return self._sweep_ips(crs, self._snapshot())
+
+    def _sweep_ips(self, crs: list[Any], snap: _Snapshot) -> list[str]:
+        orphans: dict[str, tuple[str, bool]] = {}  # CR name -> (IPAM key, is a node's)
+        for raw in crs:
+            name = str(_meta(raw).get("name") or "")
+            owner = self._ip_cr_owner(raw)
+            if not name or owner is None:
+                continue
+            if not self._ip_cr_kept(name, *owner, snap):
+                orphans[name] = owner
+        due = sorted(n for n in orphans if n in self._last_ip_orphans)
+        self._last_ip_orphans = set(orphans)
+        LOG.info("ip gc: %d CRs, %d orphans, %d due", len(crs), len(orphans), len(due))
+        deleted: list[str] = []
+        for name in due:
+            try:
+                gone = self._delete_orphan_ip(name, *orphans[name], snap)
+            except KubeApiError as exc:
+                LOG.warning("gc ip %s failed, retrying next pass: %s", name, exc)
+                continue
+            if gone:
+                deleted.append(name)
+            else:
+                self._last_ip_orphans.discard(name)
+        return deleted
 
     @staticmethod
     def _ip_cr_owner(raw: Any) -> tuple[str, bool] | None:
@@ -416,33 +437,36 @@ class GarbageCollector:
         with self._lock:
             if not self._is_ready():
                 return []
-            if not self._ipam.subnet_names():
-                LOG.warning("skip static route gc: IPAM has no subnet (not rebuilt yet?)")
-                return []
-            routes = self._nb.list_static_routes(self._router)
-            stale: dict[str, int] = {}
-            for route in routes:
-                if route.policy != POLICY_SRC_IP:
-                    continue
-                ip = _host_address(route.ip_prefix)
-                if ip is not None and not self._ipam.contain_address(ip):
-                    stale[ip] = stale.get(ip, 0) + 1
-            due = sorted(ip for ip in stale if ip in self._last_route_orphans)
-            self._last_route_orphans = set(stale)
-            deleted: list[str] = []
-            for ip in due:
-                if self._ipam.contain_address(ip):  # allocated meanwhile
-                    self._last_route_orphans.discard(ip)
-                    continue
-                try:
-                    self._nb.delete_static_route(ip, self._router)
-                except OvnError as exc:
-                    LOG.warning("gc static route %s failed, retrying next pass: %s", ip, exc)
-                    continue
-                LOG.info("gc static route %s on %s", ip, self._router)
-                deleted.append(ip)
-                self._count(RESOURCE_STATIC_ROUTE, stale[ip])
-            return deleted
+            return self._sweep_static_routes()
+
+    def _sweep_static_routes(self) -> list[str]:
+        if not self._ipam.subnet_names():
+            LOG.warning("skip static route gc: IPAM has no subnet (not rebuilt yet?)")
+            return []
+        routes = self._nb.list_static_routes(self._router)
+        stale: dict[str, int] = {}
+        for route in routes:
+            if route.policy != POLICY_SRC_IP:
+                continue
+            ip = _host_address(route.ip_prefix)
+            if ip is not None and not self._ipam.contain_address(ip):
+                stale[ip] = stale.get(ip, 0) + 1
+        due = sorted(ip for ip in stale if ip in self._last_route_orphans)
+        self._last_route_orphans = set(stale)
+        deleted: list[str] = []
+        for ip in due:
+            if self._ipam.contain_address(ip):  # allocated meanwhile
+                self._last_route_orphans.discard(ip)
+                continue
+            try:
+                self._nb.delete_static_route(ip, self._router)
+            except OvnError as exc:
+                LOG.warning("gc static route %s failed, retrying next pass: %s", ip, exc)
+                continue
+            LOG.info("gc static route %s on %s", ip, self._router)
+            deleted.append(ip)
+            self._count(RESOURCE_STATIC_ROUTE, stale[ip])
+        return deleted
 
     # -- what the caches account for -------------------------------------------------------------
 
