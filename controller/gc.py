@@ -38,7 +38,8 @@ Safety rules (the "older than" guard):
   port is never judged against a cache that predates the pod.
 * Just before deleting, each object is re-checked against the live caches, under the pod's key
   lock when a `key_mutex` (the pod handlers' `KeyMutex`) is given, so an add or delete handler for
-  that key is never interleaved with the sweep.
+  that key is never interleaved with the sweep. (The handlers lock `ns/<pod name>`; a VM port
+  under --keep-vm-ip carries `ns/<vm name>`, so for those the re-check alone guards.)
 * An IPAM key is released only if no pod with that key is in the cache (a dead pod's own delete
   handler owns its release, and a re-created pod keeps what it holds); routes and NAT of an
   address are removed only if no other IPAM key holds that address now (kube-ovn #4304: the

@@ -283,6 +283,18 @@ def test_ip_cr_without_owner_is_left_alone() -> None:
     assert "mystery" in w.kube.ips
 
 
+def test_node_ip_cr_of_a_deleted_node_goes_with_its_address() -> None:
+    w = World()
+    w.node("n1", "100.64.0.2", "00:00:00:00:01:01")
+    w.node("n9", "100.64.0.9", "00:00:00:00:01:09", api=False)
+    w.fake_nb().delete_port("node-n9")  # only the IP CR and the address are left
+    w.sync()
+    w.gc.gc_ip_crs()
+    assert w.gc.gc_ip_crs() == ["node-n9"]
+    assert set(w.kube.ips) == {"node-n1"}
+    assert w.held("node-n9") == [] and w.held("node-n1") == ["100.64.0.2"]
+
+
 # -- static routes --------------------------------------------------------------------------
 
 
