@@ -26,11 +26,12 @@ Start-up order, as kube-ovn's `Controller.Run` (kube-ovn.md 5.5):
    callback also checks `is_leader`). Losing the lease ends the process with exit code 1.
 2. informers started; caches synced (failure: exit 1).
 3. bootstrap: default Vpc, cluster router, join and default subnets (`controller.bootstrap`).
-4. IPAM rebuilt (`init_ipam`), then the start-up gc of pods deleted while no controller ran.
+4. IPAM rebuilt (`init_ipam`), then the start-up gc (`GarbageCollector.run_startup_gc`: what
+   pods deleted while no controller ran left behind).
 5. workers: subnet and namespace first; wait (bounded) until the namespace queue drained and the
    join / default switches exist; node workers; wait (bounded) until every node is allocated;
    then the pod workers and the periodic loops (pod inspection every `--inspect-interval`,
-   subnet status every 30 s).
+   garbage collection every `--gc-interval`, subnet status every 30 s).
 
 `/readyz` is 200 once the election loop runs and, when this replica leads, once the workers
 started (caches synced, IPAM rebuilt); a standing-by follower is ready. `/healthz` fails when a
@@ -54,7 +55,7 @@ from typing import Any
 import prometheus_client
 from prometheus_client import CollectorRegistry
 
-from controller.bootstrap import init_default_vpc, init_ipam, init_ovn, startup_gc
+from controller.bootstrap import init_default_vpc, init_ipam, init_ovn
 from controller.cache import Indexer, SharedIndexInformer, SharedInformerFactory
 from controller.check import run_check
 from controller.config import COMMAND_CHECK, Config, parse_args
@@ -85,6 +86,7 @@ from controller.constants import (
     RESOURCE_VPCS,
 )
 from controller.errors import ConfigError
+from controller.gc import GarbageCollector
 from controller.ipam import IPAM
 from controller.keymutex import KeyMutex
 from controller.kube.client import KubeClient, load_api_client
@@ -151,6 +153,7 @@ class Controller:
         self.kube: KubeClient
         self.cluster: ApiClientClusterApi
         self.pod_queues: PodQueues
+        self.gc: GarbageCollector
         self.queue_metrics = PrometheusMetricsProvider(self.registry)
         self.ipam = IPAM()
         self.key_mutex = KeyMutex()
@@ -368,6 +371,21 @@ class Controller:
             metrics=self.metrics,
         )
         inf["pods"].add_event_handler(self.pod_controller)
+        self.gc = GarbageCollector(
+            config=cfg,
+            pods=idx("pods"),
+            nodes=idx("nodes"),
+            ips=idx(RESOURCE_IPS),
+            subnets=idx(RESOURCE_SUBNETS),
+            statefulsets=opt("statefulsets"),
+            vms=opt("vms"),
+            kube=kube,
+            nb=nb,
+            ipam=self.ipam,
+            metrics=self.metrics,
+            key_mutex=self.key_mutex,
+            ready=lambda: all(i.has_synced() for i in inf.values()),
+        )
 
         if cfg.enable_subnet_controller:
             self.subnet_controller = SubnetController(
@@ -513,17 +531,7 @@ class Controller:
             pods=self.indexer("pods"),
             nodes=self.indexer("nodes"),
         )
-        startup_gc(
-            ipam=self.ipam,
-            kube=self.kube,
-            nb=self.nb,
-            ips=self.indexer(RESOURCE_IPS),
-            pods=self.indexer("pods"),
-            nodes=self.indexer("nodes"),
-            router=cfg.cluster_router,
-            subnets=[*bootstrapped, *self.indexer(RESOURCE_SUBNETS).list()],
-            metrics=self.metrics,
-        )
+        self.gc.run_startup_gc()
         if stop.is_set():
             return
         self._start_workers(stop)
@@ -551,6 +559,7 @@ class Controller:
         assert self.pod_controller is not None
         threads += self.pod_controller.run_workers(cfg.worker_num, stop)
         self._spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)
+        self._spawn("gc", self.gc.run, stop)
         if self.subnet_controller is not None:
             self._spawn(
                 "subnet-status-resync",

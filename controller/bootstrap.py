@@ -14,12 +14,9 @@ In kube-ovn's order (`Controller.Run`, kube-ovn.md 5.5):
    every alive (or StatefulSet) non-hostNetwork pod, per network with `allocated=true` (missing
    or stale IP CRs of those pods are written back), and the annotations of allocated nodes.
    Logs "take X seconds to initialize IPAM". Every error is logged and skipped, never fatal.
-4. `startup_gc` (ours; kube-ovn leaves this to its periodic gc, issue #4304): IP CRs and
-   kube-ovn LSPs (`external_ids:pod=<ns>/<name>`) of pods that no longer exist are deleted and
-   their addresses released, so pods deleted while no controller ran leak nothing. CRs of
-   StatefulSet / VM pods are kept (their owner decides, part 2). Node IP CRs and `node-<name>`
-   ports of vanished nodes go too, and so do src-ip host routes on the cluster router whose
-   address lies in a subnet but is held by nobody in IPAM (the routes of deleted pods).
+
+The start-up garbage collection that follows (pods deleted while no controller ran) is
+`controller.gc.GarbageCollector.run_startup_gc`, run by `controller.app` right after `init_ipam`.
 
 Every function reads the informer caches and writes through the ports (`KubeApi`, `ClusterApi`,
 `NbClient`); nothing here knows a concrete adapter.
@@ -51,7 +48,6 @@ from controller.constants import (
     OVN_PROVIDER,
     POD_TYPE_STATEFULSET,
     POD_TYPE_VIRTUAL_MACHINE,
-    POLICY_SRC_IP,
     annotation_key,
 )
 from controller.errors import MalformedObjectError
@@ -59,12 +55,10 @@ from controller.ipam import IPAM, IPAMError
 from controller.kube.api import KubeApi, desired_ip, ip_update
 from controller.kube.cluster import ClusterApi
 from controller.kube.errors import AlreadyExistsError, KubeApiError
-from controller.metrics import ControllerMetrics
 from controller.model import Pod
 from controller.naming import node_port_name, pod_key
-from controller.netutil import check_protocol, parse_cidr, parse_ip
-from controller.ovn.api import NbClient, OvnError
-from controller.ovn.external_ids import POD_KEY
+from controller.netutil import check_protocol
+from controller.ovn.api import NbClient
 from controller.pod_logic import (
     build_ip_cr,
     get_name_by_pod,
@@ -324,121 +318,3 @@ def _restore_pod_net(
         LOG.error("init ipam: IP CR of pod %s: %s", pod.key, exc)
         return 1, 0, 1
     return 1, 1, 0
-
-
-# --- 4. start-up garbage collection --------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class GcReport:
-    ip_crs: tuple[str, ...]
-    ports: tuple[str, ...]
-    released: tuple[str, ...]
-    routes: tuple[str, ...] = ()
-
-
-def startup_gc(
-    *,
-    ipam: IPAM,
-    kube: KubeApi,
-    nb: NbClient,
-    ips: Indexer,
-    pods: Indexer,
-    nodes: Indexer,
-    router: str = "",
-    subnets: Iterable[Mapping[str, Any]] = (),
-    metrics: ControllerMetrics | None = None,
-) -> GcReport:
-    """Delete IP CRs and LSPs of pods (and nodes) that no longer exist; errors are logged."""
-    pod_keys = set(pods.list_keys())
-    node_names = set(nodes.list_keys())
-    kept: set[str] = set()
-    doomed_crs: list[str] = []
-    released: set[str] = set()
-    doomed_ports: set[str] = set()
-    for ip_cr in ips.list():
-        name = str(_meta(ip_cr).get("name") or "")
-        spec = _spec(ip_cr)
-        ns, pod_name = str(spec.get("namespace") or ""), str(spec.get("podName") or "")
-        if not name or not pod_name:
-            continue
-        if not ns:
-            if pod_name not in node_names and name == node_port_name(pod_name):
-                doomed_crs.append(name)
-                released.add(name)
-                doomed_ports.add(name)
-            continue
-        if spec.get("podType") in KEPT_POD_TYPES or pod_key(ns, pod_name) in pod_keys:
-            kept.add(name)
-            continue
-        doomed_crs.append(name)
-        released.add(pod_key(ns, pod_name))
-
-    try:
-        ports = nb.list_ports()
-    except OvnError as exc:
-        LOG.error("startup gc: cannot list ports: %s", exc)
-        ports = []
-    for port in ports:
-        owner = port.external_ids.get(POD_KEY, "")
-        if owner and owner not in pod_keys and port.name not in kept:
-            doomed_ports.add(port.name)
-            released.add(owner)
-
-    for key in sorted(released):
-        ipam.release_address_by_pod(key)
-    if doomed_ports:
-        try:
-            nb.delete_ports(sorted(doomed_ports))
-            LOG.info("startup gc: deleted %d ports: %s", len(doomed_ports), sorted(doomed_ports))
-        except OvnError as exc:
-            LOG.error("startup gc: deleting ports: %s", exc)
-            doomed_ports = set()
-    deleted_crs = []
-    for name in doomed_crs:
-        try:
-            kube.delete_ip(name)
-            deleted_crs.append(name)
-        except KubeApiError as exc:
-            LOG.error("startup gc: deleting IP %s: %s", name, exc)
-    if deleted_crs:
-        LOG.info("startup gc: deleted %d IP CRs: %s", len(deleted_crs), deleted_crs)
-    routes = _gc_routes(ipam, nb, router, subnets) if router else []
-    if metrics is not None:
-        metrics.gc_deleted_objects("lsp", len(doomed_ports))
-        metrics.gc_deleted_objects("ip", len(deleted_crs))
-        metrics.gc_deleted_objects("static_route", len(routes))
-    return GcReport(
-        tuple(deleted_crs), tuple(sorted(doomed_ports)), tuple(sorted(released)), tuple(routes)
-    )
-
-
-def _gc_routes(
-    ipam: IPAM, nb: NbClient, router: str, subnets: Iterable[Mapping[str, Any]]
-) -> list[str]:
-    networks = []
-    for subnet in subnets:
-        for block in str(_spec(subnet).get("cidrBlock") or "").split(","):
-            parsed = parse_cidr(block.strip())
-            if parsed is not None:
-                networks.append(parsed[1])
-    try:
-        routes = nb.list_static_routes(router)
-    except OvnError as exc:
-        LOG.error("startup gc: cannot list routes of %s: %s", router, exc)
-        return []
-    deleted = []
-    for route in routes:
-        ip = parse_ip(route.ip_prefix)
-        if route.policy != POLICY_SRC_IP or ip is None or not any(ip in n for n in networks):
-            continue
-        if ipam.contain_address(route.ip_prefix):
-            continue
-        try:
-            nb.delete_static_route(route.ip_prefix, router)
-            deleted.append(route.ip_prefix)
-        except OvnError as exc:
-            LOG.error("startup gc: deleting route %s: %s", route.ip_prefix, exc)
-    if deleted:
-        LOG.info("startup gc: deleted %d src-ip routes: %s", len(deleted), deleted)
-    return deleted

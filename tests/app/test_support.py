@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.bootstrap import init_ipam, startup_gc
+from controller.bootstrap import init_ipam
 from controller.cache import Indexer
 from controller.config import parse_args
 from controller.constants import (
@@ -22,7 +22,6 @@ from controller.ipam import IPAM
 from controller.kube.fake import FakeKubeApi
 from controller.namespace import desired_namespace_annotations
 from controller.node import NodeController, NodeQueues
-from controller.ovn.api import PortSpec
 from controller.ovn.fake import FakeNbClient
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.subnet import format_subnet_spec
@@ -157,59 +156,6 @@ def test_init_ipam_restores_pods_sts_crs_and_nodes_and_survives_bad_data() -> No
     )
     assert report.errors == 2  # the thief's conflict and the malformed pod
     assert kube.ips["alive.ns"]["spec"]["ipAddress"] == "10.16.0.5"  # missing CR written back
-
-
-# --- startup_gc ----------------------------------------------------------------------------------
-
-
-def test_startup_gc_removes_what_vanished_pods_and_nodes_left() -> None:
-    ipam, kube, nb = IPAM(), FakeKubeApi(), FakeNbClient()
-    ipam.add_or_update_subnet("ovn-default", "10.16.0.0/16", ["10.16.0.1"])
-    nb.ensure_logical_router("ovn-cluster")
-    nb.ensure_logical_switch("ovn-default", "ovn-cluster", "10.16.0.0/16", "10.16.0.1", {})
-
-    def port(name: str, ip: str, pod_name: str = "") -> None:
-        nb.create_port(
-            PortSpec(name, "ovn-default", f"00:00:00:00:00:{ip[-2:]}", (ip,), (), pod_name, "ns")
-        )
-
-    def ip_cr(name: str, pod_name: str, ns: str = "ns", pod_type: str = "") -> dict[str, Any]:
-        cr = {
-            "metadata": {"name": name},
-            "spec": {
-                "podName": pod_name,
-                "namespace": ns,
-                "subnet": "ovn-default",
-                "podType": pod_type,
-            },
-        }
-        kube.create_or_update_ip(cr)
-        return cr
-
-    port("live.ns", "10.16.0.11", "live")
-    port("gone.ns", "10.16.0.12", "gone")
-    port("web-1.ns", "10.16.0.13", "web-1")
-    port("node-old", "10.16.0.14")  # no pod external id: not a pod port, left alone here
-    ipam.get_static_address("ns/gone", "10.16.0.12", None, "ovn-default")
-    crs = indexer(
-        ip_cr("live.ns", "live"),
-        ip_cr("gone.ns", "gone"),
-        ip_cr("web-1.ns", "web-1", pod_type="StatefulSet"),
-        ip_cr("node-old", "old", ns=""),
-    )
-    report = startup_gc(
-        ipam=ipam,
-        kube=kube,
-        nb=nb,
-        ips=crs,
-        pods=indexer(pod("live", {})),
-        nodes=indexer(),
-    )
-    assert set(report.ip_crs) == {"gone.ns", "node-old"}
-    assert set(kube.ips) == {"live.ns", "web-1.ns"}
-    assert nb.get_port("gone.ns") is None and nb.get_port("node-old") is None
-    assert nb.get_port("live.ns") is not None and nb.get_port("web-1.ns") is not None
-    assert ipam.get_pod_address("ns/gone") == []
 
 
 # --- node controller -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from controller.app import Controller
-from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
+from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
@@ -59,10 +59,11 @@ def test_restart_converges_without_leaks_or_double_allocation(
     for name in ("p1", "p2", "p3", "p4"):
         store.create("pods", pod(name, node_name=NODE if name in ("p1", "p4") else ""))
     before = wait_for(lambda: all_allocated(cluster, {"p1", "p2", "p3", "p4"}), message="pods")
-    wait_for(
-        lambda: annotations(cluster.server, "pods", NS, "p1").get("ovn.kubernetes.io/routed"),
-        message="p1 routed",
-    )
+    for routed in ("p1", "p4"):
+        wait_for(
+            lambda r=routed: annotations(cluster.server, "pods", NS, r).get(ROUTED_ANNOTATION),
+            message=f"{routed} routed",
+        )
     first.stop()
     assert first.wait(15) == 0
 
