@@ -148,3 +148,26 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
     assert again["db-0"] == ip
     assert again["other"] != ip
     audit_clean(cluster.argv())
+
+
+def test_periodic_gc_removes_an_orphan_port_while_running(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = start_controller("--gc-interval=0.3")
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    cluster.server.store.create("pods", pod("keeper"))
+    wait_for(lambda: all_allocated(cluster, {"keeper"}), message="keeper allocated")
+    cluster.nb.create_port(
+        PortSpec(
+            name=f"stray.{NS}",
+            switch=SUBNET,
+            mac="00:00:00:65:43:21",
+            ips=("10.16.0.201",),
+            pod_name="stray",
+            pod_namespace=NS,
+        )
+    )
+    wait_for(lambda: cluster.nb.get_port(f"stray.{NS}") is None, message="orphan port collected")
+    assert cluster.nb.get_port(f"keeper.{NS}") is not None
+    gc_runs = ctl.registry.get_sample_value("kube_ovn_controller_gc_runs_total")
+    assert gc_runs is not None and gc_runs >= 2
