@@ -55,6 +55,7 @@ from controller.constants import (
     EXTERNAL_GATEWAY_CONFIG,
     EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
     IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
     QUEUE_ADD_POD,
     QUEUE_DELETE_POD,
     QUEUE_UPDATE_POD,
@@ -626,6 +627,7 @@ class PodController:
         """kube-ovn getPodKubeovnNets over the caches; a failure with an Event reason is
         recorded on the pod (unless `record` is False). `subnets` may pass a pre-read list."""
         try:
+            self._check_named_subnet(pod)
             return pl.get_pod_kubeovn_nets(
                 pod,
                 self._namespace(pod.namespace),
@@ -658,8 +660,31 @@ class PodController:
         return None if raw is None else Namespace.from_dict(raw)
 
     def _subnet_list(self) -> list[Subnet]:
-        # Sorted by name: "the first subnet of a provider" must not depend on cache order.
-        return sorted((Subnet.from_dict(s) for s in self._subnets.list()), key=lambda s: s.name)
+        """The well-formed cached subnets, sorted by name ("the first subnet of a provider" must
+        not depend on cache order). A malformed one is left out: it must not stop every other
+        pod (the subnet controller logs it; a pod naming it is told by `_check_named_subnet`)."""
+        out = []
+        for raw in self._subnets.list():
+            try:
+                out.append(Subnet.from_dict(raw))
+            except MalformedObjectError:
+                continue
+        return sorted(out, key=lambda s: s.name)
+
+    def _check_named_subnet(self, pod: Pod) -> None:
+        """A subnet the pod's `logical_switch` names exists but is malformed: say so, rather
+        than "not found" (retryable: fixing the subnet heals the pod)."""
+        name = pod.annotations.get(LOGICAL_SWITCH_ANNOTATION, "")
+        raw = self._subnets.get_by_key(name) if name else None
+        if raw is None:
+            return
+        try:
+            Subnet.from_dict(raw)
+        except MalformedObjectError as exc:
+            raise ResourceNotReadyError(
+                f"subnet {name} of pod {pod.key} is malformed: {exc}",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
+            ) from None
 
     def _subnet_map(self) -> dict[str, Subnet]:
         return {s.name: s for s in self._subnet_list()}
