@@ -95,6 +95,7 @@ from controller.naming import pod_name_to_port_name
 from controller.ovn import external_ids as ext
 from controller.ovn.api import NbClient, OvnError
 from controller.queues import Clock, RateLimitingQueue, RealClock
+from controller.subnet import format_subnet_spec
 from controller.worker import run_worker
 
 LOG = logging.getLogger(__name__)
@@ -672,14 +673,16 @@ class PodController:
         return sorted(out, key=lambda s: s.name)
 
     def _check_named_subnet(self, pod: Pod) -> None:
-        """A subnet the pod's `logical_switch` names exists but is malformed: say so, rather
-        than "not found" (retryable: fixing the subnet heals the pod)."""
+        """A subnet the pod's `logical_switch` names exists but is malformed (wrong types, or a
+        spec the subnet controller refuses, so IPAM never registers it): say so, rather than
+        "not found" / "not registered" (retryable: fixing the subnet heals the pod)."""
         name = pod.annotations.get(LOGICAL_SWITCH_ANNOTATION, "")
         raw = self._subnets.get_by_key(name) if name else None
         if raw is None:
             return
         try:
             Subnet.from_dict(raw)
+            format_subnet_spec(name, raw.get("spec") or {})
         except MalformedObjectError as exc:
             raise ResourceNotReadyError(
                 f"subnet {name} of pod {pod.key} is malformed: {exc}",

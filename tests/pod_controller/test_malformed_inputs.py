@@ -68,3 +68,11 @@ def test_default_network_on_a_non_ovn_subnet_is_refused(env: Env) -> None:
     assert "macvlan.default" in env.event_messages(VALIDATE)[0]
     assert env.pod_ports() == []
     assert env.ipam.get_pod_address("default/p") == []
+
+
+def test_a_pod_on_a_subnet_with_an_invalid_cidr_is_told_why(env: Env) -> None:
+    # the subnet controller refuses it, so IPAM never knows it ("subnet is not registered")
+    env.subnets.add({"metadata": {"name": "bad-cidr"}, "spec": {"cidrBlock": "10.80.0.0/33"}})
+    _add(env, "p", {LS: "bad-cidr"})
+    assert env.reasons() == [VALIDATE]
+    assert "'10.80.0.0/33' is not a valid CIDR" in env.event_messages(VALIDATE)[0]
