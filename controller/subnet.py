@@ -65,7 +65,11 @@ def format_subnet_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     """kube-ovn `formatSubnet`: the normalised spec (a new dict; `spec` is not modified)."""
     out = dict(spec)
     cidr = spec.get("cidrBlock")
-    if not isinstance(cidr, str) or not cidr:
+    if cidr is not None and not isinstance(cidr, str):
+        raise MalformedObjectError(
+            f"subnet {name}: spec.cidrBlock must be a string, not {type(cidr).__name__}"
+        )
+    if not cidr:
         raise MalformedObjectError(f"subnet {name}: spec.cidrBlock is required")
     networks = []
     for block in cidr.split(","):

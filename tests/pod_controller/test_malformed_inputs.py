@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.errors import ControllerError, PermanentError
+from controller.errors import ControllerError, MalformedObjectError, PermanentError
+from controller.subnet import format_subnet_spec
 from tests.pod_controller.helpers import Env, raw_pod, raw_subnet
 
 LS = "ovn.kubernetes.io/logical_switch"
@@ -76,3 +77,18 @@ def test_a_pod_on_a_subnet_with_an_invalid_cidr_is_told_why(env: Env) -> None:
     _add(env, "p", {LS: "bad-cidr"})
     assert env.reasons() == [VALIDATE]
     assert "'10.80.0.0/33' is not a valid CIDR" in env.event_messages(VALIDATE)[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "text"),
+    [
+        ({}, "spec.cidrBlock is required"),
+        ({"cidrBlock": ""}, "spec.cidrBlock is required"),
+        ({"cidrBlock": ["10.81.0.0/24"]}, "spec.cidrBlock must be a string, not list"),
+    ],
+)
+def test_format_subnet_spec_says_what_is_wrong_with_the_cidr(
+    spec: dict[str, object], text: str
+) -> None:
+    with pytest.raises(MalformedObjectError, match=text):
+        format_subnet_spec("typo", spec)
