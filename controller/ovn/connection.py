@@ -244,13 +244,14 @@ class NbIdl(ovsdbapp_connection.OvsdbIdl):  # type: ignore[misc]
             except ovs_error.Error as e:
                 LOG.warning("error parsing column %s in table %s: %s", column_name, table.name, e)
                 continue
-            current = row._data[column_name]
-            if column.type.is_set() and len(current.values) > _BIG_SET:
-                current.diff(datum_diff)
+            # An absent column reads as a fresh default datum (ColumnDefaultDict): big sets are
+            # always stored, so the in-place path only ever sees a stored datum.
+            if column.type.is_set() and len(row._data[column_name].values) > _BIG_SET:
+                row._data[column_name].diff(datum_diff)
                 continue
-            old_row[column_name] = current.copy()
-            datum = current.diff(datum_diff)
-            if datum != current:
+            old_row[column_name] = row._data[column_name].copy()
+            datum = row._data[column_name].diff(datum_diff)
+            if datum != row._data[column_name]:
                 row._data[column_name] = datum
         return old_row
 
