@@ -3,15 +3,16 @@
 One real controller (in-process), the API server emulator and a real NB ovsdb-server (the
 tests/e2e fixtures) are shared by the whole module. Before the controller starts, the cluster
 holds a few awkward objects: an exhausted subnet, a subnet with an invalid CIDR, one whose spec
-has the wrong types (only a schema-less CRD lets that in), a subnet of an IPAM-only provider, and
-NetworkAttachmentDefinitions, one of them with a config that is not JSON. Then `BAD` pods (each
-wrong in one way) are created interleaved with `GOOD` ones.
+has the wrong types (only a schema-less CRD lets that in), a subnet of an IPAM-only provider (the
+last two bound to namespaces of their own), and NetworkAttachmentDefinitions, one of them with a
+config that is not JSON. Then the `BAD` pods (each wrong in one way: annotations, namespace or
+the subnet they name) are created interleaved with the `GOOD` ones.
 
 Each bad pod must get a Warning Event with kube-ovn's reason (controller.constants.REASON_*) and a
 message that says what is wrong, and a log line (ERROR/WARNING, naming the pod) saying the same;
 it must stay unallocated, without a logical switch port. Every good pod must converge (allocated,
 its port, routed once scheduled) and the consistency audit must find nothing but the bad pods
-pending (plus the malformed subnet, which it reports itself). No handler may crash.
+pending (plus the two malformed subnets, which it reports itself). No handler may crash.
 
 Decisions recorded here (kube-ovn.md 1.4-1.6, 2.2, 3.9):
 
@@ -25,9 +26,14 @@ Decisions recorded here (kube-ovn.md 1.4-1.6, 2.2, 3.9):
   missing NAD, NAD config that is not JSON, the same subnet twice); a user then only sees a
   pending pod. Those errors carry ValidatePodNetworkFailed here, and stay retryable (creating
   the subnet or fixing the NAD heals the pod without touching it).
-* deviation: the default network (`ovn.kubernetes.io/logical_switch`) on a subnet that is not an
-  OVN subnet (kube-ovn isOvnSubnet: provider "", "ovn" or "*ovn") is refused with
-  ValidatePodNetworkFailed; kube-ovn v1.8 would create a port on a switch that must not exist.
+* deviation: the default network on a subnet that is not an OVN subnet (kube-ovn isOvnSubnet:
+  provider "ovn" or "<nad>.<ns>.ovn") is refused with ValidatePodNetworkFailed; kube-ovn v1.8
+  would create a port on a switch that must not exist. Named by the pod's `logical_switch`: a
+  permanent error (the pod must change); inherited from its namespace: retryable.
+* reference quirk kept: a static IP is tried on the namespace's subnets before the one the pod
+  names, so `ip_address` of ovn-default with `logical_switch: full` lands on ovn-default.
+* a malformed subnet (bad CIDR, wrong types) is skipped by every other pod; a pod naming it gets
+  ValidatePodNetworkFailed saying what is wrong with it (retryable: fixing the subnet heals it).
 """
 
 from __future__ import annotations
@@ -66,6 +72,9 @@ from tests.e2e.helpers import NODE, annotations, get_or_none, pod, wait_for
 pytestmark = pytest.mark.e2e
 
 NS = "faults"
+#: namespaces bound (subnet spec.namespaces) to the exhausted subnet and to an IPAM-only one
+CROWDED_NS = "crowded"
+FOREIGN_NS = "foreign"
 VALIDATE = REASON_VALIDATE_POD_NETWORK_FAILED
 ACQUIRE = REASON_ACQUIRE_ADDRESS_FAILED
 
@@ -76,10 +85,14 @@ IPAM_PROVIDER = f"macvlan.{NS}"
 # --- cluster set-up (created before the controller starts) -----------------------------------
 
 SUBNETS: tuple[dict[str, Any], ...] = (
-    # every address but the gateway and the static pods' excluded ones is reserved
+    # no free address: .1 is the gateway, .2-.6 are excluded
     {
         "metadata": {"name": "full"},
-        "spec": {"cidrBlock": "10.70.0.0/29", "excludeIps": ["10.70.0.2..10.70.0.6"]},
+        "spec": {
+            "cidrBlock": "10.70.0.0/29",
+            "excludeIps": ["10.70.0.2..10.70.0.6"],
+            "namespaces": [CROWDED_NS],
+        },
     },
     {"metadata": {"name": "bad-cidr"}, "spec": {"cidrBlock": "10.80.0.0/33"}},
     # a schema-less CRD would let this in; no other pod may suffer from it
@@ -87,7 +100,11 @@ SUBNETS: tuple[dict[str, Any], ...] = (
     # an IPAM-only provider (macvlan attachments with kube-ovn IPAM)
     {
         "metadata": {"name": "macvlan"},
-        "spec": {"cidrBlock": "10.72.0.0/24", "provider": IPAM_PROVIDER},
+        "spec": {
+            "cidrBlock": "10.72.0.0/24",
+            "provider": IPAM_PROVIDER,
+            "namespaces": [FOREIGN_NS],
+        },
     },
 )
 
@@ -115,6 +132,11 @@ class Bad:
     annotations: dict[str, str]
     reason: str
     message: str  # a substring the Event message must contain (case-insensitive)
+    namespace: str = NS
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -172,6 +194,9 @@ BAD: tuple[Bad, ...] = (
     Bad("subnet-typo", on("typo"), VALIDATE, "spec.cidrBlock must be a string"),
     Bad("subnet-foreign-provider", on("macvlan"), VALIDATE, IPAM_PROVIDER),
     Bad("subnet-exhausted", on("full"), ACQUIRE, "NoAvailableAddress"),
+    # the same, inherited from the namespace
+    Bad("ns-subnet-exhausted", {}, ACQUIRE, "NoAvailableAddress", CROWDED_NS),
+    Bad("ns-subnet-foreign-provider", {}, VALIDATE, "not an OVN subnet", FOREIGN_NS),
     # malformed attachments, missing or broken NADs
     Bad("attach-json", {ATTACHMENT_NETWORK_ANNOTATION: '[{"name": "macvlan"'}, VALIDATE,
         "failed to parse pod network selection annotation as JSON"),
@@ -197,8 +222,7 @@ GOOD: tuple[Good, ...] = (
     Good("pool-skips-taken", {IP_POOL_ANNOTATION: f"{HOLDER_IP},10.16.0.54"}, "10.16.0.54"),
     Good("gateway-ip", ip("10.70.0.1", **on("full")), "10.70.0.1", "full"),
     Good("excluded-ip", ip("10.70.0.3", **on("full")), "10.70.0.3", "full"),
-    # reference quirk: a static IP is tried on the namespace's subnets first, so it lands on
-    # ovn-default although the pod names `full`
+    # reference quirk (see the module docstring)
     Good("static-from-ns-subnet", ip("10.16.0.41", **on("full")), "10.16.0.41"),
     Good("with-ipam-attachment", {ATTACHMENT_NETWORK_ANNOTATION: "macvlan"}),
     Good("mac-dashes", {MAC_ADDRESS_ANNOTATION: "00-00-00-aa-bb-01"}),
@@ -230,13 +254,18 @@ class Run:
     log: _Records
 
 
-def _events(cluster: Cluster, name: str) -> list[dict[str, Any]]:
-    events = cluster.server.store.list("events", NS)
+def _events(cluster: Cluster, name: str, ns: str = NS) -> list[dict[str, Any]]:
+    events = cluster.server.store.list("events", ns)
     return [e for e in events if e["involvedObject"]["name"] == name]
 
 
-def _allocated(cluster: Cluster, name: str) -> bool:
-    return annotations(cluster.server, "pods", NS, name).get(ALLOCATED_ANNOTATION) == "true"
+def _allocated(cluster: Cluster, name: str, ns: str = NS) -> bool:
+    return annotations(cluster.server, "pods", ns, name).get(ALLOCATED_ANNOTATION) == "true"
+
+
+def _bound(cluster: Cluster, namespace: str, subnet: str) -> bool:
+    ns = annotations(cluster.server, "namespaces", None, namespace)
+    return ns.get(LOGICAL_SWITCH_ANNOTATION) == subnet
 
 
 def _routed(cluster: Cluster, name: str) -> bool:
@@ -255,7 +284,8 @@ def run() -> Iterator[Run]:
     try:
         with open_cluster() as cluster:
             store = cluster.server.store
-            store.create("namespaces", {"metadata": {"name": NS}})
+            for ns in (NS, CROWDED_NS, FOREIGN_NS):
+                store.create("namespaces", {"metadata": {"name": ns}})
             for subnet in SUBNETS:
                 store.create("subnets", subnet)
             for obj in NADS:
@@ -263,12 +293,11 @@ def run() -> Iterator[Run]:
             controller = launch_controller(cluster)
             try:
                 wait_for(controller.workers_started.is_set, message="workers started")
-                wait_for(
-                    lambda: annotations(cluster.server, "namespaces", None, NS).get(
-                        LOGICAL_SWITCH_ANNOTATION
-                    ),
-                    message="namespace annotated",
-                )
+                bindings = ((NS, "ovn-default"), (CROWDED_NS, "full"), (FOREIGN_NS, "macvlan"))
+                for ns, subnet in bindings:
+                    wait_for(
+                        partial(_bound, cluster, ns, subnet), message=f"namespace {ns} bound"
+                    )
                 for name in ("full", "macvlan"):
                     wait_for(
                         partial(contains, controller.ipam.subnet_names, name),
@@ -279,7 +308,9 @@ def run() -> Iterator[Run]:
                 # bad and good pods interleaved
                 goods = iter(GOOD)
                 for case in BAD:
-                    store.create("pods", pod(case.name, NS, annotations=case.annotations))
+                    store.create(
+                        "pods", pod(case.name, case.namespace, annotations=case.annotations)
+                    )
                     good = next(goods, None)
                     if good is not None:
                         store.create("pods", pod(good.name, NS, annotations=good.annotations))
@@ -298,21 +329,20 @@ def run() -> Iterator[Run]:
 @pytest.mark.parametrize("case", BAD, ids=lambda c: c.name)
 def test_bad_pod_gets_a_warning_event_and_a_log_line(run: Run, case: Bad) -> None:
     cluster = run.cluster
+    ns = case.namespace
     found = wait_for(
-        lambda: [e for e in _events(cluster, case.name) if e["reason"] == case.reason],
-        message=f"{case.reason} event of {case.name}"
-        f" (events so far: {[(e['reason'], e['message']) for e in _events(cluster, case.name)]})",
+        lambda: [e for e in _events(cluster, case.name, ns) if e["reason"] == case.reason],
+        message=f"{case.reason} event of {case.key}",
     )
     event = found[0]
     assert event["type"] == EVENT_TYPE_WARNING
     assert case.message.lower() in event["message"].lower(), event["message"]
-    key = f"{NS}/{case.name}"
-    lines = [line for line in run.log.lines() if key in line]
+    lines = [line for line in run.log.lines() if case.key in line]
     assert any(case.message.lower() in line.lower() for line in lines), lines
-    assert not _allocated(cluster, case.name)
-    assert cluster.nb.get_port(f"{case.name}.{NS}") is None
-    assert get_or_none(cluster.server, "ips", None, f"{case.name}.{NS}") is None
-    assert run.controller.ipam.get_pod_address(key) == []
+    assert not _allocated(cluster, case.name, ns)
+    assert cluster.nb.get_port(f"{case.name}.{ns}") is None
+    assert get_or_none(cluster.server, "ips", None, f"{case.name}.{ns}") is None
+    assert run.controller.ipam.get_pod_address(case.key) == []
 
 
 def test_good_pods_converge(run: Run) -> None:
@@ -349,12 +379,12 @@ def test_audit_reports_only_the_bad_pods_pending(run: Run) -> None:
         ("ipam-disagrees", "subnet bad-cidr"),
     }, report.render()
     pending = {(f.kind, f.object) for f in report.pending}
-    assert pending == {("pod-not-allocated", f"pod {NS}/{c.name}") for c in BAD}, report.render()
+    assert pending == {("pod-not-allocated", f"pod {c.key}") for c in BAD}, report.render()
 
 
 def test_no_handler_crashed(run: Run) -> None:
     for case in BAD:
-        wait_for(partial(_events, run.cluster, case.name), message=f"{case.name} event")
+        wait_for(partial(_events, run.cluster, case.name, case.namespace), message=case.key)
     assert run.controller.wait(0) is None  # still running
     crashes = [r for r in run.log.records if r.exc_info]  # tracebacks are logged for bugs only
     assert not crashes, [r.getMessage() for r in crashes]
