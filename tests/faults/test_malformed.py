@@ -398,3 +398,14 @@ def _audit(cluster: Cluster) -> AuditReport:
     finally:
         api.close()
     return audit(snapshot, config)
+
+
+def test_only_ovn_subnets_get_a_logical_switch(run: Run) -> None:
+    # kube-ovn handleAddOrUpdateSubnet stops after IPAM for a non-OVN subnet: an IPAM-only
+    # provider has no switch, and a pod's default network cannot land there
+    switches = wait_for(
+        lambda: (s := run.cluster.nb.list_logical_switches()) and "full" in s and s,
+        message="the switch of subnet full",
+    )
+    assert "macvlan" not in switches
+    assert run.controller.ipam.has_subnet("macvlan")
