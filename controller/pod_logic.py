@@ -642,10 +642,14 @@ def get_pod_kubeovn_nets(
     return nets
 
 
+def is_ovn_provider(provider: str) -> bool:
+    """kube-ovn `isOvnSubnet` on a subnet's provider: `ovn` or an OVN attachment's
+    `<nad>.<ns>.ovn`; any other provider is an IPAM-only subnet, which has no logical switch."""
+    return provider == OVN_PROVIDER or provider.endswith("." + OVN_PROVIDER)
+
+
 def is_ovn_subnet(subnet: Subnet) -> bool:
-    """kube-ovn `isOvnSubnet`: provider `ovn` or an OVN attachment's `<nad>.<ns>.ovn`; any other
-    provider is an IPAM-only subnet, which has no logical switch."""
-    return subnet.provider == OVN_PROVIDER or subnet.provider.endswith("." + OVN_PROVIDER)
+    return is_ovn_provider(subnet.provider)
 
 
 def check_default_net_subnet(pod: Pod, subnet: Subnet) -> None:
