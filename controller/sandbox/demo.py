@@ -413,9 +413,13 @@ def _free_port() -> int:
         return port
 
 
+# Loopback only: an http_proxy in the environment must not swallow our readiness probe.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def _http_status(url: str, timeout: float = 1.0) -> int | None:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with _DIRECT.open(url, timeout=timeout) as resp:
             return int(resp.status)
     except urllib.error.HTTPError as exc:
         return exc.code

@@ -123,8 +123,13 @@ class DemoRun:
                 return code
             self.lines.append(line)
 
-    def interrupt(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
+    def interrupt(self, sig: signal.Signals = signal.SIGINT, *, group: bool = False) -> None:
+        """Signal the demo; `group=True` signals its whole process group, as a terminal's
+        Ctrl-C does (the NB ovsdb-server is in it; the controller has its own session)."""
+        if group:
+            os.killpg(self.proc.pid, sig)
+        else:
+            self.proc.send_signal(sig)
 
     def output(self) -> str:
         return "\n".join(self.lines)

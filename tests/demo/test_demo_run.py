@@ -7,6 +7,7 @@ and checks what it printed, what it left running and what it left on disk.
 from __future__ import annotations
 
 import re
+import signal
 import socket
 import urllib.request
 from pathlib import Path
@@ -76,12 +77,20 @@ def test_once_shows_every_pod_in_its_subnet(start_demo: StartDemo) -> None:
     assert_nothing_left(run)
 
 
-def test_ctrl_c_after_the_table_stops_everything(start_demo: StartDemo) -> None:
+@pytest.mark.parametrize(
+    ("sig", "group"),
+    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
+    ids=["sigint", "terminal-ctrl-c", "sigterm"],
+)
+def test_ctrl_c_after_the_table_stops_everything(
+    start_demo: StartDemo, sig: signal.Signals, group: bool
+) -> None:
     run = start_demo("--pods", "1", *FLAGS)
     run.wait_line(SERVING_LINE)
     metrics = run.first(METRICS_LINE)
     assert metrics is not None, run.output()
-    with urllib.request.urlopen(metrics.group(1), timeout=10) as resp:
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with direct.open(metrics.group(1), timeout=10) as resp:
         body = resp.read().decode()
     assert resp.status == 200
     assert "# TYPE" in body
@@ -89,10 +98,10 @@ def test_ctrl_c_after_the_table_stops_everything(start_demo: StartDemo) -> None:
     assert controller is not None
     assert process_alive(int(controller.group(1)), b"cmd.controller")
 
-    run.interrupt()
+    run.interrupt(sig, group=group)
     assert run.finish() == 0, run.output()
     assert_nothing_left(run)
-    assert "stopped the controller" in run.output()
+    assert re.search(r"stopped the controller \(pid \d+, exit code 0\)", run.output())
 
 
 def test_ctrl_c_while_the_controller_starts(start_demo: StartDemo) -> None:
