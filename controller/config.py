@@ -451,7 +451,8 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         )
 
     pod_name = environ.get("POD_NAME") or environ.get("HOSTNAME", "")
-    if ns.leader_elect and not pod_name:
+    # The audit never campaigns for the lease, so it needs no identity.
+    if ns.leader_elect and not pod_name and ns.command != COMMAND_CHECK:
         raise ConfigError("leader election needs an identity: set POD_NAME or --leader-elect=false")
     pod_namespace = environ.get("KUBE_NAMESPACE") or DEFAULT_CONTROLLER_NAMESPACE
 

@@ -14,10 +14,12 @@ kube-ovn emits one.
 
 How the handlers use them (kube-ovn.md sections):
 
-* informer callbacks (1.2): `classify_add`, `classify_update`, `classify_delete`;
+* informer callbacks (1.2): `classify_add`, `classify_update`, `classify_delete`, plus
+  `needs_add_after_edit` (an annotation edit of an unallocated pod re-queues the add);
 * handleAddPod (1.5): `validate_pod_network` -> `pod_attachment_requests` (NADs to GET) ->
   `get_pod_kubeovn_nets` -> `need_allocate_subnets` -> per net `get_ns_available_subnets`,
-  `plan_address_request`, `acquire_address` (IPAM) -> `build_pod_allocation` (vlan),
+  `plan_address_request`, `validate_static_request`, `acquire_address` (IPAM) ->
+  `build_pod_allocation` (vlan),
   `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (for `KubeApi.create_or_update_ip`),
   `build_port_spec` / `security_groups_to_sync` for OVN nets -> one annotation patch;
 * handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> `annotations.mark_routed`;
@@ -357,6 +359,24 @@ def classify_update(
     return EnqueueDecision(action, update_security=update_security)
 
 
+def needs_add_after_edit(old: Pod, new: Pod, now: datetime) -> bool:
+    """Must an update re-queue the add? For a live pod: yes when a network lost its `allocated`
+    mark (inspection found its port gone), or when the annotations of a pod with no allocated
+    network changed.
+
+    NOTE: kube-ovn v1.8 retries an invalid pod with backoff forever; we stop retrying
+    (`InvalidPodNetworkError` is permanent), so the edit that fixes the annotation must bring the
+    pod back to the add queue. Our own allocation patch sets `allocated` and is not re-queued.
+    The lost-mark case covers an add that ran on a cache older than inspection's reset.
+    """
+    if new.host_network or new.deletion_timestamp is not None or not is_pod_alive(new, now):
+        return False
+    allocated = ann.allocated_providers(new.annotations)
+    if set(ann.allocated_providers(old.annotations)) - set(allocated):
+        return True
+    return not allocated and old.annotations != new.annotations
+
+
 # --- delete flow -----------------------------------------------------------------------------
 
 
@@ -435,7 +455,9 @@ def inspect_pod(
     `port_exists(name)` answers from the NB client's cache. hostNetwork and dead pods, and
     IPAM-only or unallocated nets, are never inspected.
     """
-    if pod.host_network or not is_pod_alive(pod, now):
+    # NOTE: a terminating pod is left alone: its delete (possibly delayed by the grace period)
+    # may already have removed the port, which must not be re-created behind it.
+    if pod.host_network or pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
         return InspectResult()
     name = get_name_by_pod(pod, keep_vm_ip)
     lost: list[str] = []
@@ -674,6 +696,19 @@ def validate_pod_cidr(cidr: str, ip: str) -> None:
                 raise InvalidPodNetworkError(f"{value} is the broadcast ip in cidr {block}")
             if value == network.network_address:
                 raise InvalidPodNetworkError(f"{value} is the network number ip in cidr {block}")
+
+
+def validate_static_request(request: AddressRequest) -> None:
+    """A static `ip_address` must not be the network or broadcast address of a candidate subnet
+    that contains it (kube-ovn `ValidatePodCidr`, checked before IPAM is asked: our IPAM already
+    refuses those addresses with NoAvailableAddress, which would hide kube-ovn's
+    ValidatePodNetworkFailed behind AcquireAddressFailed)."""
+    if request.mode is not AddressMode.STATIC:
+        return
+    for ip in request.ips:
+        for subnet in request.subnets:
+            if cidr_contain_ip(subnet.cidr_block, ip):
+                validate_pod_cidr(subnet.cidr_block, ip)
 
 
 def check_static_ip(ip: str) -> None:

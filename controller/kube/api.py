@@ -195,6 +195,31 @@ class KubeApi(Protocol):
     def get_configmap(self, namespace: str, name: str) -> KubeObject | None: ...
 
 
+class ClusterLister(Protocol):
+    """Uncached cluster-wide lists, for one-shot tools (`controller.check`) that run without
+    informers. Every object of the collection is returned (the adapter pages through it)."""
+
+    def list_pods(self) -> list[KubeObject]: ...
+
+    def list_namespaces(self) -> list[KubeObject]: ...
+
+    def list_nodes(self) -> list[KubeObject]: ...
+
+    def list_subnets(self) -> list[KubeObject]: ...
+
+    def list_ips(self) -> list[KubeObject]: ...
+
+    def list_vpcs(self) -> list[KubeObject]:
+        """kubeovn.io/v1 Vpcs; empty when the CRD is not installed."""
+        ...
+
+    def list_statefulsets(self) -> list[KubeObject]: ...
+
+    def list_virtual_machines(self) -> list[KubeObject]:
+        """kubevirt.io/v1 VirtualMachines; empty when kubevirt is not installed."""
+        ...
+
+
 class EventRecorder(Protocol):
     """Records Kubernetes Events about an object; never blocks and never raises on API errors."""
 

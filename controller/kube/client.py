@@ -32,6 +32,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from controller.kube.api import (
     AnnotationOp,
+    ClusterLister,
     EventSink,
     KubeApi,
     KubeObject,
@@ -61,6 +62,12 @@ LIST_PAGE_SIZE = 500  # client-go's reflector page size
 
 # URL templates double as the `url` metric label (client-go replaces names the same way).
 PODS = "/api/v1/namespaces/{namespace}/pods/{name}"
+ALL_PODS = "/api/v1/pods"
+NAMESPACES = "/api/v1/namespaces"
+NODES = "/api/v1/nodes"
+VPCS = "/apis/kubeovn.io/v1/vpcs"
+ALL_STATEFULSETS = "/apis/apps/v1/statefulsets"
+ALL_VIRTUAL_MACHINES = "/apis/kubevirt.io/v1/virtualmachines"
 NAMESPACE = "/api/v1/namespaces/{name}"
 NODE = "/api/v1/nodes/{name}"
 CONFIGMAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
@@ -249,17 +256,49 @@ class KubeClient:
         return self._get_or_none(IP, name=name)
 
     def list_ips(self) -> list[KubeObject]:
+        return self._list(IPS)
+
+    def _list(self, template: str) -> list[KubeObject]:
+        """Every object of a cluster-wide collection, page by page (`limit` / `continue`)."""
         items: list[KubeObject] = []
         cont = ""
         while True:
             query = [("limit", str(self._page_size))]
             if cont:
                 query.append(("continue", cont))
-            page = self._request("GET", IPS, query=query)
+            page = self._request("GET", template, query=query)
             items.extend(page.get("items") or [])
             cont = (page.get("metadata") or {}).get("continue") or ""
             if not cont:
                 return items
+
+    # --- ClusterLister (uncached, cluster-wide lists for one-shot tools such as `check`) --------
+    def list_pods(self) -> list[KubeObject]:
+        return self._list(ALL_PODS)
+
+    def list_namespaces(self) -> list[KubeObject]:
+        return self._list(NAMESPACES)
+
+    def list_nodes(self) -> list[KubeObject]:
+        return self._list(NODES)
+
+    def list_subnets(self) -> list[KubeObject]:
+        return self._list(SUBNETS)
+
+    def list_vpcs(self) -> list[KubeObject]:
+        try:
+            return self._list(VPCS)
+        except NotFoundError:  # the Vpc CRD is not installed: no VPC but the implicit default
+            return []
+
+    def list_statefulsets(self) -> list[KubeObject]:
+        return self._list(ALL_STATEFULSETS)
+
+    def list_virtual_machines(self) -> list[KubeObject]:
+        try:
+            return self._list(ALL_VIRTUAL_MACHINES)
+        except NotFoundError:  # kubevirt is not installed
+            return []
 
     # --- subnets --------------------------------------------------------------------------------
     def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:
@@ -350,5 +389,5 @@ def _from_api_exception(exc: Any) -> KubeApiError:
 
 if TYPE_CHECKING:  # mypy proves the adapter satisfies both ports
 
-    def _conforms(c: KubeClient) -> tuple[KubeApi, EventSink]:
-        return c, c
+    def _conforms(c: KubeClient) -> tuple[KubeApi, EventSink, ClusterLister]:
+        return c, c, c

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.kube.api import (
     AnnotationOp,
+    ClusterLister,
     EventRecorder,
     EventSink,
     EventTarget,
@@ -105,6 +106,7 @@ class FakeKubeApi:
         self.nodes: dict[str, KubeObject] = {}
         self.ips: dict[str, KubeObject] = {}
         self.subnets: dict[str, KubeObject] = {}
+        self.vpcs: dict[str, KubeObject] = {}
         self.statefulsets: dict[str, KubeObject] = {}
         self.virtual_machines: dict[str, KubeObject] = {}
         self.network_attachment_definitions: dict[str, KubeObject] = {}
@@ -289,9 +291,37 @@ class FakeKubeApi:
         return self._get(self.ips, "get_ip", name)
 
     def list_ips(self) -> list[KubeObject]:
+        return self._list(self.ips, "list_ips")
+
+    def _list(self, store: dict[str, KubeObject], method: str) -> list[KubeObject]:
         with self._lock:
-            self._enter("list_ips", "")
-            return [copy.deepcopy(self.ips[k]) for k in sorted(self.ips)]
+            self._enter(method, "")
+            return [copy.deepcopy(store[k]) for k in sorted(store)]
+
+    # --- ClusterLister --------------------------------------------------------------------------
+    def add_vpc(self, vpc: Mapping[str, Any]) -> KubeObject:
+        return self._seed(self.vpcs, vpc, namespaced=False, kind="Vpc", api_version="kubeovn.io/v1")
+
+    def list_pods(self) -> list[KubeObject]:
+        return self._list(self.pods, "list_pods")
+
+    def list_namespaces(self) -> list[KubeObject]:
+        return self._list(self.namespaces, "list_namespaces")
+
+    def list_nodes(self) -> list[KubeObject]:
+        return self._list(self.nodes, "list_nodes")
+
+    def list_subnets(self) -> list[KubeObject]:
+        return self._list(self.subnets, "list_subnets")
+
+    def list_vpcs(self) -> list[KubeObject]:
+        return self._list(self.vpcs, "list_vpcs")
+
+    def list_statefulsets(self) -> list[KubeObject]:
+        return self._list(self.statefulsets, "list_statefulsets")
+
+    def list_virtual_machines(self) -> list[KubeObject]:
+        return self._list(self.virtual_machines, "list_virtual_machines")
 
     # --- subnets --------------------------------------------------------------------------------
     def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:
@@ -426,5 +456,7 @@ class FakeEventRecorder:
 
 if TYPE_CHECKING:  # mypy proves the fakes satisfy the ports they stand in for
 
-    def _conforms(f: FakeKubeApi, r: FakeEventRecorder) -> tuple[KubeApi, EventSink, EventRecorder]:
-        return f, f, r
+    def _conforms(
+        f: FakeKubeApi, r: FakeEventRecorder
+    ) -> tuple[KubeApi, EventSink, EventRecorder, ClusterLister]:
+        return f, f, r, f

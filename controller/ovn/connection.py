@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ovs
+import ovs.json as ovs_json
 from ovs import stream as ovs_stream
 from ovs.db import idl as ovs_idl
 from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
-from ovsdbapp.backend.ovs_idl import idlutils
-from ovsdbapp.backend.ovs_idl import vlog
+from ovsdbapp.backend.ovs_idl import idlutils, vlog
 
 from controller.ovn.api import OvnError, OvnTimeoutError
 
@@ -141,8 +142,6 @@ def enable_c_json_parser(dirs: Sequence[Path] = _C_JSON_DIRS) -> bool:
     PyPI ovs sdist builds without its C extension on Debian, but python3-openvswitch ships one for
     the system Python; it is ABI-compatible when the interpreter's extension suffix matches.
     """
-    import ovs.json as ovs_json
-
     if ovs_json.PARSER == ovs_json.PARSER_C:
         return True
     for d in dirs:
@@ -160,11 +159,9 @@ def enable_c_json_parser(dirs: Sequence[Path] = _C_JSON_DIRS) -> bool:
                 LOG.info("C JSON parser at %s unusable: %s", path, e)
                 continue
             sys.modules["ovs._json"] = module
-            import ovs
-
-            ovs._json = module  # type: ignore[attr-defined]
+            ovs._json = module
             # ovs.json binds the name `ovs` only when its own `import ovs._json` succeeded.
-            ovs_json.ovs = ovs  # type: ignore[attr-defined]
+            ovs_json.ovs = ovs
             ovs_json.PARSER = ovs_json.PARSER_C
             LOG.info("python-ovs uses the C JSON parser from %s", path)
             return True
@@ -172,8 +169,6 @@ def enable_c_json_parser(dirs: Sequence[Path] = _C_JSON_DIRS) -> bool:
 
 
 def json_parser() -> str:
-    import ovs.json as ovs_json
-
     return str(ovs_json.PARSER)
 
 
@@ -194,7 +189,7 @@ def fetch_schema_helper(config: NbConnectionConfig) -> ovs_idl.SchemaHelper:
     def fetch() -> None:
         try:
             result.append(idlutils.get_schema_helper(config.remote, NB_DB))
-        except Exception as e:  # noqa: BLE001 - re-raised in the caller's thread below
+        except Exception as e:
             result.append(e)
 
     # NOTE: python-ovs's blocking open/transact have no timeout; a thread bounds them.
@@ -202,9 +197,7 @@ def fetch_schema_helper(config: NbConnectionConfig) -> ovs_idl.SchemaHelper:
     t.start()
     t.join(config.timeout)
     if not result:
-        raise OvnTimeoutError(
-            f"no OVN NB schema from {config.remote} within {config.timeout}s"
-        )
+        raise OvnTimeoutError(f"no OVN NB schema from {config.remote} within {config.timeout}s")
     if isinstance(result[0], Exception):
         raise OvnError(f"cannot fetch OVN NB schema from {config.remote}: {result[0]}")
     helper: ovs_idl.SchemaHelper = result[0]
@@ -233,7 +226,7 @@ class NbIdl(ovsdbapp_connection.OvsdbIdl):  # type: ignore[misc]
     def _Idl__clear(self) -> None:
         # NOTE: python-ovs empties the cache without per-row notifications before a full
         # re-dump (reconnect to a server that lost our history); indexes must start over too.
-        super()._Idl__clear()  # type: ignore[misc]
+        super()._Idl__clear()
         if self.on_clear is not None:
             self.on_clear()
 
@@ -250,9 +243,7 @@ def build_idl(config: NbConnectionConfig, tables: Mapping[str, Sequence[str]]) -
         known = schema_tables[table]["columns"]
         present = [c for c in columns if c in known]
         if len(present) != len(columns):
-            LOG.warning(
-                "OVN NB schema lacks %s.%s", table, sorted(set(columns) - set(present))
-            )
+            LOG.warning("OVN NB schema lacks %s.%s", table, sorted(set(columns) - set(present)))
         helper.register_columns(table, present)
     idl = NbIdl(
         config.remote,

@@ -25,6 +25,7 @@ from controller.ovn.api import (
     DuplicateAddressError,
     InvalidRequestError,
     NatRule,
+    NbClient,
     NotFoundError,
     OvnConflictError,
     OvnError,
@@ -449,3 +450,8 @@ def _create_port(st: _State, spec: PortSpec, cols: logic.PortColumns) -> None:
         for sg in old_sgs - set(cols.security_groups):
             existing.external_ids[ext.associated_sg_key(sg)] = "false"
         _set_memberships(st, spec.name, old_sgs, list(cols.security_groups))
+
+
+def _conforms(client: FakeNbClient) -> NbClient:
+    """mypy proves here that the fake implements the whole NbClient contract."""
+    return client

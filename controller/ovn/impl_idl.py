@@ -13,12 +13,18 @@ This is the only module (with connection.py) that talks to python-ovs / ovsdbapp
   security groups, IPs, route prefixes and NAT addresses to rows; "is this row in that switch /
   router" is answered from the parent's raw set datum in O(1). Deleting a port is O(1), unlike
   ovsdbapp's `lsp_del` (which copies the switch's whole port list twice).
-* Reads (`get_port`, `list_*`) come from the IDL cache under the connection lock.
+* Reads (`get_port`, `list_*`) come from the IDL cache under the connection lock; they serve the
+  last known state while disconnected. Writes never commit against a stale cache: a verb waits
+  (within the deadline) for the connection to be back and in sync first.
+* The duplicate-address and port-elsewhere checks read the cache, which trails *other* writers
+  by the notification latency (milliseconds); the client's own writes are visible on return.
+* `on_request(method, seconds, ok)` is called after every verb (for a latency histogram).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import queue
 import time
@@ -43,6 +49,7 @@ from controller.ovn.api import (
     DuplicateAddressError,
     InvalidRequestError,
     NatRule,
+    NbClient,
     NotFoundError,
     OvnConflictError,
     OvnError,
@@ -119,12 +126,18 @@ def _row_keys(table: str, row: Row) -> set[Hashable]:
 
 
 class _NbIndex:
-    """Key -> row UUIDs per table, maintained from IDL notifications (IDL thread, conn lock)."""
+    """Key -> row UUIDs per table, maintained from IDL notifications (IDL thread, conn lock).
+
+    Memory matters at 50k ports: a key held by one row maps to that UUID itself, not to a
+    one-element set, and each row's keys are kept as one tuple.
+    """
 
     def __init__(self, tables: Mapping[str, Any]) -> None:
         self._tables = tables
-        self._keys: dict[str, dict[uuid.UUID, frozenset[Hashable]]] = {t: {} for t in MONITORED}
-        self._by_key: dict[str, dict[Hashable, set[uuid.UUID]]] = {t: {} for t in MONITORED}
+        self._keys: dict[str, dict[uuid.UUID, tuple[Hashable, ...]]] = {t: {} for t in MONITORED}
+        self._by_key: dict[str, dict[Hashable, uuid.UUID | set[uuid.UUID]]] = {
+            t: {} for t in MONITORED
+        }
 
     def reset(self) -> None:
         for t in MONITORED:
@@ -137,30 +150,46 @@ class _NbIndex:
             return
         if event == "update" and table in (LS, LR, PG, AS, LRP) and "name" not in updates._data:
             return  # NOTE: the hot path: a switch's port set changed, its name did not.
-        new = frozenset() if event == "delete" else frozenset(_row_keys(table, row))
-        old = self._keys[table].get(row.uuid, frozenset())
+        u = row.uuid
+        new = () if event == "delete" else tuple(_row_keys(table, row))
+        old = self._keys[table].get(u, ())
         if new == old:
             return
         by_key = self._by_key[table]
-        for k in old - new:
-            s = by_key.get(k)
-            if s is not None:
-                s.discard(row.uuid)
-                if not s:
-                    del by_key[k]
-        for k in new - old:
-            by_key.setdefault(k, set()).add(row.uuid)
+        for k in old:
+            if k in new:
+                continue
+            cur = by_key.get(k)
+            if cur == u:
+                del by_key[k]
+            elif isinstance(cur, set):
+                cur.discard(u)
+                if len(cur) == 1:
+                    by_key[k] = next(iter(cur))
+        for k in new:
+            if k in old:
+                continue
+            cur = by_key.get(k)
+            if cur is None:
+                by_key[k] = u
+            elif isinstance(cur, set):
+                cur.add(u)
+            elif cur != u:
+                by_key[k] = {cur, u}
         if new:
-            self._keys[table][row.uuid] = new
+            self._keys[table][u] = new
         else:
-            self._keys[table].pop(row.uuid, None)
+            self._keys[table].pop(u, None)
 
     def rows(self, table: str, key: Hashable) -> list[Row]:
-        uuids = self._by_key[table].get(key)
-        if not uuids:
+        found = self._by_key[table].get(key)
+        if found is None:
             return []
         rows = self._tables[table].rows
-        return [rows[u] for u in sorted(uuids) if u in rows]
+        if not isinstance(found, set):
+            row = rows.get(found)
+            return [] if row is None else [row]
+        return [rows[u] for u in sorted(found) if u in rows]
 
     def first(self, table: str, key: Hashable) -> Row | None:
         found = self.rows(table, key)
@@ -327,11 +356,11 @@ class _DeadlineTransaction(ovsdbapp_transaction.Transaction):  # type: ignore[mi
             p.block()
 
     def timeout_exceeded(self) -> bool:
-        return time.monotonic() >= self.deadline
+        return bool(time.monotonic() >= self.deadline)
 
     def time_remaining(self) -> float:
         # NOTE: ovsdbapp treats a timeout <= 0 as "wait forever"; never hand it one.
-        return max(self.deadline - time.monotonic(), 0.001)
+        return float(max(self.deadline - time.monotonic(), 0.001))
 
 
 class _NbApi(nb_impl_idl.OvnNbApiIdlImpl):  # type: ignore[misc]
@@ -341,6 +370,15 @@ class _NbApi(nb_impl_idl.OvnNbApiIdlImpl):  # type: ignore[misc]
         return _DeadlineTransaction(
             self, self.ovsdb_connection, self.ovsdb_connection.timeout, True, False
         )
+
+
+def _release_sync_garbage() -> None:
+    """Hand the initial dump's parse buffers back to the OS (glibc keeps freed arenas)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        return
 
 
 def _connected(idl: Any) -> bool:
@@ -378,6 +416,7 @@ class OvsdbappNbClient:
             raise OvnTimeoutError(
                 f"cannot connect to OVN NB {config.remote} within {config.timeout}s"
             ) from e
+        _release_sync_garbage()
         LOG.info(
             "connected to OVN NB %s, %d ports synced in %.3fs",
             config.remote,
@@ -443,7 +482,9 @@ class OvsdbappNbClient:
         except OvnError:
             raise
         except ovsdbapp_exc.TimeoutException as e:
-            raise OvnTimeoutError(f"{method}: OVN NB timed out after {self._config.timeout}s") from e
+            raise OvnTimeoutError(
+                f"{method}: OVN NB timed out after {self._config.timeout}s"
+            ) from e
         except idlutils.RowNotFound as e:
             raise NotFoundError(f"{method}: {e}") from e
         except Exception as e:
@@ -694,11 +735,14 @@ class OvsdbappNbClient:
             if wanted != current:
                 pg.ports = members
             ips = [ip for r in members for ip in logic.port_security_ips(r.port_security)]
-            for family, sel in (("v4", [i for i in ips if ":" not in i]), ("v6", [i for i in ips if ":" in i])):
+            v4 = [i for i in ips if ":" not in i]
+            v6 = [i for i in ips if ":" in i]
+            for family, sel in (("v4", v4), ("v6", v6)):
                 name = ext.sg_address_set_name(sg, family)
                 aset = ctx.named(AS, name)
                 if aset is None:
-                    ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids={ext.PG_SG_KEY: sg})
+                    ids = {ext.PG_SG_KEY: sg}
+                    ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids=ids)
                 elif set(aset.addresses) != set(sel):
                     aset.addresses = sorted(set(sel))
 
@@ -781,8 +825,10 @@ def _create_port(ctx: _Ctx, spec: PortSpec, cols: logic.PortColumns) -> None:
     for ip in cols.ips:
         kind = "IPv6" if ":" in ip else "IPv4"
         for other in ctx.index.rows(LSP, ("ip", ip)):
-            if other.name != spec.name and other.uuid not in ctx.deleted and _has_ref(
-                ls, "ports", other
+            if (
+                other.name != spec.name
+                and other.uuid not in ctx.deleted
+                and _has_ref(ls, "ports", other)
             ):
                 raise DuplicateAddressError(
                     f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
@@ -877,3 +923,8 @@ def _attach_router(ctx: _Ctx, ls: Row, switch: str, router: str, networks: list[
         lsp.addresses = ["router"]
     ctx.set_keys(lsp, "options", {"router-port": lrp_name})
     ctx.set_keys(lsp, "external_ids", want_ids)
+
+
+def _conforms(client: OvsdbappNbClient) -> NbClient:
+    """mypy proves here that the real client implements the whole NbClient contract."""
+    return client

@@ -8,6 +8,7 @@ and the IPs a port claims on its switch. Malformed input raises `InvalidRequestE
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -204,8 +205,6 @@ def router_port_networks(cidr: str, gateway: str) -> list[str]:
 
 
 def router_port_mac(name: str) -> str:
-    """A stable MAC for a router port (kube-ovn uses random 00:00:00:xx:xx:xx; stable is idempotent)."""
-    import hashlib
-
+    """A stable 00:00:00:xx:xx:xx MAC (kube-ovn picks a random one; stable keeps us idempotent)."""
     b = hashlib.sha256(name.encode()).digest()
     return "00:00:00:%02x:%02x:%02x" % (b[0], b[1], b[2])  # noqa: UP031

@@ -8,6 +8,8 @@ Contract:
   once the server accepts connections; `stop()` returns once the process has exited (it is our
   child, so we reap it: no zombies, deterministic teardown). The child gets PDEATHSIG=SIGKILL so a
   crashed test run leaves no server behind.
+* `NbServer(workdir, pki=SandboxPki.create(dir))` also listens with ssl on a loopback port
+  (`ssl_remote`), for clients holding the matching client certificate.
 * `restart()` stops and starts the same database on the same socket and port, keeping its rows.
 * `NbCluster(workdir, size=3)` builds a Raft cluster of `size` members on loopback TCP (cluster
   ports) with one unix socket per member for clients; `remote` is the comma-separated list a
@@ -31,6 +33,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 LOG = logging.getLogger(__name__)
@@ -101,11 +104,14 @@ def free_tcp_ports(n: int) -> list[int]:
 class _ServerProcess:
     """One ovsdb-server child process over an existing database file."""
 
-    def __init__(self, workdir: Path, name: str, db: Path, *, tcp: bool) -> None:
+    def __init__(
+        self, workdir: Path, name: str, db: Path, *, tcp: bool, pki: SandboxPki | None = None
+    ) -> None:
         self.workdir = workdir
         self.name = name
         self.db = db
-        self.tcp = tcp
+        self.tcp = tcp or pki is not None
+        self.pki = pki
         self.sock = workdir / f"{name}.sock"
         self.ctl = workdir / f"{name}.ctl"
         self.log = workdir / f"{name}.log"
@@ -138,7 +144,14 @@ class _ServerProcess:
             "-vsocket_util:console:info",
             "-vfile:info",
         ]
-        if self.tcp:
+        if self.pki is not None:
+            args += [
+                f"--private-key={self.pki.server_key}",
+                f"--certificate={self.pki.server_cert}",
+                f"--ca-cert={self.pki.ca_cert}",
+                f"--remote=pssl:{self.tcp_port or 0}:127.0.0.1",
+            ]
+        elif self.tcp:
             # Reuse the first kernel-chosen port on restart so tcp clients can reconnect.
             args.append(f"--remote=ptcp:{self.tcp_port or 0}:127.0.0.1")
         self.proc = subprocess.Popen(
@@ -201,13 +214,88 @@ class _ServerProcess:
         return _run_tool(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", *args], timeout)
 
 
+@dataclass(frozen=True, slots=True)
+class SandboxPki:
+    """A throwaway CA with one server and one client certificate (PEM files)."""
+
+    ca_cert: Path
+    server_key: Path
+    server_cert: Path
+    client_key: Path
+    client_cert: Path
+
+    @classmethod
+    def create(cls, workdir: Path | str) -> SandboxPki:
+        d = Path(workdir)
+        d.mkdir(parents=True, exist_ok=True)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        _run_tool(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                *ec,
+                "-keyout",
+                str(d / "ca.key"),
+                "-out",
+                str(d / "ca.crt"),
+                "-subj",
+                "/CN=nb-test-ca",
+                "-days",
+                "2",
+            ]
+        )
+        for who in ("server", "client"):
+            _run_tool(
+                [
+                    "openssl",
+                    "req",
+                    *ec,
+                    "-keyout",
+                    str(d / f"{who}.key"),
+                    "-out",
+                    str(d / f"{who}.csr"),
+                    "-subj",
+                    f"/CN=nb-test-{who}",
+                ]
+            )
+            _run_tool(
+                [
+                    "openssl",
+                    "x509",
+                    "-req",
+                    "-in",
+                    str(d / f"{who}.csr"),
+                    "-CA",
+                    str(d / "ca.crt"),
+                    "-CAkey",
+                    str(d / "ca.key"),
+                    "-CAcreateserial",
+                    "-out",
+                    str(d / f"{who}.crt"),
+                    "-days",
+                    "2",
+                ]
+            )
+        return cls(
+            d / "ca.crt", d / "server.key", d / "server.crt", d / "client.key", d / "client.crt"
+        )
+
+
 class NbServer:
     """A standalone OVN_Northbound ovsdb-server in `workdir` (see the module docstring)."""
 
-    def __init__(self, workdir: Path | str, *, tcp: bool = False, db: Path | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path | str,
+        *,
+        tcp: bool = False,
+        db: Path | None = None,
+        pki: SandboxPki | None = None,
+    ) -> None:
         self.workdir = Path(workdir)
         self.db = db or self.workdir / "nb.db"
-        self._proc = _ServerProcess(self.workdir, "nb", self.db, tcp=tcp)
+        self._proc = _ServerProcess(self.workdir, "nb", self.db, tcp=tcp, pki=pki)
 
     @property
     def remote(self) -> str:
@@ -215,9 +303,15 @@ class NbServer:
 
     @property
     def tcp_remote(self) -> str:
-        if self._proc.tcp_port is None:
+        if self._proc.tcp_port is None or self._proc.pki is not None:
             raise SandboxError("server was not started with tcp=True")
         return f"tcp:127.0.0.1:{self._proc.tcp_port}"
+
+    @property
+    def ssl_remote(self) -> str:
+        if self._proc.tcp_port is None or self._proc.pki is None:
+            raise SandboxError("server was not started with a pki")
+        return f"ssl:127.0.0.1:{self._proc.tcp_port}"
 
     @property
     def pid(self) -> int | None:

@@ -74,9 +74,19 @@ class NbctlView:
 
     def _rows(self, table: str, *conditions: str) -> list[dict[str, Any]]:
         out = subprocess.run(
-            ["ovn-nbctl", f"--db={self.remote}", "--timeout=10", "--format=json", "find", table,
-             *conditions],
-            capture_output=True, text=True, check=True, timeout=15,
+            [
+                "ovn-nbctl",
+                f"--db={self.remote}",
+                "--timeout=10",
+                "--format=json",
+                "find",
+                table,
+                *conditions,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=15,
         )
         doc = json.loads(out.stdout)
         return [

@@ -28,12 +28,25 @@ MAC1 = "00:00:00:00:00:01"
 MAC2 = "00:00:00:00:00:02"
 
 
-def spec(name: str = "p1.ns1", ip: str = "10.16.0.2", mac: str = MAC1, **kw: object) -> PortSpec:
+def spec(
+    name: str = "p1.ns1",
+    ip: str = "10.16.0.2",
+    mac: str = MAC1,
+    switch: str = LS,
+    port_security: bool = False,
+    security_groups: tuple[str, ...] = (),
+) -> PortSpec:
     pod, _, ns = name.partition(".")
-    fields: dict[str, object] = {"pod_name": pod, "pod_namespace": ns, **kw}
-    return PortSpec(name=name, switch=kw.pop("switch", LS), mac=mac, ips=(ip,), **{  # type: ignore[arg-type]
-        k: v for k, v in fields.items() if k != "switch"
-    })
+    return PortSpec(
+        name=name,
+        switch=switch,
+        mac=mac,
+        ips=(ip,),
+        pod_name=pod,
+        pod_namespace=ns,
+        port_security=port_security,
+        security_groups=security_groups,
+    )
 
 
 @pytest.fixture
@@ -57,7 +70,9 @@ def test_create_port_writes_kube_ovn_columns(s: Subject) -> None:
     assert "p1.ns1" in (s.view.switch_ports(LS) or set())
     assert s.view.port_column("p1.ns1", "addresses") == [f"{MAC1} 10.16.0.2"]
     assert s.view.port_column("p1.ns1", "external_ids") == {
-        "pod": "ns1/p1", "vendor": "kube-ovn", "ls": LS,
+        "pod": "ns1/p1",
+        "vendor": "kube-ovn",
+        "ls": LS,
     }
 
 
@@ -70,14 +85,21 @@ def test_create_port_without_pod_or_port_security(s: Subject) -> None:
 
 
 def test_create_port_dual_stack_masks_port_security(s: Subject) -> None:
-    s.nb.ensure_logical_switch("dual", LR, "10.17.0.0/16,fd00:10:17::/64",
-                               "10.17.0.1,fd00:10:17::1", {})
-    s.nb.create_port(PortSpec("p.ns", "dual", MAC1, ("10.17.0.5", "fd00:10:17::5"),
-                              cidrs=("10.17.0.0/16", "fd00:10:17::/64"), port_security=True))
+    s.nb.ensure_logical_switch(
+        "dual", LR, "10.17.0.0/16,fd00:10:17::/64", "10.17.0.1,fd00:10:17::1", {}
+    )
+    s.nb.create_port(
+        PortSpec(
+            "p.ns",
+            "dual",
+            MAC1,
+            ("10.17.0.5", "fd00:10:17::5"),
+            cidrs=("10.17.0.0/16", "fd00:10:17::/64"),
+            port_security=True,
+        )
+    )
     assert s.view.port_column("p.ns", "addresses") == [f"{MAC1} 10.17.0.5 fd00:10:17::5"]
-    assert s.view.port_column("p.ns", "port_security") == [
-        f"{MAC1} 10.17.0.5/16 fd00:10:17::5/64"
-    ]
+    assert s.view.port_column("p.ns", "port_security") == [f"{MAC1} 10.17.0.5/16 fd00:10:17::5/64"]
 
 
 def test_create_port_is_idempotent_and_updates_addresses(s: Subject) -> None:
@@ -169,8 +191,9 @@ def test_delete_port_removes_row_and_memberships(s: Subject) -> None:
 
 def test_list_pod_ports(s: Subject) -> None:
     s.nb.create_port(spec("web.ns1"))
-    s.nb.create_port(PortSpec("web.ns1.attach", LS, MAC2, ("10.16.0.3",), pod_name="web",
-                              pod_namespace="ns1"))
+    s.nb.create_port(
+        PortSpec("web.ns1.attach", LS, MAC2, ("10.16.0.3",), pod_name="web", pod_namespace="ns1")
+    )
     s.nb.create_port(spec("web.ns2", ip="10.16.0.4", mac="00:00:00:00:00:04"))
     assert s.nb.list_pod_ports("web", "ns1") == ["web.ns1", "web.ns1.attach"]
     assert s.nb.list_pod_ports("web", "ns2") == ["web.ns2"]
@@ -236,9 +259,7 @@ def test_snat_replace_and_remove(s: Subject) -> None:
 def test_dnat_and_snat_moves_eip(s: Subject) -> None:
     s.nb.update_nat_rule("dnat_and_snat", "10.16.0.2", "172.18.0.100", LR)
     s.nb.update_nat_rule("dnat_and_snat", "10.16.0.2", "172.18.0.100", LR)
-    assert s.nb.list_nat_rules(LR) == [
-        NatRule(LR, "dnat_and_snat", "172.18.0.100", "10.16.0.2")
-    ]
+    assert s.nb.list_nat_rules(LR) == [NatRule(LR, "dnat_and_snat", "172.18.0.100", "10.16.0.2")]
     s.nb.update_nat_rule("dnat_and_snat", "10.16.0.2", "172.18.0.101", LR, MAC1, "p1.ns1")
     assert s.nb.list_nat_rules(LR) == [
         NatRule(LR, "dnat_and_snat", "172.18.0.101", "10.16.0.2", "p1.ns1", MAC1)
@@ -270,7 +291,8 @@ def test_sg_port_group_naming(s: Subject) -> None:
     s.nb.create_sg_port_group("my-sg")
     s.nb.create_sg_port_group("my-sg")
     assert s.view.port_group("ovn.sg.my.sg") == (
-        set(), {"type": "security_group", "sg": "my-sg", "name": "ovn.sg.my.sg"}
+        set(),
+        {"type": "security_group", "sg": "my-sg", "name": "ovn.sg.my.sg"},
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import time
@@ -12,7 +13,7 @@ import pytest
 
 from controller.ovn.api import DuplicateAddressError, OvnError, OvnTimeoutError, PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.ovsdb import NbCluster, NbServer
+from controller.sandbox.ovsdb import NbCluster, NbServer, SandboxPki
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -20,8 +21,14 @@ LR, LS = "ovn-cluster", "ovn-default"
 
 
 def port(i: int, ls: str = LS) -> PortSpec:
-    return PortSpec(f"p{i}.ns", ls, f"00:00:00:00:{i // 256:02x}:{i % 256:02x}",
-                    (f"10.16.{i // 250}.{i % 250 + 2}",), pod_name=f"p{i}", pod_namespace="ns")
+    return PortSpec(
+        f"p{i}.ns",
+        ls,
+        f"00:00:00:00:{i // 256:02x}:{i % 256:02x}",
+        (f"10.16.{i // 250}.{i % 250 + 2}",),
+        pod_name=f"p{i}",
+        pod_namespace="ns",
+    )
 
 
 def setup(nb: OvsdbappNbClient) -> None:
@@ -41,11 +48,17 @@ def eventually(fn: Callable[[], object], deadline_s: float) -> object:
 
 
 def nbctl(remote: str, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
-                          capture_output=True, text=True, check=True, timeout=15).stdout
+    return subprocess.run(
+        ["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=15,
+    ).stdout
 
 
-def test_server_restart_mid_run(nb_server: NbServer) -> None:
+def test_server_restart_mid_run(nb_server: NbServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     timeout = 2.0
     with OvsdbappNbClient.from_addr(nb_server.remote, timeout=timeout) as nb:
         setup(nb)
@@ -62,6 +75,9 @@ def test_server_restart_mid_run(nb_server: NbServer) -> None:
         assert nb.connected
         assert nb.list_pod_ports("p1", "ns") == ["p1.ns"]
         assert {p.name for p in nb.list_ports()} >= {"p1.ns", "p2.ns", "p3.ns"}
+    # python-ovs's own reconnect messages arrive through stdlib logging
+    vlog = [r.getMessage() for r in caplog.records if r.name.endswith("ovs_idl.vlog")]
+    assert any("connected" in m for m in vlog), vlog
 
 
 def test_calls_queued_during_an_outage_all_fail_in_time(nb_server: NbServer) -> None:
@@ -123,23 +139,48 @@ def test_raft_leader_killed_client_carries_on(short_tmp: Path) -> None:
             assert len(nb.list_ports()) == 11  # 10 pods + the router port
             # a surviving member agrees
             survivor = next(i for i in range(3) if i != leader)
-            names = nbctl(cluster.member_remote(survivor), "--no-leader-only",
-                          "--columns=name", "--bare", "list", "Logical_Switch_Port").split()
+            names = nbctl(
+                cluster.member_remote(survivor),
+                "--no-leader-only",
+                "--columns=name",
+                "--bare",
+                "list",
+                "Logical_Switch_Port",
+            ).split()
             assert "p10.ns" in names and "p0.ns" not in names
     finally:
         cluster.stop()
 
 
+def wait_for(cond: Callable[[], bool], deadline_s: float = 10.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        time.sleep(0.005)
+
+
 def test_foreign_writers_are_seen(real_client: OvsdbappNbClient, nb_server: NbServer) -> None:
+    # The cache follows other writers asynchronously (ms later): wait for it, as a controller
+    # would see it on its next reconcile.
     nb = real_client
     setup(nb)
-    nbctl(nb_server.remote, "lsp-add", LS, "foreign", "--", "lsp-set-addresses", "foreign",
-          "00:00:00:00:99:99 10.16.0.50")
+    nbctl(
+        nb_server.remote,
+        "lsp-add",
+        LS,
+        "foreign",
+        "--",
+        "lsp-set-addresses",
+        "foreign",
+        "00:00:00:00:99:99 10.16.0.50",
+    )
+    wait_for(lambda: nb.get_port("foreign") is not None)
     with pytest.raises(DuplicateAddressError, match="foreign"):
         nb.create_port(PortSpec("mine.ns", LS, "00:00:00:00:00:01", ("10.16.0.50",)))
     nb.create_port(port(1))
     nbctl(nb_server.remote, "lsp-del", "p1.ns")
-    assert nb.get_port("p1.ns") is None
+    wait_for(lambda: nb.get_port("p1.ns") is None)
     nb.delete_port("p1.ns")
     nb.delete_port("foreign")  # no ls external_id: found by its switch
     assert nbctl(nb_server.remote, "lsp-list", LS).count("(") == 1  # only the router port
@@ -149,8 +190,10 @@ def test_two_clients_do_not_share_a_connection(short_tmp: Path) -> None:
     a = NbServer(short_tmp / "a").start()
     b = NbServer(short_tmp / "b").start()
     try:
-        with OvsdbappNbClient.from_addr(a.remote, timeout=3) as ca, \
-                OvsdbappNbClient.from_addr(b.remote, timeout=3) as cb:
+        with (
+            OvsdbappNbClient.from_addr(a.remote, timeout=3) as ca,
+            OvsdbappNbClient.from_addr(b.remote, timeout=3) as cb,
+        ):
             ca.ensure_logical_router("only-a")
             cb.ensure_logical_router("only-b")
             assert "only-a" in nbctl(a.remote, "lr-list")
@@ -163,13 +206,16 @@ def test_two_clients_do_not_share_a_connection(short_tmp: Path) -> None:
 
 def test_request_observer(nb_server: NbServer) -> None:
     seen: list[tuple[str, float, bool]] = []
-    with OvsdbappNbClient.from_addr(nb_server.remote, timeout=3,
-                                    on_request=lambda m, s, ok: seen.append((m, s, ok))) as nb:
+    with OvsdbappNbClient.from_addr(
+        nb_server.remote, timeout=3, on_request=lambda m, s, ok: seen.append((m, s, ok))
+    ) as nb:
         nb.ensure_logical_router(LR)
         with pytest.raises(OvnError):
             nb.create_port(port(1))  # no switch
-    assert [(m, ok) for m, _, ok in seen] == [("ensure_logical_router", True),
-                                              ("create_port", False)]
+    assert [(m, ok) for m, _, ok in seen] == [
+        ("ensure_logical_router", True),
+        ("create_port", False),
+    ]
     assert all(s >= 0 for _, s, _ in seen)
 
 
@@ -198,3 +244,21 @@ def test_close_is_idempotent_and_later_calls_fail(nb_server: NbServer) -> None:
     nb.close()
     with pytest.raises(OvnError, match="closed"):
         nb.ensure_logical_router(LR)
+
+
+def test_ssl_remote(short_tmp: Path) -> None:
+    pki = SandboxPki.create(short_tmp / "pki")
+    server = NbServer(short_tmp, pki=pki).start()
+    try:
+        with OvsdbappNbClient.from_addr(
+            server.ssl_remote,
+            timeout=5,
+            ssl_private_key=str(pki.client_key),
+            ssl_certificate=str(pki.client_cert),
+            ssl_ca_cert=str(pki.ca_cert),
+        ) as nb:
+            setup(nb)
+            nb.create_port(port(1))
+            assert nb.get_port("p1.ns") is not None
+    finally:
+        server.stop()

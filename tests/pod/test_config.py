@@ -250,6 +250,7 @@ def test_leader_election_falls_back_to_hostname_then_errors() -> None:
     with pytest.raises(ConfigError, match="set POD_NAME"):
         parse(env={})
     assert parse("--leader-elect=false", env={}).leader_elect is False
+    assert parse("check", env={}).command == "check"
 
 
 def test_pprof_port_is_an_alias_of_metrics_port() -> None:

@@ -1,0 +1,208 @@
+"""Pod handler throughput: the PodController's add -> update -> delete cycle with in-memory ports.
+
+Usage: python bench/pod_handlers.py [--quick] [--pods N] [--workers W]
+
+What is measured (all in one run, same machine, same fakes):
+
+* baseline: the pure part of an add, per pod: `pod_logic` planning plus the IPAM allocation
+  (no NB, no API writes) - the floor the handler cannot go under;
+* serial: the handlers run inline on one thread (`process_next_work_item` per item), for N pods
+  through add, update (route + NAT) and delete;
+* threaded: `PodController.run_workers(W)` over the same N pods, the test thread playing the
+  informer (it feeds the API server's changes back into the cache).
+
+The NB port is `DictNbClient` below (O(1) dict rows: `FakeNbClient` checks duplicate addresses
+by parsing every port of the switch, which makes it quadratic and would swamp the figures) and the
+API server is `FakeKubeApi`, so the figures are the controller's own overhead (models, locking,
+queues, logging) and not a prediction of a real cluster, where kube-ovn reports about 0.1-0.2 s
+of handler time per pod (kube-ovn.md 7, #2495). Python threads share the GIL, so the threaded
+ratio shows queueing overhead rather than a speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+
+# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
+
+from controller import pod_logic as pl  # noqa: E402
+from controller.ipam import IPAM  # noqa: E402
+from controller.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
+from controller.ovn.api import PortInfo, PortSpec  # noqa: E402
+from controller.queues import RealClock  # noqa: E402
+from tests.pod_controller.helpers import (  # noqa: E402
+    NODE,
+    Env,
+    InPlaceNbClient,
+    raw_pod,
+    standard_env,
+)
+
+
+class DictNbClient(InPlaceNbClient):
+    """The verbs the pod flow uses, as O(1) dict operations (no validation)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lsps: dict[str, PortInfo] = {}
+        self.routes: dict[tuple[str, str], str] = {}
+        self.nat: dict[tuple[str, str], str] = {}
+
+    def create_port(self, spec: PortSpec) -> None:
+        ids = {"vendor": "kube-ovn", "pod": f"{spec.pod_namespace}/{spec.pod_name}"}
+        addresses = (" ".join((spec.mac, *spec.ips)),)
+        self.lsps[spec.name] = PortInfo(spec.name, spec.switch, addresses, external_ids=ids)
+
+    def delete_port(self, name: str) -> None:
+        self.lsps.pop(name, None)
+
+    def get_port(self, name: str) -> PortInfo | None:
+        return self.lsps.get(name)
+
+    def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
+        name = f"{pod_name}.{pod_namespace}"
+        return [name] if name in self.lsps else []
+
+    def list_ports(self, vendor: str = "kube-ovn") -> list[PortInfo]:
+        return list(self.lsps.values())
+
+    def add_static_route(self, policy: str, cidr: str, nexthop: str, router: str) -> None:
+        self.routes[(router, cidr)] = nexthop
+
+    def delete_static_route(self, cidr: str, router: str) -> None:
+        self.routes.pop((router, cidr), None)
+
+    def update_nat_rule(
+        self,
+        policy: str,
+        logical_ip: str,
+        external_ip: str,
+        router: str,
+        logical_mac: str = "",
+        port: str = "",
+    ) -> None:
+        if external_ip:
+            self.nat[(router, logical_ip)] = external_ip
+        else:
+            self.nat.pop((router, logical_ip), None)
+
+    def delete_nat_rule(self, logical_ip: str, router: str) -> None:
+        self.nat.pop((router, logical_ip), None)
+
+
+def _env() -> Env:
+    return standard_env(clock=RealClock(), nb_client=DictNbClient())
+
+
+def baseline(n: int) -> float:
+    subnet = Subnet.from_dict(
+        {"metadata": {"name": "ovn-default"}, "spec": {"cidrBlock": "10.16.0.0/16"}}
+    )
+    ipam = IPAM()
+    ipam.add_or_update_subnet("ovn-default", "10.16.0.0/16", ["10.16.0.1"])
+    net = PodNet(ProviderType.ORIGINAL, "ovn", subnet, True)
+    raws = [raw_pod(f"p{i}", node=NODE) for i in range(n)]
+    start = time.perf_counter()
+    for raw in raws:
+        pod = Pod.from_dict(raw)
+        pl.validate_pod_network(pod.annotations)
+        request = pl.plan_address_request(pod, net, [], keep_vm_ip=False)
+        v4, v6, mac, got = pl.acquire_address(ipam, request, [])
+        allocation = pl.build_pod_allocation(net, got, v4=v4, v6=v6, mac=mac)
+        pl.build_pod_annotations(pod.annotations, net, allocation, pod_nic_type="veth-pair")
+    return time.perf_counter() - start
+
+
+def _lifecycle_keys(env: Env, n: int) -> list[str]:
+    keys = []
+    for i in range(n):
+        env.create_pod(raw_pod(f"p{i}", node=NODE))
+        keys.append(f"default/p{i}")
+    return keys
+
+
+def serial(n: int) -> tuple[float, float]:
+    env = _env()
+    try:
+        keys = _lifecycle_keys(env, n)
+        start = time.perf_counter()
+        env.converge(rounds=50)
+        up = time.perf_counter() - start
+        for key in keys:
+            env.kube.pods.pop(key)
+        start = time.perf_counter()
+        env.converge(rounds=50)
+        down = time.perf_counter() - start
+        assert env.pod_ports() == []
+        return up, down
+    finally:
+        env.close()
+
+
+def threaded(n: int, workers: int) -> tuple[float, float]:
+    env = _env()
+    stop = threading.Event()
+    threads = env.controller.run_workers(workers, stop)
+    tick = threading.Event()
+    try:
+        start = time.perf_counter()
+        keys = _lifecycle_keys(env, n)
+
+        def routed() -> bool:
+            env.sync_all()
+            return all(
+                (env.kube.pods[k]["metadata"].get("annotations") or {}).get(
+                    "ovn.kubernetes.io/routed"
+                )
+                == "true"
+                for k in keys
+            )
+
+        while not routed():
+            tick.wait(0.02)
+        up = time.perf_counter() - start
+        start = time.perf_counter()
+        for key in keys:
+            env.kube.pods.pop(key)
+        env.sync_all()
+        while env.pod_ports():
+            tick.wait(0.02)
+        down = time.perf_counter() - start
+        return up, down
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
+        env.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=3)
+    args = parser.parse_args()
+    n = 100 if args.quick else args.pods
+    logging.disable(logging.INFO)  # the per-item "take N ms" lines would dominate
+
+    base = baseline(n)
+    s_up, s_down = serial(n)
+    t_up, t_down = threaded(n, args.workers)
+    print(f"pods: {n}, workers: {args.workers}")
+    print(f"baseline (pure add: pod_logic + IPAM): {n / base:10.0f} pods/s")
+    print(f"serial   add+update:  {n / s_up:8.0f} pods/s   ({s_up / base:5.1f}x baseline time)")
+    print(f"serial   delete:      {n / s_down:8.0f} pods/s")
+    print(f"threaded add+update:  {n / t_up:8.0f} pods/s   ({t_up / s_up:5.2f}x serial time)")
+    print(f"threaded delete:      {n / t_down:8.0f} pods/s   ({t_down / s_down:5.2f}x serial time)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""`check`: audit a live cluster once and print the report (I/O adapter around `controller.audit`).
+
+`run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs and VPCs from the API server
+(uncached, paged), reads the kube-ovn logical switch ports and the cluster router's static routes
+and NAT rules from the OVN Northbound database, runs `audit()` and prints `AuditReport.render()`.
+It never writes anything.
+
+Exit codes: 0 clean, 1 findings (with `strict=True`, pods not converged yet count as findings
+too), 2 when the API server or the NB database cannot be reached or read (the reason goes to the
+output instead of a report).
+
+NOTE: the API lists and the NB read are not one atomic snapshot. Against a controller that is
+still working, a pod created between the two reads shows up as e.g. `lsp-missing`; callers that
+need a verdict (the fault-injection suite) wait until the cluster is quiet, or re-run until
+`settled`. `collect_snapshot` and `check` take the two readers as Protocols, so tests and other
+tools can run the same audit over fakes.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, Protocol, TextIO, TypeVar
+
+from controller.audit import AuditReport, ClusterSnapshot, audit
+from controller.config import Config
+from controller.errors import MalformedObjectError
+from controller.kube.api import ClusterLister, KubeObject
+from controller.kube.errors import KubeApiError, KubeConfigError
+from controller.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
+from controller.ovn.api import VENDOR, NatRule, OvnError, PortInfo, StaticRoute
+
+LOG = logging.getLogger(__name__)
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_UNAVAILABLE = 2
+
+T = TypeVar("T")
+
+
+class NbReader(Protocol):
+    """The read-only part of `controller.ovn.api.NbClient` the audit needs."""
+
+    def list_ports(self, vendor: str = VENDOR) -> list[PortInfo]: ...
+
+    def list_static_routes(self, router: str) -> list[StaticRoute]: ...
+
+    def list_nat_rules(self, router: str) -> list[NatRule]: ...
+
+
+def _convert(
+    items: Iterable[KubeObject], factory: Callable[[object], T], problems: list[str]
+) -> tuple[T, ...]:
+    out = []
+    for item in items:
+        try:
+            out.append(factory(item))
+        except MalformedObjectError as e:
+            problems.append(str(e))
+    return tuple(out)
+
+
+def collect_snapshot(
+    kube: ClusterLister,
+    nb: NbReader,
+    *,
+    cluster_router: str,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ClusterSnapshot:
+    """Read everything the audit needs; malformed objects become `snapshot.problems`.
+
+    Raises the readers' own errors (`KubeApiError`, `OvnError`).
+    """
+    problems: list[str] = []
+    now = clock()
+    pods = _convert(kube.list_pods(), Pod.from_dict, problems)
+    namespaces = _convert(kube.list_namespaces(), Namespace.from_dict, problems)
+    nodes = _convert(kube.list_nodes(), Node.from_dict, problems)
+    subnets = _convert(kube.list_subnets(), Subnet.from_dict, problems)
+    vpcs = _convert(kube.list_vpcs(), Vpc.from_dict, problems)
+    ips = tuple(kube.list_ips())
+    statefulsets = _convert(kube.list_statefulsets(), StatefulSet.from_dict, problems)
+    vms = _convert(kube.list_virtual_machines(), VirtualMachine.from_dict, problems)
+    return ClusterSnapshot(
+        now=now,
+        pods=pods,
+        namespaces=namespaces,
+        subnets=subnets,
+        nodes=nodes,
+        ips=ips,
+        vpcs=vpcs,
+        ports=tuple(nb.list_ports(VENDOR)),
+        routes=tuple(nb.list_static_routes(cluster_router)),
+        nat_rules=tuple(nb.list_nat_rules(cluster_router)),
+        problems=tuple(problems),
+        statefulsets=statefulsets,
+        virtual_machines=vms,
+    )
+
+
+def exit_code(report: AuditReport, *, strict: bool = False) -> int:
+    """0 when the report passes (`settled` if strict, else `ok`), 1 otherwise."""
+    passed = report.settled if strict else report.ok
+    return EXIT_CLEAN if passed else EXIT_FINDINGS
+
+
+def check(
+    kube: ClusterLister,
+    nb: NbReader,
+    config: Config,
+    *,
+    out: TextIO,
+    strict: bool = False,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> int:
+    """Collect, audit, print the report to `out`; the exit code (see the module docstring)."""
+    try:
+        snapshot = collect_snapshot(kube, nb, cluster_router=config.cluster_router, clock=clock)
+    except KubeApiError as e:
+        out.write(f"check: cannot read the Kubernetes API: {e}\n")
+        return EXIT_UNAVAILABLE
+    except OvnError as e:
+        out.write(f"check: cannot read the OVN Northbound database: {e}\n")
+        return EXIT_UNAVAILABLE
+    report = audit(snapshot, config)
+    out.write(report.render())
+    return exit_code(report, strict=strict)
+
+
+def run_check(config: Config, *, out: TextIO | None = None, strict: bool = False) -> int:
+    """The `check` sub-command: connect with `config`'s kubeconfig and NB address, audit once."""
+    # NOTE: concrete adapters are imported here, not at module level, so `check()` and
+    # `collect_snapshot()` stay importable (and testable) without ovsdbapp / kubernetes.
+    from controller.kube.client import KubeClient, load_api_client  # noqa: PLC0415
+    from controller.ovn.impl_idl import OvsdbappNbClient  # noqa: PLC0415
+
+    stream = out if out is not None else sys.stdout
+    try:
+        api_client = load_api_client(config.kubeconfig, worker_threads=1)
+    except KubeConfigError as e:
+        stream.write(f"check: {e}\n")
+        return EXIT_UNAVAILABLE
+    try:
+        kube = KubeClient(api_client)
+        ssl: dict[str, Any] = {
+            "ssl_private_key": config.ovn_nb_ssl_key or None,
+            "ssl_certificate": config.ovn_nb_ssl_cert or None,
+            "ssl_ca_cert": config.ovn_nb_ssl_ca or None,
+        }
+        try:
+            nb = OvsdbappNbClient.from_addr(config.ovn_nb_addr, timeout=config.ovn_timeout, **ssl)
+        except (OvnError, ValueError) as e:
+            stream.write(f"check: cannot connect to the OVN Northbound database: {e}\n")
+            return EXIT_UNAVAILABLE
+        try:
+            return check(kube, nb, config, out=stream, strict=strict)
+        finally:
+            nb.close()
+    finally:
+        api_client.close()

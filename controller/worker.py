@@ -1,0 +1,174 @@
+"""The work-queue worker loop (client-go `processNextWorkItem`, kube-ovn `processNext*WorkItem`).
+
+`process_next_work_item(queue, handler, ...)` takes one item and applies the controller's error
+policy (`controller.errors`):
+
+* `get()`; `(None, True)` means the queue shut down: return False;
+* the handler returns -> `forget(item)` (its backoff starts over);
+* `PermanentError` -> log, `forget(item)`: retrying cannot help until the object changes (the
+  handler has already emitted its Warning Event, and the object's next update re-queues it);
+* `RetryableError` with a `delay` -> `add_after(item, delay)`;
+* any other exception -> `add_rate_limited(item)` and log "error syncing ..., requeuing";
+* `done(item)` always runs, in `finally`.
+
+Each item logs "take N ms to handle <queue> <item>" (kube-ovn's line) and, with `metrics`, feeds
+`ControllerMetrics.observe_pod_handler(<queue>, <result>, seconds)`, result being one of
+`RESULT_SUCCESS`, `RESULT_REQUEUE`, `RESULT_DROP`.
+
+`run_worker` loops until the queue shuts down or `stop` is set. A worker blocked in `get()` only
+notices `stop` once the queue is shut down, so whoever sets `stop` shuts the queues down too
+(`PodController.run_workers` starts a thread that does exactly that).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import Protocol, TypeVar
+
+from controller.errors import ControllerError, PermanentError, RetryableError
+from controller.ipam.errors import IPAMError
+from controller.kube.errors import KubeApiError
+from controller.metrics import ControllerMetrics
+from controller.ovn.api import OvnError
+
+LOG = logging.getLogger(__name__)
+
+RESULT_SUCCESS = "success"
+RESULT_REQUEUE = "requeue"
+RESULT_DROP = "drop"
+
+T = TypeVar("T", bound=Hashable)
+
+
+class WorkQueue(Protocol[T]):
+    """The part of `controller.queues.RateLimitingQueue` a worker uses."""
+
+    def get(self) -> tuple[T | None, bool]: ...
+
+    def done(self, item: T) -> None: ...
+
+    def forget(self, item: T) -> None: ...
+
+    def add_rate_limited(self, item: T) -> None: ...
+
+    def add_after(self, item: T, seconds: float) -> None: ...
+
+
+class MonotonicClock(Protocol):
+    """Anything with a monotonic `now()` in seconds (`controller.queues.Clock` qualifies)."""
+
+    def now(self) -> float: ...
+
+
+class _TimeMonotonic:
+    def now(self) -> float:
+        return time.monotonic()
+
+
+_MONOTONIC = _TimeMonotonic()
+
+
+def process_next_work_item(
+    queue: WorkQueue[T],
+    handler: Callable[[T], None],
+    *,
+    name: str,
+    log: logging.Logger | logging.LoggerAdapter[logging.Logger] = LOG,
+    on_error: Callable[[T, BaseException], None] | None = None,
+    metrics: ControllerMetrics | None = None,
+    clock: MonotonicClock | None = None,
+) -> bool:
+    """Process one item; False once the queue has shut down (see the module docstring).
+
+    `on_error(item, exc)` is called for every failure, before the item is requeued or dropped;
+    an exception it raises is logged and ignored.
+    """
+    item, shutdown = queue.get()
+    if shutdown or item is None:
+        return False
+    timer = clock if clock is not None else _MONOTONIC
+    start = timer.now()
+    result = RESULT_SUCCESS
+    try:
+        log.debug("handle %s %s", name, item)
+        handler(item)
+    except PermanentError as exc:
+        result = RESULT_DROP
+        _notify(on_error, item, exc, log)
+        log.warning("error syncing %s %r: %s, giving up until it changes", name, item, exc)
+        queue.forget(item)
+    except Exception as exc:
+        result = RESULT_REQUEUE
+        _notify(on_error, item, exc, log)
+        delay = exc.delay if isinstance(exc, RetryableError) else None
+        if delay is not None:
+            queue.add_after(item, delay)
+        else:
+            queue.add_rate_limited(item)
+        log.error("error syncing %s %r: %s, requeuing", name, item, exc, exc_info=_is_bug(exc))
+    else:
+        queue.forget(item)
+    finally:
+        queue.done(item)
+        elapsed = max(timer.now() - start, 0.0)
+        log.info("take %d ms to handle %s %s", int(elapsed * 1000), name, item)
+        if metrics is not None:
+            metrics.observe_pod_handler(name, result, elapsed)
+    return True
+
+
+def _notify(
+    hook: Callable[[T, BaseException], None] | None,
+    item: T,
+    exc: BaseException,
+    log: logging.Logger | logging.LoggerAdapter[logging.Logger],
+) -> None:
+    if hook is None:
+        return
+    try:
+        hook(item, exc)
+    except Exception:
+        log.exception("on_error hook failed for %r", item)
+
+
+_EXPECTED: tuple[type[BaseException], ...] = (
+    ControllerError,
+    IPAMError,
+    KubeApiError,
+    OvnError,
+    OSError,
+)
+
+
+def _is_bug(exc: BaseException) -> bool:
+    """A traceback is worth logging for programming errors, not for expected failures."""
+    return not isinstance(exc, _EXPECTED)
+
+
+def run_worker(
+    queue: WorkQueue[T],
+    handler: Callable[[T], None],
+    *,
+    name: str,
+    stop: threading.Event,
+    log: logging.Logger | logging.LoggerAdapter[logging.Logger] = LOG,
+    on_error: Callable[[T, BaseException], None] | None = None,
+    metrics: ControllerMetrics | None = None,
+    clock: MonotonicClock | None = None,
+) -> None:
+    """Process items until the queue shuts down or `stop` is set (checked between items)."""
+    while not stop.is_set():
+        try:
+            more = process_next_work_item(
+                queue, handler, name=name, log=log, on_error=on_error, metrics=metrics, clock=clock
+            )
+        except Exception:
+            # NOTE: kube-ovn restarts a crashed loop through wait.Until; the policy above already
+            # catches handler errors, so this only guards the queue calls themselves.
+            log.exception("worker of %s crashed, continuing", name)
+            continue
+        if not more:
+            return

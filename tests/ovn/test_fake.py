@@ -1,0 +1,36 @@
+"""FakeNbClient's own test hooks (its NB semantics are pinned by test_contract.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.ovn.api import OvnTimeoutError, PortSpec
+from controller.ovn.fake import FakeNbClient
+
+
+def test_fail_next_raises_once_and_changes_nothing() -> None:
+    nb = FakeNbClient()
+    nb.ensure_logical_switch("ls", "", "10.0.0.0/24", "10.0.0.1", {})
+    nb.fail_next("create_port", OvnTimeoutError("injected"))
+    spec = PortSpec("p.ns", "ls", "00:00:00:00:00:01", ("10.0.0.2",))
+    with pytest.raises(OvnTimeoutError, match="injected"):
+        nb.create_port(spec)
+    assert nb.get_port("p.ns") is None
+    nb.create_port(spec)
+    assert nb.get_port("p.ns") is not None
+    assert nb.requests["create_port"] == 2
+    assert nb.requests["ensure_logical_switch"] == 1
+
+
+def test_failed_verb_leaves_state_untouched() -> None:
+    nb = FakeNbClient()
+    nb.ensure_logical_switch("ls", "", "10.0.0.0/24", "10.0.0.1", {})
+    before = repr(nb.state)
+    with pytest.raises(Exception, match="duplicate"):
+        nb.create_ports(
+            [
+                PortSpec("a.ns", "ls", "00:00:00:00:00:01", ("10.0.0.2",)),
+                PortSpec("b.ns", "ls", "00:00:00:00:00:02", ("10.0.0.2",)),
+            ]
+        )
+    assert repr(nb.state) == before
