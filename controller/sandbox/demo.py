@@ -501,7 +501,6 @@ class Demo:
         self.flag = flag
         self.out = out
         self.metrics_port = options.metrics_port
-        self.started = time.monotonic()
 
     def say(self, text: str) -> None:
         self.out.write(text + "\n")
