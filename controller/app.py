@@ -1,28 +1,645 @@
 """Composition root: the only module that builds concrete adapters and wires the controller.
 
-Until the pod controller lands this only parses the command line, so `python -m cmd.controller
---help` already shows the contract the later issues fill in.
+`main(argv)` is `python -m cmd.controller` / `kube-ovn-controller`: parse the flags (a bad one
+prints "error: ..." and exits 2), set up logging, then run a `Controller` until SIGTERM/SIGINT
+(exit 0, the lease handed back) or until the leadership is lost or start-up fails (exit 1).
+`kube-ovn-controller check` audits the cluster once instead (`controller.check.run_check`).
+
+`Controller(config)` owns every component, so tests and the sandbox run the real thing
+in-process: `start()` returns at once, `stop()` shuts everything down, `wait()` gives the exit
+code; `run_controller(argv, environ)` parses and starts one.
+
+What `start()` builds: the `kubernetes` ApiClient (kubeconfig or in-cluster) behind `KubeClient`
+and `ApiClientClusterApi`; the OVN NB client (`OvsdbappNbClient`); one Prometheus registry with
+the `workqueue_*` family (`PrometheusMetricsProvider`), `ControllerMetrics` and a `MetricsServer`
+(`/metrics`, `/healthz`, `/readyz`) on `--metrics-port`; informers (all cached, nothing is fetched
+per pod) for pods, namespaces, nodes, subnets, IPs, vlans, vpcs, statefulsets, the ConfigMaps of
+KUBE_NAMESPACE (the external gateway ConfigMap), and network-attachment-definitions / kubevirt
+virtual machines only when their API group is served; the four pod queues named as kube-ovn's;
+IPAM, the key mutex, the Event recorder; the pod controller and the minimal subnet / namespace /
+node controllers (each switchable off by its flag).
+
+Start-up order, as kube-ovn's `Controller.Run` (kube-ovn.md 5.5):
+
+1. leader election on Lease `--leader-elect-resource-name` in KUBE_NAMESPACE, identity POD_NAME;
+   a follower starts nothing else (no informer runs, so it enqueues nothing; every informer
+   callback also checks `is_leader`). Losing the lease ends the process with exit code 1.
+2. informers started; caches synced (failure: exit 1).
+3. bootstrap: default Vpc, cluster router, join and default subnets (`controller.bootstrap`).
+4. IPAM rebuilt (`init_ipam`), then the start-up gc (`GarbageCollector.run_startup_gc`: what
+   pods deleted while no controller ran left behind).
+5. workers: subnet and namespace first; wait (bounded) until the namespace queue drained and the
+   join / default switches exist; node workers; wait (bounded) until every node is allocated;
+   then the pod workers and the periodic loops (pod inspection every `--inspect-interval`,
+   garbage collection every `--gc-interval`, subnet status every 30 s).
+
+`/readyz` is 200 once the election loop runs and, when this replica leads, once the workers
+started (caches synced, IPAM rebuilt); a standing-by follower is ready. `/healthz` fails when a
+leader has not renewed its lease for longer than the lease duration.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import FrameType
+from typing import Any
+
+import prometheus_client
+from prometheus_client import CollectorRegistry
+
+from controller.bootstrap import init_default_vpc, init_ipam, init_ovn
+from controller.cache import Indexer, SharedIndexInformer, SharedInformerFactory
+from controller.check import run_check
+from controller.config import COMMAND_CHECK, Config, parse_args
+from controller.config import build_parser as build_config_parser
+from controller.constants import (
+    EVENT_COMPONENT,
+    KUBEOVN_GROUP,
+    KUBEOVN_VERSION,
+    KUBEVIRT_GROUP,
+    KUBEVIRT_VERSION,
+    NAD_GROUP,
+    NAD_VERSION,
+    QUEUE_ADD_NAMESPACE,
+    QUEUE_ADD_NODE,
+    QUEUE_ADD_POD,
+    QUEUE_ADD_SUBNET,
+    QUEUE_DELETE_NODE,
+    QUEUE_DELETE_POD,
+    QUEUE_DELETE_SUBNET,
+    QUEUE_UPDATE_POD,
+    QUEUE_UPDATE_POD_SECURITY,
+    QUEUE_UPDATE_SUBNET_STATUS,
+    RESOURCE_IPS,
+    RESOURCE_NADS,
+    RESOURCE_SUBNETS,
+    RESOURCE_VIRTUAL_MACHINES,
+    RESOURCE_VLANS,
+    RESOURCE_VPCS,
+)
+from controller.errors import ConfigError
+from controller.gc import GarbageCollector
+from controller.ipam import IPAM
+from controller.keymutex import KeyMutex
+from controller.kube.client import KubeClient, load_api_client
+from controller.kube.cluster import ApiClientClusterApi
+from controller.kube.errors import KubeApiError, KubeConfigError
+from controller.kube.events import BackgroundEventRecorder
+from controller.leaderelection import (
+    LeaderCallbacks,
+    LeaderElectionConfig,
+    LeaderElector,
+    LeaseLock,
+)
+from controller.log import setup_logging
+from controller.metrics import ControllerMetrics, MetricsServer
+from controller.namespace import NamespaceController
+from controller.node import NodeController, NodeQueues
+from controller.ovn.api import OvnError
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.pod import PodController, PodQueues
+from controller.queues import (
+    PrometheusMetricsProvider,
+    RateLimitingQueue,
+    default_controller_rate_limiter,
+)
+from controller.subnet import DEFAULT_STATUS_DELAY, SubnetController, SubnetQueues
+
+LOG = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+NB_DB = "OVN_Northbound"
+CACHE_SYNC_TIMEOUT = 60.0
+STARTUP_WAIT = 30.0  # bound of each "wait until ..." step before the pod workers start
+SUBNET_STATUS_RESYNC = 30.0  # kube-ovn resyncSubnetMetrics
+JOIN_TIMEOUT = 10.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kube-ovn-controller",
-        description="kube-ovn pod network controller (Python re-implementation)",
-    )
-    parser.add_argument(
-        "--kubeconfig", default="", help="path to a kubeconfig; in-cluster if empty"
-    )
-    parser.add_argument("--ovn-nb-addr", default="", help="OVN northbound database remote(s)")
-    parser.add_argument("--worker-num", type=int, default=3, help="workers per queue")
-    return parser
+    """The command line parser (`--help`); see `controller.config`."""
+    return build_config_parser()
+
+
+class Controller:
+    """The whole controller process, runnable in-process (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        cache_sync_timeout: float = CACHE_SYNC_TIMEOUT,
+        startup_wait: float = STARTUP_WAIT,
+        status_delay: float = DEFAULT_STATUS_DELAY,
+    ) -> None:
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.config = config
+        self._cache_sync_timeout = cache_sync_timeout
+        self._startup_wait = startup_wait
+        self._status_delay = status_delay
+        self.registry = CollectorRegistry()
+        # built in start(): they need the API client
+        self.metrics: ControllerMetrics
+        self.kube: KubeClient
+        self.cluster: ApiClientClusterApi
+        self.pod_queues: PodQueues
+        self.gc: GarbageCollector
+        self.queue_metrics = PrometheusMetricsProvider(self.registry)
+        self.ipam = IPAM()
+        self.key_mutex = KeyMutex()
+        self.exit_code: int | None = None
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._stop = threading.Event()  # workers, informers, periodic loops
+        self._elector_stop = threading.Event()  # set after the workers stopped
+        self._done = threading.Event()
+        self.leading = threading.Event()
+        self.workers_started = threading.Event()
+        self._election_running = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._elector: LeaderElector | None = None
+        self._elector_thread: threading.Thread | None = None
+        self._api_client: Any = None
+        self.nb: OvsdbappNbClient | None = None
+        self.metrics_server: MetricsServer | None = None
+        self.recorder: BackgroundEventRecorder | None = None
+        self._factories: list[SharedInformerFactory] = []
+        self.informers: dict[str, SharedIndexInformer] = {}
+        self._queues: list[RateLimitingQueue[str]] = []
+        self.pod_controller: PodController | None = None
+        self.subnet_controller: SubnetController | None = None
+        self.namespace_controller: NamespaceController | None = None
+        self.node_controller: NodeController | None = None
+
+    # --- public ----------------------------------------------------------------------------------
+    def start(self) -> Controller:
+        """Connect, build and start; returns at once. Raises on connection/config failures."""
+        try:
+            self._build()
+            if self._stop.is_set():
+                # stopped (a signal) while connecting: start nothing; the NB connection may
+                # have come up after stop() looked for it
+                if self.nb is not None:
+                    self.nb.close()
+                return self
+            assert self.metrics_server is not None and self.recorder is not None
+            self.metrics_server.start()
+            self.recorder.start()
+            if self.config.leader_elect:
+                self._start_election()
+            else:
+                self._election_running.set()
+                self._spawn("controller-leading", self._lead, self._stop)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def is_leader(self) -> bool:
+        if self._stop.is_set():
+            return False
+        if self._elector is None:
+            return not self.config.leader_elect
+        return self._elector.is_leader()
+
+    @property
+    def metrics_port(self) -> int:
+        if self.metrics_server is None:
+            raise RuntimeError("controller not started")
+        return self.metrics_server.port
+
+    def indexer(self, name: str) -> Indexer:
+        return self.informers[name].get_indexer()
+
+    def ready(self) -> tuple[bool, str]:
+        if self._stop.is_set():
+            return False, "stopping"
+        if not self._election_running.is_set():
+            return False, "leader election not started"
+        if not self.leading.is_set():
+            return True, "follower, standing by"
+        if not self.workers_started.is_set():
+            return False, "leading: waiting for caches, bootstrap and IPAM"
+        return True, "ok"
+
+    def healthy(self) -> tuple[bool, str]:
+        if self._elector is not None:
+            problem = self._elector.check(self.config.leader_elect_retry_period)
+            if problem:
+                return False, problem
+        return True, "ok"
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code once the controller has stopped, None if still running at `timeout`."""
+        self._done.wait(timeout)
+        return self.exit_code if self._done.is_set() else None
+
+    def stop(self, exit_code: int = EXIT_OK) -> None:
+        """Stop everything (idempotent); the first exit code recorded wins."""
+        with self._lock:
+            if self.exit_code is None:
+                self.exit_code = exit_code
+            if self._stopping:
+                return
+            self._stopping = True
+        LOG.info("shutting down (exit code %d)", self.exit_code)
+        self._stop.set()
+        for queue in self._queues:
+            queue.shut_down()
+        me = threading.current_thread()
+        for thread in list(self._threads):
+            if thread is not me:
+                thread.join(JOIN_TIMEOUT)
+        # The lease is handed back only after our workers stopped: never two acting leaders.
+        self._elector_stop.set()
+        if self._elector_thread is not None and self._elector_thread is not me:
+            self._elector_thread.join(JOIN_TIMEOUT)
+        for factory in self._factories:
+            factory.shutdown(JOIN_TIMEOUT)
+        if self.recorder is not None:
+            self.recorder.stop()
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+        if self.nb is not None:
+            self.nb.close()
+        if self._api_client is not None:
+            self._api_client.close()
+        self._done.set()
+        LOG.info("stopped")
+
+    # --- construction ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        cfg = self.config
+        api_client = load_api_client(cfg.kubeconfig, worker_threads=cfg.worker_num * 8 + 8)
+        self._api_client = api_client
+        self.metrics = ControllerMetrics(
+            self.registry, api_host=str(getattr(api_client.configuration, "host", ""))
+        )
+        kube = KubeClient(api_client, on_request=self.metrics.observe_kube_request)
+        cluster = ApiClientClusterApi(api_client)
+        self.kube, self.cluster = kube, cluster
+
+        def observe_nb(method: str, seconds: float, ok: bool) -> None:
+            self.metrics.observe_ovn_request(NB_DB, method, "0" if ok else "1", seconds)
+
+        self.nb = OvsdbappNbClient.from_addr(
+            cfg.ovn_nb_addr,
+            float(cfg.ovn_timeout),
+            on_request=observe_nb,
+            **_ssl_kwargs(cfg),
+        )
+        nb = self.nb
+        self.recorder = BackgroundEventRecorder(
+            kube,
+            component=EVENT_COMPONENT,
+            host=os.environ.get("KUBE_NODE_NAME", ""),
+            on_drop=self.metrics.event_dropped,
+        )
+        self.metrics_server = MetricsServer(
+            self.registry,
+            cfg.metrics_port,
+            health_check=self.healthy,
+            ready_check=self.ready,
+            host=cfg.metrics_addr,
+        )
+
+        factory = SharedInformerFactory(api_client)
+        cm_factory = SharedInformerFactory(api_client, namespace=cfg.pod_namespace)
+        self._factories = [factory, cm_factory]
+        inf = self.informers
+        inf["pods"] = factory.informer_for("", "v1", "pods")
+        inf["namespaces"] = factory.informer_for("", "v1", "namespaces", namespaced=False)
+        inf["nodes"] = factory.informer_for("", "v1", "nodes", namespaced=False)
+        for name in (RESOURCE_SUBNETS, RESOURCE_IPS, RESOURCE_VLANS, RESOURCE_VPCS):
+            inf[name] = factory.informer_for(KUBEOVN_GROUP, KUBEOVN_VERSION, name, namespaced=False)
+        inf["statefulsets"] = factory.informer_for("apps", "v1", "statefulsets")
+        inf["configmaps"] = cm_factory.informer_for("", "v1", "configmaps")
+        if cluster.api_group_exists(NAD_GROUP, NAD_VERSION):
+            inf["nads"] = factory.informer_for(NAD_GROUP, NAD_VERSION, RESOURCE_NADS)
+        else:
+            LOG.info("%s/%s is not served: no network attachments", NAD_GROUP, NAD_VERSION)
+        if cluster.api_group_exists(KUBEVIRT_GROUP, KUBEVIRT_VERSION):
+            inf["vms"] = factory.informer_for(
+                KUBEVIRT_GROUP, KUBEVIRT_VERSION, RESOURCE_VIRTUAL_MACHINES
+            )
+        else:
+            LOG.info("%s/%s is not served: no KubeVirt VMs", KUBEVIRT_GROUP, KUBEVIRT_VERSION)
+
+        def idx(name: str) -> Indexer:
+            return inf[name].get_indexer()
+
+        def opt(name: str) -> Indexer | None:
+            return inf[name].get_indexer() if name in inf else None
+
+        self.pod_queues = PodQueues(
+            add=self._queue(QUEUE_ADD_POD),
+            update=self._queue(QUEUE_UPDATE_POD),
+            delete=self._queue(QUEUE_DELETE_POD),
+            security=self._queue(QUEUE_UPDATE_POD_SECURITY),
+        )
+        is_leader = self.is_leader
+        self.pod_controller = PodController(
+            config=cfg,
+            pods=idx("pods"),
+            namespaces=idx("namespaces"),
+            subnets=idx(RESOURCE_SUBNETS),
+            nodes=idx("nodes"),
+            ips=idx(RESOURCE_IPS),
+            vlans=idx(RESOURCE_VLANS),
+            vpcs=idx(RESOURCE_VPCS),
+            configmaps=idx("configmaps"),
+            statefulsets=opt("statefulsets"),
+            nads=opt("nads"),
+            vms=opt("vms"),
+            kube=kube,
+            nb=nb,
+            ipam=self.ipam,
+            recorder=self.recorder,
+            key_mutex=self.key_mutex,
+            queues=self.pod_queues,
+            is_leader=is_leader,
+            metrics=self.metrics,
+        )
+        inf["pods"].add_event_handler(self.pod_controller)
+        self.gc = GarbageCollector(
+            config=cfg,
+            pods=idx("pods"),
+            nodes=idx("nodes"),
+            ips=idx(RESOURCE_IPS),
+            subnets=idx(RESOURCE_SUBNETS),
+            statefulsets=opt("statefulsets"),
+            vms=opt("vms"),
+            kube=kube,
+            nb=nb,
+            ipam=self.ipam,
+            metrics=self.metrics,
+            key_mutex=self.key_mutex,
+            ready=lambda: all(i.has_synced() for i in inf.values()),
+        )
+
+        if cfg.enable_subnet_controller:
+            self.subnet_controller = SubnetController(
+                config=cfg,
+                subnets=idx(RESOURCE_SUBNETS),
+                vpcs=idx(RESOURCE_VPCS),
+                kube=kube,
+                cluster=cluster,
+                nb=nb,
+                ipam=self.ipam,
+                queues=SubnetQueues(
+                    add=self._queue(QUEUE_ADD_SUBNET),
+                    delete=self._queue(QUEUE_DELETE_SUBNET),
+                    status=self._queue(QUEUE_UPDATE_SUBNET_STATUS),
+                ),
+                is_leader=is_leader,
+                metrics=self.metrics,
+                status_delay=self._status_delay,
+            )
+            inf[RESOURCE_SUBNETS].add_event_handler(self.subnet_controller)
+            inf[RESOURCE_IPS].add_event_handler(self.subnet_controller.ip_event_handler())
+        if cfg.enable_namespace_controller:
+            self.namespace_controller = NamespaceController(
+                config=cfg,
+                namespaces=idx("namespaces"),
+                subnets=idx(RESOURCE_SUBNETS),
+                kube=kube,
+                queue=self._queue(QUEUE_ADD_NAMESPACE),
+                is_leader=is_leader,
+            )
+            inf["namespaces"].add_event_handler(self.namespace_controller)
+            inf[RESOURCE_SUBNETS].add_event_handler(
+                self.namespace_controller.subnet_event_handler()
+            )
+        if cfg.enable_node_controller:
+            self.node_controller = NodeController(
+                config=cfg,
+                nodes=idx("nodes"),
+                subnets=idx(RESOURCE_SUBNETS),
+                ips=idx(RESOURCE_IPS),
+                kube=kube,
+                nb=nb,
+                ipam=self.ipam,
+                queues=NodeQueues(
+                    add=self._queue(QUEUE_ADD_NODE), delete=self._queue(QUEUE_DELETE_NODE)
+                ),
+                is_leader=is_leader,
+            )
+            inf["nodes"].add_event_handler(self.node_controller)
+
+    def _queue(self, name: str) -> RateLimitingQueue[str]:
+        queue = RateLimitingQueue[str](
+            default_controller_rate_limiter(), name=name, metrics_provider=self.queue_metrics
+        )
+        self._queues.append(queue)
+        return queue
+
+    def _spawn(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        return thread
+
+    # --- leader election -------------------------------------------------------------------------
+    def _start_election(self) -> None:
+        cfg = self.config
+        lock = LeaseLock(
+            self._api_client,
+            cfg.leader_elect_resource_namespace,
+            cfg.leader_elect_resource_name,
+            cfg.pod_name,
+        )
+
+        def started(lost: threading.Event) -> None:
+            self._lead(lost)
+
+        def stopped() -> None:
+            if not self._stop.is_set():
+                LOG.error("leader election lost, exiting")
+                threading.Thread(
+                    target=self.stop, args=(EXIT_FAILURE,), name="stop-lost-lease", daemon=True
+                ).start()
+
+        def new_leader(identity: str) -> None:
+            if identity and identity != cfg.pod_name:
+                LOG.info("new leader elected: %s", identity)
+
+        self._elector = LeaderElector(
+            LeaderElectionConfig(
+                lock=lock,
+                callbacks=LeaderCallbacks(started, stopped, new_leader),
+                lease_duration=cfg.leader_elect_lease_duration,
+                renew_deadline=cfg.leader_elect_renew_deadline,
+                retry_period=cfg.leader_elect_retry_period,
+                release_on_cancel=True,
+                name=f"{cfg.leader_elect_resource_namespace}/{cfg.leader_elect_resource_name}",
+            )
+        )
+        elector = self._elector
+
+        def run() -> None:
+            self._election_running.set()
+            elector.run(self._elector_stop)
+
+        self._elector_thread = threading.Thread(target=run, name="leader-election", daemon=True)
+        self._elector_thread.start()
+
+    # --- leading ---------------------------------------------------------------------------------
+    def _lead(self, lost: threading.Event) -> None:
+        """Everything after winning the election; any failure ends the process (exit 1)."""
+        self.leading.set()
+        LOG.info("leading: starting informers")
+        try:
+            self._run_startup(lost)
+        except Exception:
+            if not self._stop.is_set():
+                LOG.exception("start-up failed")
+                self.stop(EXIT_FAILURE)
+
+    def _run_startup(self, lost: threading.Event) -> None:
+        cfg = self.config
+        stop = self._stop
+        for factory in self._factories:
+            factory.start(stop)
+        synced = [f.wait_for_cache_sync(stop, self._cache_sync_timeout) for f in self._factories]
+        failed = [rid for result in synced for rid, ok in result.items() if not ok]
+        if failed:
+            if not stop.is_set():
+                LOG.error("caches did not sync within %ss: %s", self._cache_sync_timeout, failed)
+                self.stop(EXIT_FAILURE)
+            return
+        if lost.is_set() or stop.is_set():
+            return
+        assert self.nb is not None
+        init_default_vpc(cfg, self.cluster)
+        bootstrapped = init_ovn(cfg, self.kube, self.indexer(RESOURCE_SUBNETS), self.nb)
+        init_ipam(
+            config=cfg,
+            ipam=self.ipam,
+            kube=self.kube,
+            subnets=[*bootstrapped, *self.indexer(RESOURCE_SUBNETS).list()],
+            ips=self.indexer(RESOURCE_IPS),
+            pods=self.indexer("pods"),
+            nodes=self.indexer("nodes"),
+        )
+        self.gc.run_startup_gc()
+        if stop.is_set():
+            return
+        self._start_workers(stop)
+
+    def _start_workers(self, stop: threading.Event) -> None:
+        cfg = self.config
+        threads = self._threads
+        if self.subnet_controller is not None:
+            threads += self.subnet_controller.run_workers(cfg.worker_num, stop)
+        if self.namespace_controller is not None:
+            threads += self.namespace_controller.run_workers(stop)
+            queue = self.namespace_controller.queue
+            switches = {cfg.default_logical_switch, cfg.node_switch}
+            assert self.nb is not None
+            nb = self.nb
+            self._wait(
+                "namespaces annotated and the default/join switches created",
+                lambda: len(queue) == 0 and switches <= set(nb.list_logical_switches()),
+            )
+        if self.node_controller is not None:
+            threads += self.node_controller.run_workers(cfg.worker_num, stop)
+            self._wait("every node allocated", self.node_controller.all_allocated)
+        if stop.is_set():
+            return
+        assert self.pod_controller is not None
+        threads += self.pod_controller.run_workers(cfg.worker_num, stop)
+        self._spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)
+        self._spawn("gc", self.gc.run, stop)
+        if self.subnet_controller is not None:
+            self._spawn(
+                "subnet-status-resync",
+                self._every,
+                SUBNET_STATUS_RESYNC,
+                self.subnet_controller.resync_status,
+            )
+        self.workers_started.set()
+        LOG.info("controller started: %d workers per pod queue", cfg.worker_num)
+
+    def _wait(self, what: str, cond: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + self._startup_wait
+        while not cond():
+            if self._stop.wait(0.1):
+                return
+            if time.monotonic() > deadline:
+                LOG.warning("still waiting for %s after %ss; going on", what, self._startup_wait)
+                return
+
+    def _inspect(self) -> None:
+        if self.pod_controller is not None and self.is_leader():
+            self.pod_controller.inspect_pods()
+
+    def _every(self, interval: float, fn: Callable[[], None]) -> None:
+        while not self._stop.wait(interval):
+            try:
+                fn()
+            except Exception:
+                LOG.exception("periodic %s failed", getattr(fn, "__name__", fn))
+
+
+def _ssl_kwargs(cfg: Config) -> dict[str, Any]:
+    if not any(r.startswith("ssl:") for r in cfg.ovn_nb_addr.split(",")):
+        return {}
+    return {
+        "ssl_private_key": cfg.ovn_nb_ssl_key,
+        "ssl_certificate": cfg.ovn_nb_ssl_cert,
+        "ssl_ca_cert": cfg.ovn_nb_ssl_ca,
+    }
+
+
+def run_controller(
+    argv: Sequence[str], environ: Mapping[str, str] | None = None, **kwargs: Any
+) -> Controller:
+    """Parse `argv` (ConfigError on bad flags) and start a `Controller` in this process."""
+    config = parse_args(list(argv), os.environ if environ is None else environ)
+    return Controller(config, **kwargs).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    build_parser().parse_args(argv)
-    return 0
+    args = list(sys.argv[1:] if argv is None else argv)
+    # The leader-election identity is POD_NAME, else the host name (a pod's is its name).
+    environ = {"HOSTNAME": socket.gethostname(), **os.environ}
+    try:
+        config = parse_args(args, environ)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    setup_logging(config.log_level, config.log_format)
+    if config.command == COMMAND_CHECK:
+        return run_check(config)
+    LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
+    controller = Controller(config)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        LOG.info("received %s, shutting down", signal.Signals(signum).name)
+        threading.Thread(target=controller.stop, name="stop-signal", daemon=True).start()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            controller.start()
+        except (KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            LOG.error("start-up failed: %s", exc)
+            return EXIT_FAILURE
+        while True:
+            code = controller.wait(1.0)
+            if code is not None:
+                return code
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

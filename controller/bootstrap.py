@@ -1,0 +1,320 @@
+"""Start-up steps run once this replica leads, after the caches synced and before any worker.
+
+In kube-ovn's order (`Controller.Run`, kube-ovn.md 5.5):
+
+1. `init_default_vpc`: the Vpc `ovn-cluster` is created when absent and its status set
+   (defaultLogicalSwitch, router, standby, default).
+2. `init_ovn`: the cluster router exists; the join and default Subnet CRs are created when absent
+   (join: `--node-switch*`, excludeIps = gateway; default: `--default-*`, default=true,
+   natOutgoing, distributed gateway, excluded IPs from the flag); their logical switches exist,
+   attached to the cluster router. Returns the two Subnet objects, so the IPAM rebuild does not
+   depend on the informer having seen a just-created CR.
+3. `init_ipam`: IPAM rebuilt from the Subnets (formatted: gateway excluded), the IP CRs of
+   StatefulSet / VirtualMachine pods (their pods may not exist right now), the annotations of
+   every alive (or StatefulSet) non-hostNetwork pod, per network with `allocated=true` (missing
+   or stale IP CRs of those pods are written back), and the annotations of allocated nodes.
+   Logs "take X seconds to initialize IPAM". Every error is logged and skipped, never fatal.
+
+The start-up garbage collection that follows (pods deleted while no controller ran) is
+`controller.gc.GarbageCollector.run_startup_gc`, run by `controller.app` right after `init_ipam`.
+
+Every function reads the informer caches and writes through the ports (`KubeApi`, `ClusterApi`,
+`NbClient`); nothing here knows a concrete adapter.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controller import annotations as ann
+from controller.cache import Indexer
+from controller.config import Config
+from controller.constants import (
+    ALLOCATED_ANNOTATION,
+    DEFAULT_VPC,
+    GATEWAY_TYPE_DISTRIBUTED,
+    IP_ADDRESS_ANNOTATION,
+    IP_ADDRESS_ANNOTATION_TEMPLATE,
+    LOGICAL_SWITCH_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
+    MAC_ADDRESS_ANNOTATION,
+    MAC_ADDRESS_ANNOTATION_TEMPLATE,
+    NETWORK_TYPE_VLAN,
+    OVN_PROVIDER,
+    POD_TYPE_STATEFULSET,
+    POD_TYPE_VIRTUAL_MACHINE,
+    annotation_key,
+)
+from controller.errors import MalformedObjectError
+from controller.ipam import IPAM, IPAMError
+from controller.kube.api import KubeApi, desired_ip, ip_update
+from controller.kube.cluster import ClusterApi
+from controller.kube.errors import AlreadyExistsError, KubeApiError
+from controller.model import Pod
+from controller.naming import node_port_name, pod_key
+from controller.netutil import check_protocol
+from controller.ovn.api import NbClient
+from controller.pod_logic import (
+    build_ip_cr,
+    get_name_by_pod,
+    get_pod_key,
+    get_pod_type,
+    is_pod_alive,
+    is_statefulset_pod,
+)
+from controller.subnet import format_subnet_spec
+
+LOG = logging.getLogger(__name__)
+
+KEPT_POD_TYPES = (POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+# --- 1. default VPC -------------------------------------------------------------------------------
+
+
+def init_default_vpc(config: Config, cluster: ClusterApi) -> None:
+    """kube-ovn InitDefaultVpc: Vpc `ovn-cluster` exists with its status filled in."""
+    vpc = cluster.get_vpc(DEFAULT_VPC)
+    if vpc is None:
+        try:
+            vpc = cluster.create_vpc({"metadata": {"name": DEFAULT_VPC}, "spec": {}})
+            LOG.info("created default vpc %s", DEFAULT_VPC)
+        except AlreadyExistsError:
+            vpc = cluster.get_vpc(DEFAULT_VPC)
+            if vpc is None:
+                raise
+    status = {
+        **(vpc.get("status") or {}),
+        "defaultLogicalSwitch": config.default_logical_switch,
+        "router": config.cluster_router,
+        "standby": True,
+        "default": True,
+    }
+    if vpc.get("status") != status:
+        cluster.replace_vpc_status(vpc, status)
+
+
+# --- 2. router, join and default subnets ----------------------------------------------------------
+
+
+def join_subnet_body(config: Config) -> dict[str, Any]:
+    return {
+        "metadata": {"name": config.node_switch},
+        "spec": {
+            "vpc": DEFAULT_VPC,
+            "default": False,
+            "provider": OVN_PROVIDER,
+            "cidrBlock": config.node_switch_cidr,
+            "gateway": config.node_switch_gateway,
+            "excludeIps": config.node_switch_gateway.split(","),
+            "protocol": check_protocol(config.node_switch_cidr),
+            "disableInterConnection": True,
+        },
+    }
+
+
+def default_subnet_body(config: Config) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "vpc": DEFAULT_VPC,
+        "default": True,
+        "provider": OVN_PROVIDER,
+        "cidrBlock": config.default_cidr,
+        "gateway": config.default_gateway,
+        "gatewayType": GATEWAY_TYPE_DISTRIBUTED,
+        "excludeIps": list(config.default_exclude_ips),
+        "natOutgoing": True,
+        "protocol": check_protocol(config.default_cidr),
+    }
+    if config.network_type == NETWORK_TYPE_VLAN:
+        spec["vlan"] = config.default_vlan_name
+    return {"metadata": {"name": config.default_logical_switch}, "spec": spec}
+
+
+def _ensure_subnet(kube: KubeApi, subnets: Indexer, body: Mapping[str, Any]) -> dict[str, Any]:
+    name = body["metadata"]["name"]
+    cached = subnets.get_by_key(name)
+    if cached is not None:
+        return dict(cached)
+    existing = kube.get_subnet(name)
+    if existing is not None:
+        return existing
+    try:
+        created = kube.create_subnet(body)
+        LOG.info("created subnet %s %s", name, body["spec"]["cidrBlock"])
+        return created
+    except AlreadyExistsError:
+        again = kube.get_subnet(name)
+        if again is None:
+            raise
+        return again
+
+
+def init_ovn(config: Config, kube: KubeApi, subnets: Indexer, nb: NbClient) -> list[dict[str, Any]]:
+    """kube-ovn InitOVN (router + join/default subnets); returns the two Subnet objects."""
+    nb.ensure_logical_router(config.cluster_router)
+    result = []
+    for body in (join_subnet_body(config), default_subnet_body(config)):
+        subnet = _ensure_subnet(kube, subnets, body)
+        name = body["metadata"]["name"]
+        spec = format_subnet_spec(name, _spec(subnet))
+        router = (
+            "" if spec.get("vlan") and not spec.get("logicalGateway") else config.cluster_router
+        )
+        nb.ensure_logical_switch(
+            name, router, spec["cidrBlock"], spec["gateway"], {"vpc": DEFAULT_VPC}
+        )
+        result.append(subnet)
+    return result
+
+
+# --- 3. IPAM -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IpamInitReport:
+    subnets: int
+    sts_vm_ips: int
+    pod_addresses: int
+    node_addresses: int
+    ip_crs_written: int
+    errors: int
+    seconds: float
+
+
+def init_ipam(
+    *,
+    config: Config,
+    ipam: IPAM,
+    kube: KubeApi,
+    subnets: Iterable[Mapping[str, Any]],
+    ips: Indexer,
+    pods: Indexer,
+    nodes: Indexer,
+    now: datetime | None = None,
+) -> IpamInitReport:
+    """kube-ovn InitIPAM (see the module docstring). Never raises for bad data."""
+    start = time.monotonic()
+    now = now or datetime.now(UTC)
+    errors = n_subnets = n_ips = n_pods = n_nodes = written = 0
+
+    seen: set[str] = set()
+    for subnet in subnets:
+        name = str(_meta(subnet).get("name") or "")
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        try:
+            spec = format_subnet_spec(name, _spec(subnet))
+            ipam.add_or_update_subnet(name, spec["cidrBlock"], spec["excludeIps"])
+            n_subnets += 1
+        except (IPAMError, MalformedObjectError) as exc:
+            errors += 1
+            LOG.error("init ipam: subnet %s: %s", name, exc)
+
+    for ip_cr in ips.list():
+        cr_spec = _spec(ip_cr)
+        if cr_spec.get("podType") not in KEPT_POD_TYPES:
+            continue
+        ns, pod_name = str(cr_spec.get("namespace") or ""), str(cr_spec.get("podName") or "")
+        key = pod_key(ns, pod_name) if ns else node_port_name(pod_name)
+        try:
+            ipam.get_static_address(
+                key,
+                str(cr_spec.get("ipAddress") or ""),
+                str(cr_spec.get("macAddress") or ""),
+                str(cr_spec.get("subnet") or ""),
+            )
+            n_ips += 1
+        except IPAMError as exc:
+            errors += 1
+            LOG.error("init ipam: IP %s of %s: %s", _meta(ip_cr).get("name"), key, exc)
+
+    for raw in pods.list():
+        try:
+            pod = Pod.from_dict(raw)
+        except MalformedObjectError as exc:
+            errors += 1
+            LOG.error("init ipam: %s", exc)
+            continue
+        if pod.host_network or not (is_pod_alive(pod, now) or is_statefulset_pod(pod)[0]):
+            continue
+        for provider in ann.allocated_providers(pod.annotations):
+            ok = _restore_pod_net(config, ipam, kube, ips, pod, provider)
+            n_pods += ok[0]
+            written += ok[1]
+            errors += ok[2]
+
+    for raw in nodes.list():
+        node_ann = _meta(raw).get("annotations") or {}
+        if node_ann.get(ALLOCATED_ANNOTATION) != "true":
+            continue
+        name = str(_meta(raw).get("name") or "")
+        try:
+            ipam.get_static_address(
+                node_port_name(name),
+                node_ann.get(IP_ADDRESS_ANNOTATION, ""),
+                node_ann.get(MAC_ADDRESS_ANNOTATION, ""),
+                node_ann.get(LOGICAL_SWITCH_ANNOTATION, config.node_switch),
+            )
+            n_nodes += 1
+        except IPAMError as exc:
+            errors += 1
+            LOG.error("init ipam: node %s: %s", name, exc)
+
+    seconds = time.monotonic() - start
+    LOG.info("take %.3f seconds to initialize IPAM", seconds)
+    return IpamInitReport(n_subnets, n_ips, n_pods, n_nodes, written, errors, seconds)
+
+
+def _restore_pod_net(
+    config: Config, ipam: IPAM, kube: KubeApi, ips: Indexer, pod: Pod, provider: str
+) -> tuple[int, int, int]:
+    """One allocated net of one pod: (restored, CRs written, errors)."""
+    ip = pod.annotations.get(annotation_key(IP_ADDRESS_ANNOTATION_TEMPLATE, provider), "")
+    mac = pod.annotations.get(annotation_key(MAC_ADDRESS_ANNOTATION_TEMPLATE, provider), "")
+    switch = pod.annotations.get(annotation_key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE, provider), "")
+    if not ip or not switch:
+        return 0, 0, 0
+    key = get_pod_key(pod, config.enable_keep_vm_ip)
+    try:
+        ipam.get_static_address(key, ip, mac, switch)
+    except IPAMError as exc:
+        LOG.error("init ipam: pod %s net %s: %s", pod.key, provider, exc)
+        return 0, 0, 1
+    cr = desired_ip(
+        build_ip_cr(
+            pod_name=get_name_by_pod(pod, config.enable_keep_vm_ip),
+            ip=ip,
+            mac=mac,
+            subnet=switch,
+            namespace=pod.namespace,
+            node_name=pod.node_name,
+            provider=provider,
+            pod_type=get_pod_type(pod),
+            node_switch=config.node_switch,
+        )
+    )
+    cached = ips.get_by_key(cr["metadata"]["name"])
+    if cached is not None and ip_update(cached, cr) is None:
+        return 1, 0, 0
+    try:
+        kube.create_or_update_ip(cr)
+    except KubeApiError as exc:
+        LOG.error("init ipam: IP CR of pod %s: %s", pod.key, exc)
+        return 1, 0, 1
+    return 1, 1, 0

@@ -1,0 +1,637 @@
+"""Garbage collection of what pod networking leaves behind (kube-ovn v1.8.18 `gc.go`).
+
+`GarbageCollector` removes three kinds of leftovers that a missed or failed delete leaves (pod
+deleted while the controller was down, a delete handler that gave up, a crash between two writes):
+
+* `mark_and_clean_lsp`: logical switch ports (external_ids vendor=kube-ovn, never router ports)
+  that no pod, node or VM accounts for, together with their IP CR, their IPAM address and the
+  cluster router's static routes / NAT rules of their addresses (kube-ovn `markAndCleanLSP`);
+* `gc_ip_crs`: kubeovn.io IP CRs whose pod (or node) is gone and no keep rule covers;
+* `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
+  (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below).
+
+What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
+
+* every pod in the cache that is alive and not terminating, whatever its annotations say: its
+  add may be in flight (LSP created, annotations not yet patched), so its ports and CRs are
+  matched by external_ids `pod` / `spec.podName`, not only by its `allocated` annotations;
+* a terminating or dead StatefulSet pod whose StatefulSet still wants its ordinal (exists, not
+  deleting, ordinal < replicas), and, when the pod is absent from the cache, the same test on the
+  name `<sts>-<ordinal>` (this keeps the LSP, the IP CR and the address together, so a re-created
+  sts pod gets its IP back, kube-ovn #897 / PR #1038);
+* under --keep-vm-ip, everything of a VirtualMachine that exists and is not being deleted;
+* `node-<name>` ports and node IP CRs of nodes in the cache;
+* `<pod>.<ns>[.<provider>]` names of every allocated provider of a kept pod.
+
+Deviation: kube-ovn drops the ports of a StatefulSet pod with ordinal >= replicas even while the
+pod still runs (scale-down in progress); we never touch an alive, non-terminating pod.
+
+Safety rules (the "older than" guard):
+
+* Two passes: an object is deleted only when it was orphaned in the previous pass as well, so in
+  periodic mode it has been orphaned for at least one --gc-interval. NB rows carry no creation
+  time, so the age is measured from the first orphan sighting rather than from creation (neutron's
+  maintenance task uses a creation-time guard; here the interval plays that role). A pass in
+  which the object is kept resets its mark.
+* NB is listed before the caches are read: a port in the listing was created before the cache
+  read, and the controller creates a port only for a pod already in its cache, so a fresh pod's
+  port is never judged against a cache that predates the pod.
+* Just before deleting, each object is re-checked against the live caches, under the pod's key
+  lock when a `key_mutex` (the pod handlers' `KeyMutex`) is given, so an add or delete handler for
+  that key is never interleaved with the sweep. (The handlers lock `ns/<pod name>`; a VM port
+  under --keep-vm-ip carries `ns/<vm name>`, so for those the re-check alone guards.)
+* An IPAM key is released only if no pod with that key is in the cache (a dead pod's own delete
+  handler owns its release, and a re-created pod keeps what it holds); routes and NAT of an
+  address are removed only if no other IPAM key holds that address now (kube-ovn #4304: the
+  address may already belong to a new pod).
+* `ready()` (e.g. "all informers have synced") gates every pass; `gc_static_routes` also skips a
+  pass while IPAM knows no subnet, since an empty IPAM would make every route look stale.
+
+Ordering requirement: `run_startup_gc` must run AFTER the IPAM rebuild (InitIPAM) and after the
+informer caches have synced, and BEFORE the pod workers start. It runs two passes back to back
+(as kube-ovn's `gc()` does), so the two-pass guard collapses to "orphaned twice in a row"; that is
+safe only because no handler is running yet. Run before the rebuild, it would find every route
+stale and release nothing that the rebuild then re-allocates.
+
+Errors: a failing object is logged and stays marked so the next pass retries it; a failing step
+(NB unreachable) is logged by `run_once`; `run()` never dies from one.
+
+NOTE: kube-ovn's gcStaticRoute also deletes dst-ip routes whose nexthop is not in IPAM; the
+pod controller never creates such routes and the rule would hit routes other components own
+(e.g. join / gateway routes), so it is not ported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from controller import annotations as ann
+from controller.cache import Indexer
+from controller.cache.clock import REAL_CLOCK, Clock
+from controller.config import Config
+from controller.constants import (
+    LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
+    NODE_PORT_PREFIX,
+    OVN_PROVIDER,
+    POLICY_SRC_IP,
+    annotation_key,
+)
+from controller.errors import MalformedObjectError
+from controller.ipam import IPAM
+from controller.kube.api import KubeApi
+from controller.kube.errors import KubeApiError
+from controller.model import Pod, StatefulSet, Subnet, VirtualMachine
+from controller.naming import node_port_name, pod_name_to_port_name
+from controller.ovn import logic as ovn_logic
+from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
+from controller.ovn.external_ids import POD_KEY
+from controller.pod_logic import (
+    get_name_by_pod,
+    get_pod_key,
+    is_pod_alive,
+    is_statefulset_pod,
+    is_statefulset_pod_to_del,
+    is_vm_pod,
+    statefulset_ordinal,
+)
+
+LOG = logging.getLogger(__name__)
+
+RESOURCE_LSP = "lsp"
+RESOURCE_IP = "ip"
+RESOURCE_STATIC_ROUTE = "static_route"
+RESOURCE_NAT = "nat"
+
+
+class GcMetrics(Protocol):
+    """The part of `controller.metrics.ControllerMetrics` the collector reports to."""
+
+    def gc_run(self) -> None: ...
+
+    def gc_deleted_objects(self, resource: str, count: int = 1) -> None: ...
+
+
+class KeyLock(Protocol):
+    """`controller.keymutex.KeyMutex`: serialises the sweep with the pod handlers per key."""
+
+    def locked(self, key: str) -> AbstractContextManager[None]: ...
+
+
+class _Undecidable(Exception):
+    """An owner could not be read (API error, malformed object): keep, never guess "gone"."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """What the caches account for, read once per pass."""
+
+    kept_keys: frozenset[str]
+    kept_names: frozenset[str]
+    present_keys: frozenset[str]  # keys of every pod in the cache, kept or not
+    expected_ports: dict[str, str] = field(default_factory=dict)  # OVN port -> pod key
+    nodes: frozenset[str] = frozenset()
+
+
+def _is_router_port(port: PortInfo) -> bool:
+    # kube-ovn lists only type="" ports; PortInfo has no type, a router port's addresses say it.
+    return "router" in port.addresses
+
+
+def _host_address(prefix: str) -> str | None:
+    """The address of a host route prefix ("10.0.0.5", "10.0.0.5/32"), None for a network."""
+    try:
+        canon = ovn_logic.canonical_prefix(prefix)
+    except ValueError:
+        return None
+    return None if "/" in canon else canon
+
+
+def _meta(raw: Any) -> dict[str, Any]:
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _is_ovn_provider_name(provider: str) -> bool:
+    # kube-ovn IsOvnProvider: "ovn" or "<nad>.<ns>.ovn".
+    return provider == OVN_PROVIDER or provider.endswith(f".{OVN_PROVIDER}")
+
+
+class GarbageCollector:
+    """Periodic orphan sweep of LSPs, IP CRs and src-ip routes (see the module docstring).
+
+    Guarantees: only vendor=kube-ovn, non-router ports and src-ip host routes of the cluster
+    router are ever deleted; nothing is deleted on its first orphan sighting; every public method
+    is serialised by one lock, so `run()` and a manual call never interleave.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        pods: Indexer,
+        nodes: Indexer,
+        ips: Indexer,
+        subnets: Indexer,
+        statefulsets: Indexer | None,
+        vms: Indexer | None,
+        kube: KubeApi,
+        nb: NbClient,
+        ipam: IPAM,
+        metrics: GcMetrics | None = None,
+        clock: Clock | None = None,
+        utcnow: Callable[[], datetime] | None = None,
+        key_mutex: KeyLock | None = None,
+        ready: Callable[[], bool] | None = None,
+    ) -> None:
+        self._config = config
+        self._pods = pods
+        self._nodes = nodes
+        self._ips = ips
+        self._subnets = subnets
+        self._statefulsets = statefulsets
+        self._vms = vms
+        self._kube = kube
+        self._nb = nb
+        self._ipam = ipam
+        self._metrics = metrics
+        self._clock: Clock = clock if clock is not None else REAL_CLOCK
+        self._utcnow = utcnow if utcnow is not None else (lambda: datetime.now(UTC))
+        self._key_mutex = key_mutex
+        self._ready = ready
+        self._router = config.cluster_router
+        self._keep_vm_ip = config.enable_keep_vm_ip
+        self._lock = threading.Lock()
+        self._last_lsp_orphans: set[str] = set()
+        self._last_ip_orphans: set[str] = set()
+        self._last_route_orphans: set[str] = set()
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def run_startup_gc(self) -> None:
+        """kube-ovn's `gc()` at start: two full passes in a row (see "Ordering requirement")."""
+        LOG.info("start garbage collection at startup")
+        self.run_once()
+        self.run_once()
+
+    def run(self, stop: threading.Event, interval: float | None = None) -> None:
+        """Run `run_once` every `interval` seconds (default --gc-interval) until `stop` is set.
+
+        Waits on `stop` through the injected clock, so it returns promptly once `stop` is set;
+        an interval <= 0 disables the loop.
+        """
+        period = self._config.gc_interval if interval is None else interval
+        if period <= 0:
+            LOG.info("periodic garbage collection disabled (interval %s)", period)
+            return
+        while not self._clock.wait(stop, period):
+            self.run_once()
+        LOG.info("periodic garbage collection stopped")
+
+    def run_once(self) -> None:
+        """One pass of every collector; a failing step is logged and the others still run.
+
+        The LSP and IP CR sweeps share one read of the caches (NB ports and IP CRs are listed
+        first, see "Safety rules").
+        """
+        start = self._clock.now()
+        with self._lock:
+            if self._is_ready():
+                ports: list[PortInfo] | None = None
+                try:
+                    ports = self._list_ports()
+                except OvnError as exc:
+                    LOG.warning("garbage collection cannot list logical switch ports: %s", exc)
+                crs = self._ips.list()
+                snap = self._snapshot()
+                if ports is not None:
+                    self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
+                self._guarded("IP CRs", self._sweep_ips, crs, snap)
+                self._guarded("static routes", self._sweep_static_routes)
+        if self._metrics is not None:
+            self._metrics.gc_run()
+        LOG.info("take %d ms to collect garbage", round((self._clock.now() - start) * 1000))
+
+    @staticmethod
+    def _guarded(what: str, step: Callable[..., list[str]], *args: Any) -> None:
+        try:
+            step(*args)
+        # NOTE: the loop must outlive NB / API outages; the next pass retries.
+        except Exception:
+            LOG.exception("garbage collection of %s failed", what)
+
+    # -- logical switch ports ------------------------------------------------------------------
+
+    def mark_and_clean_lsp(self) -> list[str]:
+        """One mark-and-sweep pass over the kube-ovn LSPs; returns the names deleted."""
+        with self._lock:
+            if not self._is_ready():
+                return []
+            ports = self._list_ports()
+            return self._sweep_lsps(ports, self._snapshot())
+
+    def _list_ports(self) -> list[PortInfo]:
+        return [p for p in self._nb.list_ports(VENDOR) if not _is_router_port(p)]
+
+    def _sweep_lsps(self, ports: list[PortInfo], snap: _Snapshot) -> list[str]:
+        names = {p.name for p in ports}
+        orphans = {p.name: p for p in ports if not self._port_kept(p, snap)}
+        for port_name, key in sorted(snap.expected_ports.items()):
+            if port_name not in names:
+                # NOTE: the inspection (PodController.inspect_pods) re-creates it.
+                LOG.warning("lsp lost for pod %s (port %s)", key, port_name)
+        due = [orphans[n] for n in sorted(orphans) if n in self._last_lsp_orphans]
+        self._last_lsp_orphans = set(orphans)
+        LOG.info("lsp gc: %d ports, %d orphans, %d due", len(ports), len(orphans), len(due))
+        if not due:
+            return []
+        # address -> how many rows, read once per pass (a port's cleanup is then O(1))
+        routes = Counter(
+            ip
+            for r in self._nb.list_static_routes(self._router)
+            if (ip := _host_address(r.ip_prefix)) is not None
+        )
+        nats = Counter(n.logical_ip for n in self._nb.list_nat_rules(self._router))
+        deleted: list[str] = []
+        for port in due:
+            try:
+                gone = self._delete_orphan_port(port, snap, routes, nats)
+            except (OvnError, KubeApiError) as exc:
+                LOG.warning("gc lsp %s failed, retrying next pass: %s", port.name, exc)
+                continue
+            if gone:
+                deleted.append(port.name)
+            else:
+                self._last_lsp_orphans.discard(port.name)
+        self._count(RESOURCE_LSP, len(deleted))
+        return deleted
+
+    def _port_kept(self, port: PortInfo, snap: _Snapshot) -> bool:
+        if port.name in snap.kept_names:
+            return True
+        key = port.external_ids.get(POD_KEY, "")
+        if not key:
+            return False
+        return key in snap.kept_keys or self._absent_key_kept(key)
+
+    def _delete_orphan_port(
+        self,
+        port: PortInfo,
+        snap: _Snapshot,
+        routes: Counter[str],
+        nats: Counter[str],
+    ) -> bool:
+        key = port.external_ids.get(POD_KEY, "")
+        is_node_port = not key and port.name.startswith(NODE_PORT_PREFIX)
+        with self._locked(key):
+            if key and self._key_kept_now(key):
+                LOG.info("lsp %s is in use again (%s); not deleting", port.name, key)
+                return False
+            if is_node_port and self._nodes.get_by_key(port.name[len(NODE_PORT_PREFIX) :]):
+                return False
+            LOG.info("gc logical switch port %s (pod %s)", port.name, key or "-")
+            self._delete_routes_and_nat(ovn_logic.address_ips(port.addresses), key, routes, nats)
+            self._nb.delete_port(port.name)
+            self._release(key or (port.name if is_node_port else ""), snap)
+            if self._kube.delete_ip(port.name):
+                self._count(RESOURCE_IP, 1)
+        return True
+
+    def _delete_routes_and_nat(
+        self, ips: set[str], key: str, routes: Counter[str], nats: Counter[str]
+    ) -> None:
+        for ip in sorted(ips):
+            if self._held_by_other(ip, key):
+                LOG.info("address %s now belongs to another pod; keeping its routes", ip)
+                continue
+            if routes[ip]:
+                self._nb.delete_static_route(ip, self._router)
+                self._count(RESOURCE_STATIC_ROUTE, routes.pop(ip))
+            if nats[ip]:
+                self._nb.delete_nat_rule(ip, self._router)
+                self._count(RESOURCE_NAT, nats.pop(ip))
+
+    # -- IP CRs --------------------------------------------------------------------------------
+
+    def gc_ip_crs(self) -> list[str]:
+        """One mark-and-sweep pass over the IP CRs in the cache; returns the names deleted."""
+        with self._lock:
+            if not self._is_ready():
+                return []
+            crs = self._ips.list()
+            return self._sweep_ips(crs, self._snapshot())
+
+    def _sweep_ips(self, crs: list[Any], snap: _Snapshot) -> list[str]:
+        orphans: dict[str, tuple[str, bool]] = {}  # CR name -> (IPAM key, is a node's)
+        for raw in crs:
+            name = str(_meta(raw).get("name") or "")
+            owner = self._ip_cr_owner(raw)
+            if not name or owner is None:
+                continue
+            if not self._ip_cr_kept(name, *owner, snap):
+                orphans[name] = owner
+        due = sorted(n for n in orphans if n in self._last_ip_orphans)
+        self._last_ip_orphans = set(orphans)
+        LOG.info("ip gc: %d CRs, %d orphans, %d due", len(crs), len(orphans), len(due))
+        deleted: list[str] = []
+        for name in due:
+            try:
+                gone = self._delete_orphan_ip(name, *orphans[name], snap)
+            except KubeApiError as exc:
+                LOG.warning("gc ip %s failed, retrying next pass: %s", name, exc)
+                continue
+            if gone:
+                deleted.append(name)
+            else:
+                self._last_ip_orphans.discard(name)
+        return deleted
+
+    @staticmethod
+    def _ip_cr_owner(raw: Any) -> tuple[str, bool] | None:
+        """(IPAM key, is a node's) of an IP CR; None when the CR names no owner."""
+        spec = raw.get("spec") if isinstance(raw, dict) else None
+        if not isinstance(spec, dict):
+            return None
+        pod_name = spec.get("podName")
+        namespace = spec.get("namespace") or ""
+        if not isinstance(pod_name, str) or not pod_name or not isinstance(namespace, str):
+            return None
+        if not namespace:  # kube-ovn: node IPs have no namespace
+            return node_port_name(pod_name), True
+        return f"{namespace}/{pod_name}", False
+
+    def _ip_cr_kept(self, name: str, key: str, is_node: bool, snap: _Snapshot) -> bool:
+        if name in snap.kept_names or key in snap.kept_names:
+            return True
+        if is_node:
+            return False
+        return key in snap.kept_keys or self._absent_key_kept(key)
+
+    def _delete_orphan_ip(self, name: str, key: str, is_node: bool, snap: _Snapshot) -> bool:
+        with self._locked("" if is_node else key):
+            if is_node:
+                if self._nodes.get_by_key(key[len(NODE_PORT_PREFIX) :]) is not None:
+                    return False
+            elif self._key_kept_now(key):
+                LOG.info("IP CR %s is in use again (%s); not deleting", name, key)
+                return False
+            LOG.info("gc IP CR %s (%s)", name, key)
+            # NOTE: release before deleting the CR, so subnet status never counts a freed
+            # address as used (kube-ovn PR #2769).
+            self._release(key, snap)
+            if self._kube.delete_ip(name):
+                self._count(RESOURCE_IP, 1)
+        return True
+
+    # -- static routes ---------------------------------------------------------------------------
+
+    def gc_static_routes(self) -> list[str]:
+        """Delete src-ip host routes of the cluster router whose address IPAM does not hold
+        (after two consecutive sightings); returns the prefixes deleted."""
+        with self._lock:
+            if not self._is_ready():
+                return []
+            return self._sweep_static_routes()
+
+    def _sweep_static_routes(self) -> list[str]:
+        if not self._ipam.subnet_names():
+            LOG.warning("skip static route gc: IPAM has no subnet (not rebuilt yet?)")
+            return []
+        routes = self._nb.list_static_routes(self._router)
+        stale: dict[str, int] = {}
+        for route in routes:
+            if route.policy != POLICY_SRC_IP:
+                continue
+            ip = _host_address(route.ip_prefix)
+            if ip is not None and not self._ipam.contain_address(ip):
+                stale[ip] = stale.get(ip, 0) + 1
+        due = sorted(ip for ip in stale if ip in self._last_route_orphans)
+        self._last_route_orphans = set(stale)
+        deleted: list[str] = []
+        for ip in due:
+            if self._ipam.contain_address(ip):  # allocated meanwhile
+                self._last_route_orphans.discard(ip)
+                continue
+            try:
+                self._nb.delete_static_route(ip, self._router)
+            except OvnError as exc:
+                LOG.warning("gc static route %s failed, retrying next pass: %s", ip, exc)
+                continue
+            LOG.info("gc static route %s on %s", ip, self._router)
+            deleted.append(ip)
+            self._count(RESOURCE_STATIC_ROUTE, stale[ip])
+        return deleted
+
+    # -- what the caches account for -------------------------------------------------------------
+
+    def _snapshot(self) -> _Snapshot:
+        now = self._utcnow()
+        kept_keys: set[str] = set()
+        kept_names: set[str] = set()
+        present: set[str] = set()
+        expected: dict[str, str] = {}
+        for raw in self._pods.list():
+            try:
+                pod = Pod.from_dict(raw)
+            except MalformedObjectError as exc:
+                # Cannot judge it: keep everything under its name.
+                meta = _meta(raw)
+                key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+                LOG.warning("gc keeps the resources of malformed pod %s: %s", key, exc)
+                kept_keys.add(key)
+                present.add(key)
+                continue
+            key = get_pod_key(pod, self._keep_vm_ip)
+            present.update((key, pod.key))
+            if pod.host_network or not self._pod_kept(pod, now):
+                continue
+            kept_keys.add(key)
+            name = get_name_by_pod(pod, self._keep_vm_ip)
+            for provider in ann.allocated_providers(pod.annotations):
+                port = pod_name_to_port_name(name, pod.namespace, provider)
+                kept_names.add(port)
+                if self._is_ovn_provided(pod, provider):
+                    expected[port] = key
+        nodes = frozenset(str(_meta(raw).get("name") or "") for raw in self._nodes.list())
+        kept_names.update(node_port_name(n) for n in nodes if n)
+        if self._keep_vm_ip and self._vms is not None:
+            for raw in self._vms.list():
+                try:
+                    vm = VirtualMachine.from_dict(raw)
+                except MalformedObjectError:
+                    continue
+                if vm.deletion_timestamp is None:
+                    kept_keys.add(f"{vm.namespace}/{vm.name}")
+        return _Snapshot(
+            frozenset(kept_keys), frozenset(kept_names), frozenset(present), expected, nodes
+        )
+
+    def _pod_kept(self, pod: Pod, now: datetime) -> bool:
+        alive = is_pod_alive(pod, now)
+        if alive and pod.deletion_timestamp is None:
+            return True
+        is_sts, sts_name = is_statefulset_pod(pod)
+        if is_sts:
+            # kube-ovn markAndCleanLSP: a sts pod is judged by its StatefulSet alone.
+            try:
+                sts = self._statefulset(pod.namespace, sts_name)
+            except _Undecidable:
+                return True
+            return not is_statefulset_pod_to_del(pod, sts)
+        is_vm, vm_name = is_vm_pod(pod)
+        if is_vm and self._keep_vm_ip:
+            return alive or self._vm_wanted(pod.namespace, vm_name)
+        return alive
+
+    def _absent_key_kept(self, key: str) -> bool:
+        """Keep rules for a key no kept pod accounts for: its VM, or its StatefulSet ordinal."""
+        namespace, _, name = key.partition("/")
+        if not namespace or not name:
+            return False
+        if self._keep_vm_ip and self._vm_wanted(namespace, name):
+            return True
+        ordinal = statefulset_ordinal(name)
+        if ordinal is None or "-" not in name:
+            return False
+        sts_name = name.rsplit("-", 1)[0]
+        try:
+            sts = self._statefulset(namespace, sts_name)
+        except _Undecidable:
+            return True
+        if sts is None:
+            return False
+        return not is_statefulset_pod_to_del(Pod(namespace=namespace, name=name), sts)
+
+    def _key_kept_now(self, key: str) -> bool:
+        """Re-check one key against the live caches (just before a deletion)."""
+        raw = self._pods.get_by_key(key)
+        if raw is not None:
+            try:
+                pod = Pod.from_dict(raw)
+            except MalformedObjectError:
+                return True
+            if self._pod_kept(pod, self._utcnow()):
+                return True
+        return self._absent_key_kept(key)
+
+    def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
+        try:
+            if self._statefulsets is not None:
+                raw = self._statefulsets.get_by_key(f"{namespace}/{name}")
+            else:
+                raw = self._kube.get_statefulset(namespace, name)
+            return None if raw is None else StatefulSet.from_dict(raw)
+        except (KubeApiError, MalformedObjectError) as exc:
+            LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
+            raise _Undecidable from exc
+
+    def _vm_wanted(self, namespace: str, name: str) -> bool:
+        """The VM exists and is not being deleted (an unreadable VM counts as wanted)."""
+        try:
+            if self._vms is not None:
+                raw = self._vms.get_by_key(f"{namespace}/{name}")
+            else:
+                raw = self._kube.get_virtual_machine(namespace, name)
+            return raw is not None and VirtualMachine.from_dict(raw).deletion_timestamp is None
+        except (KubeApiError, MalformedObjectError) as exc:
+            LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
+            return True
+
+    def _is_ovn_provided(self, pod: Pod, provider: str) -> bool:
+        """kube-ovn `isOVNProvided`: the provider's subnet belongs to OVN (has an LSP)."""
+        if provider == OVN_PROVIDER:
+            return True
+        switch = pod.annotations.get(
+            annotation_key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE, provider), ""
+        )
+        raw = self._subnets.get_by_key(switch) if switch else None
+        if raw is None:
+            return False
+        try:
+            return _is_ovn_provider_name(Subnet.from_dict(raw).provider)
+        except MalformedObjectError:
+            return False
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _release(self, key: str, snap: _Snapshot) -> None:
+        if not key:
+            return
+        if key in snap.present_keys or self._pods.get_by_key(key) is not None:
+            LOG.info("not releasing addresses of %s: a pod with that key exists", key)
+            return
+        if self._ipam.get_pod_address(key):
+            LOG.info("release addresses of %s", key)
+            self._ipam.release_address_by_pod(key)
+
+    def _held_by_other(self, ip: str, key: str) -> bool:
+        for subnet in self._ipam.subnet_names():
+            owner = self._ipam.get_ip_owner(ip, subnet)
+            if owner is not None and owner != key:
+                return True
+        return False
+
+    @contextlib.contextmanager
+    def _locked(self, key: str) -> Iterator[None]:
+        if self._key_mutex is None or not key:
+            yield
+            return
+        with self._key_mutex.locked(key):
+            yield
+
+    def _is_ready(self) -> bool:
+        if self._ready is None or self._ready():
+            return True
+        LOG.info("skip garbage collection: caches not ready")
+        return False
+
+    def _count(self, resource: str, n: int) -> None:
+        if self._metrics is not None and n > 0:
+            self._metrics.gc_deleted_objects(resource, n)

@@ -1,0 +1,180 @@
+"""The built-in minimal namespace controller (kube-ovn `namespace.go` handleAddNamespace).
+
+Contract:
+
+* Every namespace carries the annotations the pod controller reads to pick a pod's subnet:
+  `ovn.kubernetes.io/logical_switch` = the subnets whose `spec.namespaces` include it (sorted by
+  name, comma-joined), or the default subnet (`--default-ls`) when none does;
+  `ovn.kubernetes.io/cidr` = their CIDR blocks joined with `;`; `ovn.kubernetes.io/exclude_ips`
+  = each subnet's exclude list (comma-joined, gateway included as kube-ovn's formatSubnet adds
+  it) joined with `;`. `desired_namespace_annotations` (pure) computes them.
+* Queue `AddNamespace`, key = namespace name. A namespace add/update enqueues it; a subnet add,
+  update or delete enqueues the namespaces it names before and after (every namespace when the
+  default subnet changes, since unbound namespaces follow it). The handler patches only when an
+  annotation differs (merge patch of our three keys), so it is idempotent.
+* A subnet that is not in the cache yet (the default one at start-up) is a retryable error.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.config import Config
+from controller.constants import (
+    CIDR_ANNOTATION,
+    EXCLUDE_IPS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+)
+from controller.errors import MalformedObjectError, ResourceNotReadyError
+from controller.kube.api import KubeApi
+from controller.queues import RateLimitingQueue
+from controller.subnet import format_subnet_spec
+from controller.worker import run_worker
+
+LOG = logging.getLogger(__name__)
+
+NAMESPACE_KEYS = (LOGICAL_SWITCH_ANNOTATION, CIDR_ANNOTATION, EXCLUDE_IPS_ANNOTATION)
+
+
+def _obj(obj: Any) -> Any:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+def _name(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def _namespaces_of(subnet: Any) -> list[str]:
+    spec = subnet.get("spec") if isinstance(subnet, Mapping) else None
+    names = (spec or {}).get("namespaces") or []
+    return [n for n in names if isinstance(n, str) and n]
+
+
+def desired_namespace_annotations(
+    namespace: str, subnets: Iterable[Mapping[str, Any]], default_subnet: Mapping[str, Any] | None
+) -> dict[str, str]:
+    """The three namespace annotations (see the module docstring); subnets being deleted skip.
+
+    Raises ResourceNotReadyError when the namespace is bound to nothing and the default subnet
+    is not known yet.
+    """
+    bound = sorted(
+        (
+            s
+            for s in subnets
+            if namespace in _namespaces_of(s)
+            and not (s.get("metadata") or {}).get("deletionTimestamp")
+        ),
+        key=_name,
+    )
+    if not bound:
+        if default_subnet is None:
+            raise ResourceNotReadyError(f"default subnet of namespace {namespace} not found")
+        bound = [default_subnet]
+    names, cidrs, excludes = [], [], []
+    for subnet in bound:
+        name = _name(subnet)
+        try:
+            spec = format_subnet_spec(name, subnet.get("spec") or {})
+        except MalformedObjectError as exc:
+            raise ResourceNotReadyError(f"namespace {namespace}: {exc}") from None
+        names.append(name)
+        cidrs.append(spec["cidrBlock"])
+        excludes.append(",".join(spec["excludeIps"]))
+    return {
+        LOGICAL_SWITCH_ANNOTATION: ",".join(names),
+        CIDR_ANNOTATION: ";".join(cidrs),
+        EXCLUDE_IPS_ANNOTATION: ";".join(excludes),
+    }
+
+
+class NamespaceController:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        namespaces: Indexer,
+        subnets: Indexer,
+        kube: KubeApi,
+        queue: RateLimitingQueue[str],
+        is_leader: Callable[[], bool],
+    ) -> None:
+        self._config = config
+        self._namespaces = namespaces
+        self._subnets = subnets
+        self._kube = kube
+        self.queue = queue
+        self._is_leader = is_leader
+
+    # --- namespace informer ----------------------------------------------------------------------
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        if self._is_leader() and _name(obj):
+            self.queue.add(_name(obj))
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if not self._is_leader():
+            return
+        old_ann = (old.get("metadata") or {}).get("annotations") or {}
+        new_ann = (new.get("metadata") or {}).get("annotations") or {}
+        if any(old_ann.get(k) != new_ann.get(k) for k in NAMESPACE_KEYS) or not all(
+            k in new_ann for k in NAMESPACE_KEYS
+        ):
+            self.queue.add(_name(new))
+
+    def on_delete(self, obj: Any) -> None:
+        """Nothing to clean up: the annotations go with the namespace."""
+
+    # --- subnet informer -------------------------------------------------------------------------
+    def subnet_event_handler(self) -> ResourceEventHandlerFuncs:
+        def touched(*objs: Any) -> None:
+            if not self._is_leader():
+                return
+            names: set[str] = set()
+            for obj in objs:
+                obj = _obj(obj)  # noqa: PLW2901
+                if _name(obj) == self._config.default_logical_switch:
+                    names.update(self._namespaces.list_keys())
+                names.update(_namespaces_of(obj))
+            for name in sorted(names):
+                self.queue.add(name)
+
+        def updated(old: Any, new: Any) -> None:
+            if old.get("spec") != new.get("spec") or (new.get("metadata") or {}).get(
+                "deletionTimestamp"
+            ):
+                touched(old, new)
+
+        return ResourceEventHandlerFuncs(touched, updated, touched)
+
+    # --- handler ---------------------------------------------------------------------------------
+    def handle_add_namespace(self, name: str) -> None:
+        cached = self._namespaces.get_by_key(name)
+        if cached is None or (cached.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        wanted = desired_namespace_annotations(
+            name,
+            self._subnets.list(),
+            self._subnets.get_by_key(self._config.default_logical_switch),
+        )
+        current = (cached.get("metadata") or {}).get("annotations") or {}
+        if all(current.get(k) == v for k, v in wanted.items()):
+            return
+        self._kube.annotate_namespace(name, dict(wanted))
+        LOG.info("namespace %s uses logical switch(es) %s", name, wanted[LOGICAL_SWITCH_ANNOTATION])
+
+    def run_workers(self, stop: threading.Event) -> list[threading.Thread]:
+        t = threading.Thread(
+            target=run_worker,
+            args=(self.queue, self.handle_add_namespace),
+            kwargs={"name": self.queue.name, "stop": stop},
+            name=f"{self.queue.name}-0",
+            daemon=True,
+        )
+        t.start()
+        return [t]

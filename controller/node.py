@@ -1,0 +1,217 @@
+"""The built-in minimal node controller (kube-ovn `node.go` handleAddNode / handleDeleteNode).
+
+Contract:
+
+* Every node holds one join-subnet address under the IPAM key `node-<name>`: the address in its
+  annotations when they say `allocated=true` (kept across restarts), else a random one. If that
+  annotated address is now held by someone else, a new one is taken (logged).
+* The node gets a logical switch port `node-<name>` on the join switch (`--node-switch`) with
+  that MAC and address, an IP CR `node-<name>` (podName = node, namespace ""), and the annotations
+  `ovn.kubernetes.io/ip_address`, `mac_address`, `cidr`, `gateway`, `logical_switch`,
+  `port_name` and `allocated=true`, written only when they differ. The pod controller reads
+  `ip_address` as the node's ovn0 address (the next hop of the pod's src-ip route).
+* A node delete releases the address and deletes the port and the IP CR (unless a node of the
+  same name exists again by then).
+* Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done (part 2):
+  the node's policy routes, gateway checks, `NodeAddressConflictWithSubnet` events.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.config import Config
+from controller.constants import (
+    ALLOCATED_ANNOTATION,
+    CIDR_ANNOTATION,
+    GATEWAY_ANNOTATION,
+    IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+    MAC_ADDRESS_ANNOTATION,
+    OVN_PROVIDER,
+    PORT_NAME_ANNOTATION,
+)
+from controller.errors import ResourceNotReadyError
+from controller.ipam import IPAM, IPAMError, SubnetNotFoundError
+from controller.kube.api import KubeApi, desired_ip, ip_update
+from controller.naming import node_port_name
+from controller.netutil import get_string_ip
+from controller.ovn.api import NbClient, PortSpec
+from controller.pod_logic import build_ip_cr
+from controller.queues import RateLimitingQueue
+from controller.subnet import format_subnet_spec
+from controller.worker import run_worker
+
+LOG = logging.getLogger(__name__)
+
+NODE_KEYS = (
+    IP_ADDRESS_ANNOTATION,
+    MAC_ADDRESS_ANNOTATION,
+    CIDR_ANNOTATION,
+    GATEWAY_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+    PORT_NAME_ANNOTATION,
+    ALLOCATED_ANNOTATION,
+)
+
+
+def _name(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def _annotations(obj: Any) -> Mapping[str, str]:
+    return ((obj.get("metadata") or {}).get("annotations") or {}) if obj else {}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeQueues:
+    add: RateLimitingQueue[str]  # "AddNode"
+    delete: RateLimitingQueue[str]  # "DeleteNode"
+
+
+class NodeController:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        nodes: Indexer,
+        subnets: Indexer,
+        ips: Indexer,
+        kube: KubeApi,
+        nb: NbClient,
+        ipam: IPAM,
+        queues: NodeQueues,
+        is_leader: Callable[[], bool],
+    ) -> None:
+        self._config = config
+        self._nodes = nodes
+        self._subnets = subnets
+        self._ips = ips
+        self._kube = kube
+        self._nb = nb
+        self._ipam = ipam
+        self.queues = queues
+        self._is_leader = is_leader
+
+    # --- informer callbacks ----------------------------------------------------------------------
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        if self._is_leader() and _name(obj):
+            self.queues.add.add(_name(obj))
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if not self._is_leader():
+            return
+        old_ann, new_ann = _annotations(old), _annotations(new)
+        if new_ann.get(ALLOCATED_ANNOTATION) != "true" or any(
+            old_ann.get(k) != new_ann.get(k) for k in NODE_KEYS
+        ):
+            self.queues.add.add(_name(new))
+
+    def on_delete(self, obj: Any) -> None:
+        if not self._is_leader():
+            return
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        if _name(obj):
+            self.queues.delete.add(_name(obj))
+
+    def all_allocated(self) -> bool:
+        """True when every cached node says allocated=true (the pod workers wait for it)."""
+        return all(_annotations(n).get(ALLOCATED_ANNOTATION) == "true" for n in self._nodes.list())
+
+    # --- handlers --------------------------------------------------------------------------------
+    def handle_add_node(self, name: str) -> None:
+        node = self._nodes.get_by_key(name)
+        if node is None:
+            return
+        join_name = self._config.node_switch
+        join = self._subnets.get_by_key(join_name)
+        if join is None or not self._ipam.has_subnet(join_name):
+            raise ResourceNotReadyError(f"node {name}: join subnet {join_name} not ready")
+        spec = format_subnet_spec(join_name, join.get("spec") or {})
+        key = node_port_name(name)
+        ann = _annotations(node)
+        v4, v6, mac = self._acquire(key, ann, join_name)
+        ip = get_string_ip(v4, v6)
+        self._nb.create_port(
+            PortSpec(name=key, switch=join_name, mac=mac, ips=tuple(a for a in (v4, v6) if a))
+        )
+        wanted = {
+            IP_ADDRESS_ANNOTATION: ip,
+            MAC_ADDRESS_ANNOTATION: mac,
+            CIDR_ANNOTATION: spec["cidrBlock"],
+            GATEWAY_ANNOTATION: spec["gateway"],
+            LOGICAL_SWITCH_ANNOTATION: join_name,
+            PORT_NAME_ANNOTATION: key,
+            ALLOCATED_ANNOTATION: "true",
+        }
+        cr = desired_ip(
+            build_ip_cr(
+                pod_name=name,
+                ip=ip,
+                mac=mac,
+                subnet=join_name,
+                namespace="",
+                node_name=name,
+                provider=OVN_PROVIDER,
+                pod_type="",
+                node_switch=join_name,
+            )
+        )
+        cached = self._ips.get_by_key(key)
+        if cached is None or ip_update(cached, cr) is not None:
+            self._kube.create_or_update_ip(cr)
+        if any(ann.get(k) != v for k, v in wanted.items()):
+            self._kube.annotate_node(name, dict(wanted))
+            LOG.info("node %s: join address %s mac %s", name, ip, mac)
+
+    def _acquire(self, key: str, ann: Mapping[str, str], join: str) -> tuple[str, str, str]:
+        ip, mac = ann.get(IP_ADDRESS_ANNOTATION, ""), ann.get(MAC_ADDRESS_ANNOTATION, "")
+        if (
+            ann.get(ALLOCATED_ANNOTATION) == "true"
+            and ip
+            and mac
+            and ann.get(LOGICAL_SWITCH_ANNOTATION, join) == join
+        ):
+            try:
+                return self._ipam.get_static_address(key, ip, mac, join)
+            except SubnetNotFoundError:
+                raise
+            except IPAMError as exc:
+                LOG.warning("%s: annotated address %s is taken (%s); allocating anew", key, ip, exc)
+                self._ipam.release_address(key, join)
+        return self._ipam.get_random_address(key, join)
+
+    def handle_delete_node(self, name: str) -> None:
+        if self._nodes.get_by_key(name) is not None:
+            return  # a node of that name is back: the add queue owns it
+        key = node_port_name(name)
+        self._ipam.release_address_by_pod(key)
+        self._nb.delete_port(key)
+        self._kube.delete_ip(key)
+        LOG.info("node %s deleted: released %s", name, key)
+
+    def run_workers(self, worker_num: int, stop: threading.Event) -> list[threading.Thread]:
+        threads = []
+        for queue, handler, count in (
+            (self.queues.add, self.handle_add_node, worker_num),
+            (self.queues.delete, self.handle_delete_node, 1),
+        ):
+            for i in range(count):
+                t = threading.Thread(
+                    target=run_worker,
+                    args=(queue, handler),
+                    kwargs={"name": queue.name, "stop": stop},
+                    name=f"{queue.name}-{i}",
+                    daemon=True,
+                )
+                t.start()
+                threads.append(t)
+        return threads

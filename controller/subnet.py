@@ -1,0 +1,312 @@
+"""The built-in minimal subnet controller (kube-ovn `subnet.go`, only what pods need).
+
+Contract:
+
+* `format_subnet_spec(name, spec)` (pure) is kube-ovn's `formatSubnet`: CIDR blocks normalised
+  to their network address, the gateway defaulted to the first address of each block and always
+  added to `excludeIps`, `protocol`, `provider` (`ovn`), `vpc` (`ovn-cluster`) and `gatewayType`
+  (`distributed`) defaulted. Bad CIDRs or gateways raise `MalformedObjectError`.
+* A Subnet add/update (queue `AddSubnet`) writes the formatted spec back when it differs,
+  registers the subnet in IPAM (`add_or_update_subnet` with the formatted exclude list, so the
+  gateway is never handed out even before the write lands), and ensures its logical switch
+  exists, attached to the VPC's router (the cluster router for the default VPC). Idempotent.
+* A Subnet delete (queue `DeleteSubnet`, also for a subnet being deleted) forgets it in IPAM,
+  deletes its logical switch and its metric series.
+* Status counts (`v4availableIPs`, `v4usingIPs`, `v6availableIPs`, `v6usingIPs`) come from IPAM
+  usage, queue `UpdateSubnetStatus`. Every IP CR add/delete (kube-ovn `ip.go`) schedules the
+  subnet's status `status_delay` seconds later; the delaying queue keeps one pending entry per
+  subnet, so a burst of allocations becomes one status write (debounce). The status is written
+  only when a count changed, and the `subnet_*_ip_count` gauges follow it.
+* Informer callbacks are cheap and return at once when this replica is not the leader.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.config import Config
+from controller.constants import (
+    DEFAULT_VPC,
+    GATEWAY_TYPE_DISTRIBUTED,
+    OVN_PROVIDER,
+)
+from controller.errors import MalformedObjectError, ResourceNotReadyError
+from controller.ipam import IPAM, SubnetNotFoundError
+from controller.kube.api import KubeApi
+from controller.kube.cluster import ClusterApi
+from controller.metrics import ControllerMetrics
+from controller.netutil import check_protocol, first_ip, parse_cidr, parse_ip
+from controller.ovn.api import NbClient
+from controller.queues import RateLimitingQueue
+from controller.worker import run_worker
+
+LOG = logging.getLogger(__name__)
+
+STATUS_KEYS = ("v4availableIPs", "v4usingIPs", "v6availableIPs", "v6usingIPs")
+DEFAULT_STATUS_DELAY = 0.5
+
+
+def _obj(obj: Any) -> Any:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+def _name(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def format_subnet_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """kube-ovn `formatSubnet`: the normalised spec (a new dict; `spec` is not modified)."""
+    out = dict(spec)
+    cidr = spec.get("cidrBlock")
+    if not isinstance(cidr, str) or not cidr:
+        raise MalformedObjectError(f"subnet {name}: spec.cidrBlock is required")
+    networks = []
+    for block in cidr.split(","):
+        parsed = parse_cidr(block.strip())
+        if parsed is None:
+            raise MalformedObjectError(f"subnet {name}: {block!r} is not a valid CIDR")
+        networks.append(parsed[1])
+    out["cidrBlock"] = ",".join(str(n) for n in networks)
+    gateway = spec.get("gateway") or ""
+    if not isinstance(gateway, str):
+        raise MalformedObjectError(f"subnet {name}: spec.gateway must be a string")
+    if gateway:
+        gateways = [g.strip() for g in gateway.split(",")]
+        for gw in gateways:
+            ip = parse_ip(gw)
+            if ip is None or not any(ip in n for n in networks):
+                raise MalformedObjectError(f"subnet {name}: gateway {gw!r} is not in {cidr}")
+    else:
+        gateways = [str(first_ip(n)) for n in networks]
+    out["gateway"] = ",".join(gateways)
+    excludes = spec.get("excludeIps") or []
+    if not isinstance(excludes, list) or not all(isinstance(e, str) for e in excludes):
+        raise MalformedObjectError(f"subnet {name}: spec.excludeIps must be a list of strings")
+    excludes = list(excludes)
+    for gw in gateways:
+        if gw not in excludes:
+            excludes.append(gw)
+    out["excludeIps"] = excludes
+    out["protocol"] = check_protocol(out["cidrBlock"])
+    out["provider"] = spec.get("provider") or OVN_PROVIDER
+    out["vpc"] = spec.get("vpc") or DEFAULT_VPC
+    out["gatewayType"] = spec.get("gatewayType") or GATEWAY_TYPE_DISTRIBUTED
+    return out
+
+
+def status_from_usage(
+    v4_available: int, v4_used: int, v6_available: int, v6_used: int
+) -> dict[str, int]:
+    return {
+        "v4availableIPs": v4_available,
+        "v4usingIPs": v4_used,
+        "v6availableIPs": v6_available,
+        "v6usingIPs": v6_used,
+    }
+
+
+def status_differs(current: Mapping[str, Any] | None, wanted: Mapping[str, int]) -> bool:
+    current = current or {}
+    for key in STATUS_KEYS:
+        try:
+            have = float(current.get(key) or 0)
+        except (TypeError, ValueError):
+            return True
+        if have != wanted[key] or key not in current:
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class SubnetQueues:
+    add: RateLimitingQueue[str]  # "AddSubnet"
+    delete: RateLimitingQueue[str]  # "DeleteSubnet"
+    status: RateLimitingQueue[str]  # "UpdateSubnetStatus"
+
+    def all(self) -> tuple[RateLimitingQueue[str], ...]:
+        return (self.add, self.delete, self.status)
+
+
+class SubnetController:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        subnets: Indexer,
+        vpcs: Indexer,
+        kube: KubeApi,
+        cluster: ClusterApi,
+        nb: NbClient,
+        ipam: IPAM,
+        queues: SubnetQueues,
+        is_leader: Callable[[], bool],
+        metrics: ControllerMetrics | None = None,
+        status_delay: float = DEFAULT_STATUS_DELAY,
+    ) -> None:
+        self._config = config
+        self._subnets = subnets
+        self._vpcs = vpcs
+        self._kube = kube
+        self._cluster = cluster
+        self._nb = nb
+        self._ipam = ipam
+        self.queues = queues
+        self._is_leader = is_leader
+        self._metrics = metrics
+        self._status_delay = status_delay
+
+    # --- informer callbacks (subnets) ------------------------------------------------------------
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        if not self._is_leader():
+            return
+        name = _name(obj)
+        if name:
+            self.queues.add.add(name)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if not self._is_leader():
+            return
+        name = _name(new)
+        if not name:
+            return
+        if (new.get("metadata") or {}).get("deletionTimestamp"):
+            self.queues.delete.add(name)
+        elif old.get("spec") != new.get("spec"):
+            self.queues.add.add(name)
+
+    def on_delete(self, obj: Any) -> None:
+        if not self._is_leader():
+            return
+        name = _name(_obj(obj))
+        if name:
+            self.queues.delete.add(name)
+
+    # --- IP CR callbacks (kube-ovn ip.go: keep subnet status fresh) ------------------------------
+    def ip_event_handler(self) -> ResourceEventHandlerFuncs:
+        def subnets_of(obj: Any) -> list[str]:
+            spec = _obj(obj).get("spec") or {}
+            names = [spec.get("subnet") or "", *(spec.get("attachSubnets") or [])]
+            return [n for n in names if isinstance(n, str) and n]
+
+        def changed(obj: Any) -> None:
+            for name in subnets_of(obj):
+                self.enqueue_status(name)
+
+        def updated(old: Any, new: Any) -> None:
+            if (old.get("spec") or {}).get("subnet") != (new.get("spec") or {}).get("subnet"):
+                changed(old)
+                changed(new)
+
+        return ResourceEventHandlerFuncs(changed, updated, changed)
+
+    def enqueue_status(self, name: str) -> None:
+        if self._is_leader():
+            self.queues.status.add_after(name, self._status_delay)
+
+    def resync_status(self) -> None:
+        """Recompute every subnet's status (kube-ovn resyncSubnetMetrics)."""
+        for name in self._ipam.subnet_names():
+            self.enqueue_status(name)
+
+    # --- handlers --------------------------------------------------------------------------------
+    def handle_add_subnet(self, name: str) -> None:
+        cached = self._subnets.get_by_key(name)
+        if cached is None:
+            return
+        if (cached.get("metadata") or {}).get("deletionTimestamp"):
+            self.handle_delete_subnet(name)
+            return
+        spec = format_subnet_spec(name, cached.get("spec") or {})
+        if spec != (cached.get("spec") or {}):
+            LOG.info("format subnet %s spec", name)
+            self._cluster.replace_subnet({**cached, "spec": spec})
+        stale = self._ipam.add_or_update_subnet(name, spec["cidrBlock"], spec["excludeIps"])
+        for item in stale:
+            LOG.warning(
+                "subnet %s: %s no longer holds %s (%s)", name, item.pod_key, item.ip, item.reason
+            )
+        router = self._router_of(name, spec)
+        self._nb.ensure_logical_switch(
+            name,
+            router,
+            spec["cidrBlock"],
+            spec["gateway"],
+            {"vpc": spec["vpc"]},
+        )
+        self.queues.status.add(name)
+
+    def _router_of(self, name: str, spec: Mapping[str, Any]) -> str:
+        if spec.get("vlan") and not spec.get("logicalGateway"):
+            return ""  # an underlay subnet is routed by the physical network
+        vpc = spec.get("vpc") or DEFAULT_VPC
+        if vpc == DEFAULT_VPC:
+            return self._config.cluster_router
+        cached = self._vpcs.get_by_key(vpc)
+        router = ((cached or {}).get("status") or {}).get("router") or ""
+        if not router:
+            raise ResourceNotReadyError(f"subnet {name}: router of vpc {vpc} not ready")
+        return str(router)
+
+    def handle_delete_subnet(self, name: str) -> None:
+        cached = self._subnets.get_by_key(name)
+        if cached is not None and not (cached.get("metadata") or {}).get("deletionTimestamp"):
+            return  # re-created meanwhile: the add queue owns it
+        self._ipam.delete_subnet(name)
+        self._nb.delete_logical_switch(name)
+        if self._metrics is not None:
+            self._metrics.remove_subnet(name)
+        LOG.info("deleted subnet %s", name)
+
+    def handle_update_subnet_status(self, name: str) -> None:
+        cached = self._subnets.get_by_key(name)
+        if cached is None:
+            return
+        try:
+            usage = self._ipam.subnet_usage(name)
+        except SubnetNotFoundError:
+            return  # not registered yet: the add handler enqueues the status when it is
+        wanted = status_from_usage(
+            usage.v4_available, usage.v4_used, usage.v6_available, usage.v6_used
+        )
+        if status_differs(cached.get("status"), wanted):
+            cached = self._kube.update_subnet_status(name, wanted)
+        if self._metrics is not None:
+            spec = cached.get("spec") or {}
+            protocol = spec.get("protocol") or check_protocol(spec.get("cidrBlock") or "")
+            self._metrics.set_subnet_ip_counts(
+                name,
+                str(protocol),
+                str(spec.get("cidrBlock") or ""),
+                v4_available=usage.v4_available,
+                v6_available=usage.v6_available,
+                v4_used=usage.v4_used,
+                v6_used=usage.v6_used,
+            )
+
+    # --- workers ---------------------------------------------------------------------------------
+    def run_workers(self, worker_num: int, stop: threading.Event) -> list[threading.Thread]:
+        plan = [
+            (self.queues.add, self.handle_add_subnet, 1),
+            (self.queues.delete, self.handle_delete_subnet, 1),
+            (self.queues.status, self.handle_update_subnet_status, worker_num),
+        ]
+        threads = []
+        for queue, handler, count in plan:
+            for i in range(count):
+                t = threading.Thread(
+                    target=run_worker,
+                    args=(queue, handler),
+                    kwargs={"name": queue.name, "stop": stop},
+                    name=f"{queue.name}-{i}",
+                    daemon=True,
+                )
+                t.start()
+                threads.append(t)
+        return threads

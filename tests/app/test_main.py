@@ -1,0 +1,81 @@
+"""`controller.app.main` exit codes: 2 for a bad command line, 1 when start-up cannot connect."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from controller.app import EXIT_FAILURE, EXIT_USAGE, main
+from controller.sandbox.kubeconfig import write_kubeconfig
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    # main() installs its own root handler and level; put pytest's back afterwards.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_unknown_flag_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--no-such-flag"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--no-such-flag" in err
+
+
+def test_invalid_value_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--worker-num=0"]) == EXIT_USAGE
+    assert "--worker-num" in capsys.readouterr().err
+
+
+def test_missing_nb_address_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("OVN_DB_IPS", "OVN_NB_SERVICE_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["--leader-elect=false"]) == EXIT_USAGE
+    assert "--ovn-nb-addr is required" in capsys.readouterr().err
+
+
+def test_unreadable_kubeconfig_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        f"--kubeconfig={tmp_path / 'missing'}",
+        "--ovn-nb-addr=unix:/nonexistent/nb.sock",
+        "--leader-elect=false",
+        "--metrics-port=0",
+    ]
+    assert main(argv) == EXIT_FAILURE
+    assert "error: " in capsys.readouterr().err
+
+
+def test_unreachable_nb_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
+    argv = [
+        f"--kubeconfig={kubeconfig}",
+        f"--ovn-nb-addr=unix:{tmp_path / 'no-nb.sock'}",
+        "--ovn-timeout=1",
+        "--leader-elect=false",
+        "--metrics-port=0",
+    ]
+    assert main(argv) == EXIT_FAILURE
+    assert "error: " in capsys.readouterr().err
+
+
+def test_check_subcommand_runs_the_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # no API server behind the kubeconfig: the audit reports it cannot read (exit 2)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
+    argv = [
+        "check",
+        f"--kubeconfig={kubeconfig}",
+        f"--ovn-nb-addr=unix:{tmp_path / 'nb.sock'}",
+        "--ovn-timeout=1",
+    ]
+    assert main(argv) == 2
+    assert "check: " in capsys.readouterr().out

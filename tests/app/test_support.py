@@ -1,0 +1,206 @@
+"""Unit tests of the start-up steps and the minimal support controllers over in-memory fakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.bootstrap import init_ipam
+from controller.cache import Indexer
+from controller.config import parse_args
+from controller.constants import (
+    ALLOCATED_ANNOTATION,
+    CIDR_ANNOTATION,
+    EXCLUDE_IPS_ANNOTATION,
+    IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+    MAC_ADDRESS_ANNOTATION,
+)
+from controller.errors import MalformedObjectError, ResourceNotReadyError
+from controller.ipam import IPAM
+from controller.kube.fake import FakeKubeApi
+from controller.namespace import desired_namespace_annotations
+from controller.node import NodeController, NodeQueues
+from controller.ovn.fake import FakeNbClient
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
+from controller.subnet import format_subnet_spec
+
+CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
+
+
+def indexer(*objs: dict[str, Any]) -> Indexer:
+    idx = Indexer()
+    for obj in objs:
+        idx.add(obj)
+    return idx
+
+
+def subnet(name: str, cidr: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"cidrBlock": cidr, **spec}}
+
+
+def pod(name: str, ann: dict[str, str], **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "annotations": ann},
+        "spec": {"restartPolicy": status.pop("restart", "Always")},
+        "status": status,
+    }
+
+
+def allocated(ip: str, mac: str, switch: str = "ovn-default") -> dict[str, str]:
+    return {
+        ALLOCATED_ANNOTATION: "true",
+        IP_ADDRESS_ANNOTATION: ip,
+        MAC_ADDRESS_ANNOTATION: mac,
+        LOGICAL_SWITCH_ANNOTATION: switch,
+    }
+
+
+# --- format_subnet_spec --------------------------------------------------------------------------
+
+
+def test_format_subnet_spec_defaults_and_excludes_the_gateway_once() -> None:
+    spec = format_subnet_spec("s", {"cidrBlock": "10.1.0.5/24", "excludeIps": ["10.1.0.9"]})
+    assert spec["cidrBlock"] == "10.1.0.0/24"
+    assert spec["gateway"] == "10.1.0.1"
+    assert spec["excludeIps"] == ["10.1.0.9", "10.1.0.1"]
+    assert (spec["protocol"], spec["provider"], spec["vpc"]) == ("IPv4", "ovn", "ovn-cluster")
+    assert format_subnet_spec("s", spec) == spec  # idempotent
+
+
+def test_format_subnet_spec_dual_stack() -> None:
+    spec = format_subnet_spec("s", {"cidrBlock": "10.1.0.0/24,fd00::/120"})
+    assert spec["gateway"] == "10.1.0.1,fd00::1"
+    assert spec["excludeIps"] == ["10.1.0.1", "fd00::1"]
+    assert spec["protocol"] == "Dual"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{}, {"cidrBlock": "10.1.0.0/33"}, {"cidrBlock": "10.1.0.0/24", "gateway": "10.2.0.1"}],
+)
+def test_format_subnet_spec_rejects_bad_input(spec: dict[str, Any]) -> None:
+    with pytest.raises(MalformedObjectError):
+        format_subnet_spec("bad", spec)
+
+
+# --- namespace annotations -----------------------------------------------------------------------
+
+
+def test_namespace_annotations_bound_subnets_sorted_else_default() -> None:
+    default = subnet("ovn-default", "10.16.0.0/16")
+    subnets = [
+        subnet("zeta", "10.3.0.0/24", namespaces=["a"]),
+        subnet("alpha", "10.2.0.0/24", namespaces=["a", "b"], excludeIps=["10.2.0.10..10.2.0.20"]),
+    ]
+    ann = desired_namespace_annotations("a", subnets, default)
+    assert ann[LOGICAL_SWITCH_ANNOTATION] == "alpha,zeta"
+    assert ann[CIDR_ANNOTATION] == "10.2.0.0/24;10.3.0.0/24"
+    assert ann[EXCLUDE_IPS_ANNOTATION] == "10.2.0.10..10.2.0.20,10.2.0.1;10.3.0.1"
+    assert desired_namespace_annotations("c", subnets, default)[LOGICAL_SWITCH_ANNOTATION] == (
+        "ovn-default"
+    )
+    with pytest.raises(ResourceNotReadyError):
+        desired_namespace_annotations("c", subnets, None)
+
+
+# --- init_ipam -----------------------------------------------------------------------------------
+
+
+def test_init_ipam_restores_pods_sts_crs_and_nodes_and_survives_bad_data() -> None:
+    ipam, kube = IPAM(), FakeKubeApi()
+    subnets = [subnet("ovn-default", "10.16.0.0/16"), subnet("join", "100.64.0.0/16")]
+    ips = indexer(
+        {
+            "metadata": {"name": "web-0.ns"},
+            "spec": {
+                "podName": "web-0",
+                "namespace": "ns",
+                "subnet": "ovn-default",
+                "ipAddress": "10.16.0.40",
+                "macAddress": "00:00:00:00:00:40",
+                "podType": "StatefulSet",
+            },
+        }
+    )
+    pods = indexer(
+        pod("alive", allocated("10.16.0.5", "00:00:00:00:00:05")),
+        pod(
+            "done", allocated("10.16.0.6", "00:00:00:00:00:06"), phase="Succeeded", restart="Never"
+        ),
+        pod("thief", allocated("10.16.0.5", "00:00:00:00:00:07")),  # same address: logged
+        {"metadata": {"name": "broken", "namespace": "ns", "annotations": "nope"}},
+    )
+    nodes = indexer(
+        {
+            "metadata": {
+                "name": "n1",
+                "annotations": allocated("100.64.0.2", "00:00:00:00:01:02", "join"),
+            }
+        }
+    )
+    report = init_ipam(
+        config=CONFIG, ipam=ipam, kube=kube, subnets=subnets, ips=ips, pods=pods, nodes=nodes
+    )
+    assert ipam.get_ip_owner("10.16.0.40", "ovn-default") == "ns/web-0"
+    assert ipam.get_ip_owner("10.16.0.5", "ovn-default") == "ns/alive"
+    assert ipam.get_ip_owner("10.16.0.6", "ovn-default") is None
+    assert ipam.get_ip_owner("100.64.0.2", "join") == "node-n1"
+    assert ipam.get_ip_owner("10.16.0.1", "ovn-default") is None  # gateway excluded, not held
+    assert (report.subnets, report.sts_vm_ips, report.pod_addresses, report.node_addresses) == (
+        2,
+        1,
+        1,
+        1,
+    )
+    assert report.errors == 2  # the thief's conflict and the malformed pod
+    assert kube.ips["alive.ns"]["spec"]["ipAddress"] == "10.16.0.5"  # missing CR written back
+
+
+# --- node controller -----------------------------------------------------------------------------
+
+
+def test_node_controller_allocates_once_and_releases_on_delete() -> None:
+    ipam, kube, nb = IPAM(), FakeKubeApi(), FakeNbClient()
+    join = subnet("join", "100.64.0.0/16")
+    ipam.add_or_update_subnet("join", "100.64.0.0/16", ["100.64.0.1"])
+    nb.ensure_logical_router("ovn-cluster")
+    nb.ensure_logical_switch("join", "ovn-cluster", "100.64.0.0/16", "100.64.0.1", {})
+    node_obj = kube.add_node({"metadata": {"name": "n1"}})
+    nodes, ips = indexer(node_obj), indexer()
+    queues = NodeQueues(
+        RateLimitingQueue[str](default_controller_rate_limiter()),
+        RateLimitingQueue[str](default_controller_rate_limiter()),
+    )
+    ctl = NodeController(
+        config=CONFIG,
+        nodes=nodes,
+        subnets=indexer(join),
+        ips=ips,
+        kube=kube,
+        nb=nb,
+        ipam=ipam,
+        queues=queues,
+        is_leader=lambda: True,
+    )
+    ctl.handle_add_node("n1")
+    ann = kube.nodes["n1"]["metadata"]["annotations"]
+    assert ann[IP_ADDRESS_ANNOTATION] == "100.64.0.2" and ann[ALLOCATED_ANNOTATION] == "true"
+    assert ann["ovn.kubernetes.io/port_name"] == "node-n1"
+    assert nb.get_port("node-n1") is not None
+    assert kube.ips["node-n1"]["spec"]["podName"] == "n1"
+
+    # the informer catches up; a second pass writes nothing
+    nodes.update(kube.nodes["n1"])
+    ips.add(kube.ips["node-n1"])
+    calls = len(kube.calls)
+    ctl.handle_add_node("n1")
+    assert len(kube.calls) == calls
+
+    nodes.delete(kube.nodes["n1"])
+    ctl.handle_delete_node("n1")
+    assert ipam.get_pod_address("node-n1") == []
+    assert nb.get_port("node-n1") is None and "node-n1" not in kube.ips
+    for q in (queues.add, queues.delete):
+        q.shut_down()

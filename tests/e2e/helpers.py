@@ -1,0 +1,107 @@
+"""Shared helpers of the end-to-end tests: deadline waits, object builders, consistency checks."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from controller.sandbox import ApiError, ApiServer
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 15.0
+NODE = "node1"
+NODE_IP = "172.18.0.2"
+
+
+class WaitTimeout(AssertionError):
+    """A condition did not hold before its deadline."""
+
+
+def wait_for(
+    cond: Callable[[], T | None],
+    timeout: float = DEFAULT_TIMEOUT,
+    message: str = "condition",
+    interval: float = 0.05,
+) -> T:
+    """Poll `cond` until it returns something truthy (returned) or fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while True:
+        try:
+            value = cond()
+            if value:
+                return value
+        except (KeyError, LookupError, AssertionError) as exc:
+            last_exc = exc
+        if time.monotonic() > deadline:
+            detail = f" (last error: {last_exc!r})" if last_exc else ""
+            raise WaitTimeout(f"timed out after {timeout}s waiting for {message}{detail}")
+        time.sleep(interval)
+
+
+def node(name: str = NODE, ip: str = NODE_IP) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "status": {"addresses": [{"type": "InternalIP", "address": ip}]},
+    }
+
+
+def pod(
+    name: str,
+    namespace: str = "default",
+    *,
+    annotations: dict[str, str] | None = None,
+    node_name: str = "",
+    owner: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations:
+        meta["annotations"] = annotations
+    if owner:
+        meta["ownerReferences"] = [owner]
+    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "busybox"}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"metadata": meta, "spec": spec}
+
+
+def get_or_none(server: ApiServer, resource: str, namespace: str | None, name: str) -> Any:
+    try:
+        return server.store.get(resource, namespace, name)
+    except ApiError as exc:
+        if exc.code == 404:
+            return None
+        raise
+
+
+def annotations(
+    server: ApiServer, resource: str, namespace: str | None, name: str
+) -> dict[str, str]:
+    obj = get_or_none(server, resource, namespace, name)
+    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def audit_clean(argv: list[str], *, strict: bool = True) -> None:
+    """Run the read-only `check` audit (controller.check) and fail with its report if unclean."""
+    import io
+
+    from controller.check import run_check
+    from controller.config import parse_args
+
+    out = io.StringIO()
+    code = run_check(
+        parse_args(["check", *argv], {"KUBE_NAMESPACE": "kube-system"}), out=out, strict=strict
+    )
+    assert code == 0, out.getvalue()

@@ -1,0 +1,185 @@
+"""Start-up and the minimal support controllers against the emulator and a real NB database."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.constants import (
+    ALLOCATED_ANNOTATION,
+    CIDR_ANNOTATION,
+    EXCLUDE_IPS_ANNOTATION,
+    GATEWAY_ANNOTATION,
+    IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+    MAC_ADDRESS_ANNOTATION,
+)
+from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, node, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_bootstrap_support_controllers_and_probes(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    server, store = cluster.server, cluster.server.store
+    store.create("namespaces", {"metadata": {"name": "team-a"}})
+    ctl = start_controller()
+    wait_for(ctl.workers_started.is_set, message="workers started")
+
+    # default Vpc with its status, both subnets, their switches attached to the router
+    vpc = store.get("vpcs", None, "ovn-cluster")
+    assert vpc["status"]["router"] == "ovn-cluster"
+    assert vpc["status"]["defaultLogicalSwitch"] == "ovn-default"
+    assert vpc["status"]["default"] is True
+    default = store.get("subnets", None, "ovn-default")
+    assert default["spec"]["cidrBlock"] == "10.16.0.0/16"
+    assert default["spec"]["default"] is True
+    assert "10.16.0.1" in default["spec"]["excludeIps"]
+    join = store.get("subnets", None, "join")
+    assert join["spec"]["cidrBlock"] == "100.64.0.0/16"
+    assert {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches())
+    for switch in ("ovn-default", "join"):
+        port = wait_for(lambda s=switch: cluster.nb.get_port(f"{s}-ovn-cluster"))
+        assert port.addresses == ("router",)
+
+    # namespaces use the default subnet
+    for ns in ("default", "team-a"):
+        ann = wait_for(
+            lambda ns=ns: (
+                annotations(server, "namespaces", None, ns).get(LOGICAL_SWITCH_ANNOTATION)
+                and annotations(server, "namespaces", None, ns)
+            ),
+            message=f"namespace {ns} annotated",
+        )
+        assert ann[LOGICAL_SWITCH_ANNOTATION] == "ovn-default"
+        assert ann[CIDR_ANNOTATION] == "10.16.0.0/16"
+        assert ann[EXCLUDE_IPS_ANNOTATION] == "10.16.0.1"
+
+    # the node got a join address, a port and an IP CR
+    node_ann = annotations(server, "nodes", None, NODE)
+    assert node_ann[ALLOCATED_ANNOTATION] == "true"
+    assert node_ann[LOGICAL_SWITCH_ANNOTATION] == "join"
+    assert node_ann[CIDR_ANNOTATION] == "100.64.0.0/16"
+    assert node_ann[GATEWAY_ANNOTATION] == "100.64.0.1"
+    node_ip, node_mac = node_ann[IP_ADDRESS_ANNOTATION], node_ann[MAC_ADDRESS_ANNOTATION]
+    assert node_ip == "100.64.0.2"  # lowest free after the excluded gateway
+    port = cluster.nb.get_port(f"node-{NODE}")
+    assert port is not None and port.switch == "join"
+    assert port.addresses == (f"{node_mac.lower()} {node_ip}",)
+    ip_cr = store.get("ips", None, f"node-{NODE}")
+    assert ip_cr["spec"]["ipAddress"] == node_ip and ip_cr["spec"]["namespace"] == ""
+    assert ctl.ipam.get_ip_owner(node_ip, "join") == f"node-{NODE}"
+
+    # subnet status follows IPAM usage
+    status = wait_for(
+        lambda: (
+            store.get("subnets", None, "join").get("status", {}).get("v4usingIPs") == 1
+            and store.get("subnets", None, "join")["status"]
+        )
+    )
+    assert status["v4availableIPs"] == 65534 - 2  # minus gateway and the node
+
+    # optional API groups are discovered: the emulator serves multus and kubevirt
+    assert {"nads", "vms", "statefulsets", "configmaps"} <= set(ctl.informers)
+    assert not ctl.cluster.api_group_exists("nosuch.example.io", "v1")
+
+    # probes and metrics
+    base = f"http://127.0.0.1:{ctl.metrics_port}"
+    assert http_get(f"{base}/readyz")[0] == 200
+    assert http_get(f"{base}/healthz")[0] == 200
+    code, text = http_get(f"{base}/metrics")
+    assert code == 200
+    for needle in (
+        'subnet_available_ip_count{protocol="IPv4",subnet_cidr="100.64.0.0/16",subnet_name="join"}',
+        'subnet_used_ip_count{protocol="IPv4",subnet_cidr="100.64.0.0/16",subnet_name="join"} 1.0',
+        'workqueue_adds_total{name="AddPod"}',
+        'workqueue_depth{name="UpdatePodSecurity"}',
+        "rest_client_requests_total{",
+        "ovs_client_request_latency_milliseconds_bucket{",
+    ):
+        assert needle in text, needle
+
+
+def test_subnet_namespace_and_node_lifecycle(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    server, store = cluster.server, cluster.server.store
+    store.create("namespaces", {"metadata": {"name": "team-b"}})
+    ctl = start_controller()
+    wait_for(ctl.workers_started.is_set, message="workers started")
+
+    store.create(
+        "subnets",
+        {
+            "metadata": {"name": "sub-b"},
+            "spec": {"cidrBlock": "10.77.0.0/24", "namespaces": ["team-b"]},
+        },
+    )
+    # formatted (gateway defaulted and excluded), registered, switched, and the namespace bound
+    spec = wait_for(
+        lambda: (
+            store.get("subnets", None, "sub-b")["spec"].get("gateway")
+            and store.get("subnets", None, "sub-b")["spec"]
+        )
+    )
+    assert spec["gateway"] == "10.77.0.1" and spec["excludeIps"] == ["10.77.0.1"]
+    assert spec["provider"] == "ovn" and spec["vpc"] == "ovn-cluster"
+    wait_for(lambda: "sub-b" in cluster.nb.list_logical_switches(), message="switch sub-b")
+    assert ctl.ipam.has_subnet("sub-b")
+    wait_for(
+        lambda: (
+            annotations(server, "namespaces", None, "team-b").get(LOGICAL_SWITCH_ANNOTATION)
+            == "sub-b"
+        ),
+        message="team-b bound to sub-b",
+    )
+    assert annotations(server, "namespaces", None, "team-b")[CIDR_ANNOTATION] == "10.77.0.0/24"
+    status = wait_for(lambda: store.get("subnets", None, "sub-b").get("status"))
+    assert status["v4availableIPs"] == 253 and status["v4usingIPs"] == 0
+
+    # deleting the subnet unbinds the namespace and removes the switch
+    store.delete("subnets", None, "sub-b")
+    wait_for(
+        lambda: (
+            annotations(server, "namespaces", None, "team-b").get(LOGICAL_SWITCH_ANNOTATION)
+            == "ovn-default"
+        ),
+        message="team-b back on ovn-default",
+    )
+    wait_for(lambda: "sub-b" not in cluster.nb.list_logical_switches(), message="switch gone")
+    assert not ctl.ipam.has_subnet("sub-b")
+
+    # a second node is allocated; deleting it releases everything
+    store.create("nodes", node("node2", "172.18.0.3"))
+    ip = wait_for(lambda: annotations(server, "nodes", None, "node2").get(IP_ADDRESS_ANNOTATION))
+    assert ip != annotations(server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    assert cluster.nb.get_port("node-node2") is not None
+    store.delete("nodes", None, "node2")
+    wait_for(lambda: cluster.nb.get_port("node-node2") is None, message="node port deleted")
+    wait_for(lambda: get_or_none(server, "ips", None, "node-node2") is None, message="IP CR gone")
+    assert ctl.ipam.get_pod_address("node-node2") == []
+
+
+def test_support_controllers_can_be_switched_off(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = start_controller(
+        "--enable-subnet-controller=false",
+        "--enable-namespace-controller=false",
+        "--enable-node-controller=false",
+    )
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    assert (ctl.subnet_controller, ctl.namespace_controller, ctl.node_controller) == (
+        None,
+        None,
+        None,
+    )
+    # bootstrap still ran and IPAM knows the subnets, but nobody annotates namespaces or nodes
+    assert ctl.ipam.has_subnet("ovn-default") and ctl.ipam.has_subnet("join")
+    assert {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches())
+    assert LOGICAL_SWITCH_ANNOTATION not in annotations(
+        cluster.server, "namespaces", None, "default"
+    )
+    assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "nodes", None, NODE)
+    assert ctl.registry.get_sample_value("workqueue_adds_total", {"name": "AddNamespace"}) is None

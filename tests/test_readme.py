@@ -1,0 +1,264 @@
+"""README.md stays true to the code: flags, metrics, Event reasons, the two commands, links.
+
+Each check reads the source of truth (the argparse parser, the Prometheus collectors on a fresh
+registry, `controller.constants`) and compares it with the README's text, in both directions
+where the README has a table: nothing undocumented, nothing documented that no longer exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controller import constants
+from controller.config import build_parser
+from controller.metrics import ControllerMetrics
+from controller.queues.metrics import PrometheusMetricsProvider
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DEMO_MODULE = "controller.sandbox.demo"
+RUN_COMMAND = f"bash .ci/setup && python3 -m {DEMO_MODULE}"
+TEST_COMMAND = "bash .ci/run"
+
+_FLAG = re.compile(r"(?<![\w-])--[a-z0-9]+(?:-[a-z0-9]+)*(?![\w-])")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+@pytest.fixture(scope="module")
+def readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of the Markdown section `heading` (e.g. "### Flags") up to the next heading of
+    the same or a higher level."""
+    level = heading.split(" ", 1)[0]
+    lines = text.splitlines()
+    try:
+        start = lines.index(heading)
+    except ValueError:
+        pytest.fail(f"README.md has no section {heading!r}")
+    body = []
+    fenced = False  # shell comments inside ``` blocks are not headings
+    for line in lines[start + 1 :]:
+        if line.startswith("```"):
+            fenced = not fenced
+        marker = line.split(" ", 1)[0]
+        if not fenced and marker and set(marker) == {"#"} and len(marker) <= len(level):
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def _first_cells(section: str) -> Iterator[str]:
+    """The first cell of every table row of a section (header and separator rows excluded)."""
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            continue
+        cell = line.split("|")[1].strip()
+        if cell and set(cell) != {"-"} and cell.lower() not in ("flag", "metric", "reason"):
+            yield cell
+
+
+def _walk_actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _walk_actions(sub)
+
+
+def _long_options() -> set[str]:
+    return {
+        option
+        for action in _walk_actions(build_parser())
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+
+
+def _commands() -> set[str]:
+    """The sub-commands: choices of a positional `command` or of a subparsers action."""
+    out: set[str] = set()
+    for action in _walk_actions(build_parser()):
+        if isinstance(action, argparse._SubParsersAction):
+            out.update(action.choices)
+        elif not action.option_strings and action.choices is not None:
+            out.update(str(choice) for choice in action.choices)
+    return out
+
+
+# --- flags ---------------------------------------------------------------------------------------
+
+
+def _flags_table(readme: str) -> set[str]:
+    cells = _first_cells(_section(readme, "### Flags"))
+    return {flag for cell in cells for flag in _FLAG.findall(cell)}
+
+
+def test_the_parser_has_flags() -> None:
+    # Guards the other checks against an empty parse of the parser.
+    assert {"--ovn-nb-addr", "--worker-num", "--kubeconfig"} <= _long_options()
+
+
+def test_every_flag_is_in_the_flags_table(readme: str) -> None:
+    table = _flags_table(readme)
+    missing = sorted(_long_options() - table)
+    assert not missing, f"flags in --help but not in README's flags table: {missing}"
+
+
+def test_the_flags_table_names_no_stale_flag(readme: str) -> None:
+    table = _flags_table(readme)
+    stale = sorted(table - _long_options())
+    assert not stale, f"README documents flags that --help does not have: {stale}"
+
+
+def test_every_sub_command_is_documented(readme: str) -> None:
+    commands = _commands()
+    assert {"run", "check"} <= commands
+    config = _section(readme, "## Configuration")
+    documented = {code for cell in _first_cells(config) for code in _CODE.findall(cell)}
+    missing = sorted(commands - documented)
+    assert not missing, f"sub-commands missing from README's command table: {missing}"
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+
+def _exposed_metric_names() -> set[str]:
+    """Every metric family the controller registers, by the name Prometheus scrapes."""
+    registry = CollectorRegistry()
+    ControllerMetrics(registry)
+    PrometheusMetricsProvider(registry)
+    names = set()
+    for family in registry.collect():
+        # prometheus_client strips `_total` from a counter's family name; the sample keeps it.
+        names.add(f"{family.name}_total" if family.type == "counter" else family.name)
+    return names
+
+
+def test_metrics_are_collected() -> None:
+    names = _exposed_metric_names()
+    assert "workqueue_depth" in names and "subnet_available_ip_count" in names
+    assert "rest_client_requests_total" in names
+
+
+def test_every_metric_is_in_the_metrics_table(readme: str) -> None:
+    section = _section(readme, "## Metrics and health endpoints")
+    table = {code for cell in _first_cells(section) for code in _CODE.findall(cell)}
+    missing = sorted(_exposed_metric_names() - table)
+    assert not missing, f"metrics registered but not in README's metrics table: {missing}"
+
+
+def test_the_metrics_table_names_no_stale_metric(readme: str) -> None:
+    section = _section(readme, "## Metrics and health endpoints")
+    table = {
+        code
+        for cell in _first_cells(section)
+        for code in _CODE.findall(cell)
+        if not code.startswith("/")  # the endpoints table shares the section
+    }
+    stale = sorted(table - _exposed_metric_names())
+    assert not stale, f"README documents metrics that are not registered: {stale}"
+
+
+def test_every_pod_queue_name_is_documented(readme: str) -> None:
+    missing = [name for name in constants.POD_QUEUES if f"`{name}`" not in readme]
+    assert not missing, f"work queue names (the workqueue_* `name` label) missing: {missing}"
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+def test_every_event_reason_is_documented(readme: str) -> None:
+    reasons = {value for name, value in vars(constants).items() if name.startswith("REASON_")}
+    assert "AcquireAddressFailed" in reasons
+    missing = sorted(r for r in reasons if f"`{r}`" not in readme)
+    assert not missing, f"Event reasons missing from README: {missing}"
+
+
+# --- the two commands ----------------------------------------------------------------------------
+
+
+def _commands_block(readme: str) -> list[str]:
+    section = _section(readme, "## The two commands")
+    match = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert match, "the two commands section has no ```sh block"
+    return [
+        line.strip()
+        for line in match.group(1).splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+
+
+def test_the_two_commands_come_first(readme: str) -> None:
+    prose = re.sub(r"```.*?```", "", readme, flags=re.S)
+    headings = [line for line in prose.splitlines() if line.startswith("## ")]
+    assert headings and headings[0] == "## The two commands"
+
+
+def test_the_two_commands_block(readme: str) -> None:
+    assert _commands_block(readme) == [RUN_COMMAND, TEST_COMMAND]
+
+
+def test_the_two_commands_name_existing_scripts(readme: str) -> None:
+    scripts = [
+        word
+        for line in _commands_block(readme)
+        for before, word in zip(line.split(), line.split()[1:], strict=False)
+        if before == "bash"
+    ]
+    assert scripts == [".ci/setup", ".ci/run"]
+    for script in scripts:
+        assert (ROOT / script).is_file(), f"{script} named in README does not exist"
+
+
+def test_the_run_command_names_the_demo_module(readme: str) -> None:
+    modules = [
+        word
+        for line in _commands_block(readme)
+        for before, word in zip(line.split(), line.split()[1:], strict=False)
+        if before == "-m"
+    ]
+    assert modules == [DEMO_MODULE]
+    # NOTE: the demo is written on another branch and merged by the lead. Until it lands, the
+    # README naming it is all we can check; once the module exists it must import.
+    if importlib.util.find_spec(DEMO_MODULE) is not None:
+        module = importlib.import_module(DEMO_MODULE)
+        assert callable(getattr(module, "main", None)), f"{DEMO_MODULE} has no main()"
+
+
+# --- links ---------------------------------------------------------------------------------------
+
+
+def test_relative_links_point_at_existing_files(readme: str) -> None:
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    local = [
+        link.split("#", 1)[0] for link in links if "://" not in link and not link.startswith("#")
+    ]
+    assert local, "expected links to the chart and sandbox READMEs"
+    missing = [link for link in local if not (ROOT / link).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+
+
+def test_anchor_links_point_at_headings(readme: str) -> None:
+    def slug(heading: str) -> str:
+        text = heading.lstrip("#").strip().lower().replace("`", "")
+        return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+    anchors = {
+        slug(line)
+        for line in re.sub(r"```.*?```", "", readme, flags=re.S).splitlines()
+        if line.startswith("#")
+    }
+    targets = re.findall(r"\]\(#([^)]+)\)", readme)
+    missing = [t for t in targets if t not in anchors]
+    assert not missing, f"README links to missing headings: {missing}"
