@@ -93,7 +93,7 @@ def test_ctrl_c_after_the_table_stops_everything(
     with direct.open(metrics.group(1), timeout=10) as resp:
         body = resp.read().decode()
     assert resp.status == 200
-    assert "# TYPE" in body
+    assert 'workqueue_adds_total{name="AddPod"}' in body
     controller = run.first(CONTROLLER_LINE)
     assert controller is not None
     assert process_alive(int(controller.group(1)), b"cmd.controller")
