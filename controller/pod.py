@@ -33,7 +33,10 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
-* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`.
+* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
+* a malformed cached subnet is left out of every pod's choice (kube-ovn's lister would fail
+  them all); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
+  saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
 """
 
 from __future__ import annotations
