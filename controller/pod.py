@@ -34,8 +34,8 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
 * a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
-* a malformed cached subnet is left out of every pod's choice (kube-ovn's lister would fail
-  them all); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
+* a malformed cached subnet is left out of every pod's choice (a typed informer would never
+  cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
   saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
 """
 
