@@ -180,7 +180,9 @@ def gone(cluster: Cluster, resource: str, name: str, namespace: str | None = Non
     )
 
 
-def settled(cluster: Cluster) -> None:
-    """The consistency audit is clean and nothing is pending (re-run until the cluster is quiet:
-    the audit's API and NB reads are not one snapshot)."""
-    wait_for(lambda: audit_clean(cluster.argv()) is None, message="audit settled", interval=0.3)
+def settled(cluster: Cluster, *flags: str) -> None:
+    """The consistency audit (run with the controller's `flags`) is clean and nothing is pending;
+    re-run until the cluster is quiet: the audit's API and NB reads are not one snapshot."""
+    wait_for(
+        lambda: audit_clean(cluster.argv(*flags)) is None, message="audit settled", interval=0.3
+    )
