@@ -76,6 +76,7 @@ from controller.constants import (
     PROTOCOL_IPV4,
     PROTOCOL_IPV6,
     REASON_GET_VLAN_INFO_FAILED,
+    REASON_VALIDATE_POD_NETWORK_FAILED,
     ROUTED_ANNOTATION,
     SECURITY_GROUP_ANNOTATION_TEMPLATE,
     SNAT_ANNOTATION,
@@ -618,9 +619,11 @@ def get_pod_kubeovn_nets(
     for net in nets:
         if net.subnet.name in seen:
             # NOTE: retryable, as in kube-ovn: creating a subnet for an attachment's provider
-            # (a cluster change, not a pod change) resolves it.
+            # (a cluster change, not a pod change) resolves it. kube-ovn only logs it; a Warning
+            # Event tells the user why the pod has no network.
             raise RetryableError(
-                "subnet conflict, the same subnet should not be attached repeatedly"
+                "subnet conflict, the same subnet should not be attached repeatedly",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
             )
         seen.add(net.subnet.name)
     return nets
