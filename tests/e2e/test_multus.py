@@ -95,8 +95,7 @@ def test_ovn_and_ipam_attachments_get_their_networks_and_lose_them_on_delete(
     store.create(
         "pods", pod("multi", annotations={ATTACHMENT_NETWORK_ANNOTATION: f"{OVN_NET},{IPAM_NET}"})
     )
-    ann = allocated(cluster, "multi")
-    ann = allocated(cluster, "multi", OVN_PROVIDER)
+    allocated(cluster, "multi", OVN_PROVIDER)
     ann = allocated(cluster, "multi", IPAM_PROVIDER)
     assert ann[IP_ADDRESS_ANNOTATION].startswith("10.16.")
     att_ip = ann[key(OVN_PROVIDER, "ip_address")]
@@ -111,7 +110,8 @@ def test_ovn_and_ipam_attachments_get_their_networks_and_lose_them_on_delete(
     assert port.addresses[0].split()[1:] == [att_ip]
     assert cluster.nb.get_port(f"multi.{NS}") is not None
     assert cluster.nb.get_port(f"multi.{NS}.{IPAM_PROVIDER}") is None  # IPAM only: no LSP
-    for provider, ip, sub in ((OVN_PROVIDER, att_ip, "att-sub"), (IPAM_PROVIDER, mac_ip, "mac-sub")):
+    expected = ((OVN_PROVIDER, att_ip, "att-sub"), (IPAM_PROVIDER, mac_ip, "mac-sub"))
+    for provider, ip, sub in expected:
         cr = store.get("ips", None, f"multi.{NS}.{provider}")
         assert cr["spec"]["ipAddress"] == ip and cr["spec"]["subnet"] == sub
     settled(cluster)
