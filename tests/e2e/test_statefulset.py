@@ -225,3 +225,46 @@ def test_periodic_gc_keeps_a_kept_statefulset_port(
     )
     assert_kept(ctl, cluster, "gk-0", ip)
     settled(cluster)
+
+
+def test_force_deleted_pod_gets_its_address_back(ctl: Controller, cluster: Cluster) -> None:
+    # `kubectl delete --force --grace-period=0`: the pod goes at once, its last state has no
+    # deletionTimestamp, so kube-ovn removes the port but keeps the IP CR; the re-created pod
+    # must get the address that IP CR records (what a restarted controller would restore).
+    store = cluster.server.store
+    owner = statefulset(cluster, "fd", 1)
+    store.create("pods", pod("fd-0", owner=owner))
+    first = allocated(cluster, "fd-0")
+    ip, mac = first[IP_ADDRESS_ANNOTATION], first[MAC_ADDRESS_ANNOTATION]
+    store.delete("pods", NS, "fd-0", grace_period_seconds=0)
+    quiet(ctl)
+    cr = cluster.server.store.get("ips", None, f"fd-0.{NS}")
+    assert cr["spec"]["ipAddress"] == ip
+    settled(cluster)
+    store.create("pods", pod("filler"))  # takes the next free address if fd-0's was released
+    allocated(cluster, "filler")
+    store.create("pods", pod("fd-0", owner=owner))
+    again = allocated(cluster, "fd-0")
+    assert (again[IP_ADDRESS_ANNOTATION], again[MAC_ADDRESS_ANNOTATION]) == (ip, mac)
+    assert_kept(ctl, cluster, "fd-0", ip)
+    settled(cluster)
+
+
+def test_gc_releases_a_force_deleted_pods_address_after_scale_down(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    graceful(cluster)
+    ctl = start_controller("--gc-interval=0.3")
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    store = cluster.server.store
+    owner = statefulset(cluster, "fz", 1)
+    store.create("pods", pod("fz-0", owner=owner))
+    ip = allocated(cluster, "fz-0")[IP_ADDRESS_ANNOTATION]
+    store.delete("pods", NS, "fz-0", grace_period_seconds=0)
+    quiet(ctl)
+    assert ctl.ipam.get_ip_owner(ip, SUBNET) == f"{NS}/fz-0"  # kept with the IP CR
+    # no pod will ever be deleted again for ordinal 0: the gc releases what was kept
+    store.patch("statefulsets", NS, "fz", {"spec": {"replicas": 0}})
+    gone(cluster, "ips", f"fz-0.{NS}")
+    wait_for(lambda: not ctl.ipam.get_ip_owner(ip, SUBNET), message="address released by gc")
+    settled(cluster)
