@@ -33,7 +33,9 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
-* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`.
+* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
+* a StatefulSet pod whose IP CR is kept (deleted without a deletionTimestamp, e.g. forced) keeps
+  its IPAM address too; kube-ovn releases it and restores it only at the next restart.
 """
 
 from __future__ import annotations
@@ -505,6 +507,13 @@ class PodController:
                 self._nb.sync_sg_ports(sg)
             except OvnError as exc:
                 LOG.warning("failed to sync security group %s after deleting %s: %s", sg, key, exc)
+        if decision.keep_ip_cr:
+            # NOTE: kube-ovn releases the address even when it keeps the IP CR, so a re-created
+            # sts pod gets a new address until the next restart restores the CR's (InitIPAM);
+            # keeping both together gives the pod its address back at once, as after a restart.
+            # The gc releases the pair once the StatefulSet no longer wants the ordinal.
+            LOG.info("kept the IP CR and address of pod %s for its StatefulSet", key)
+            return
         self._ipam.release_address_by_pod(ipam_key)
         LOG.info("released the network of pod %s", key)
 
