@@ -20,7 +20,7 @@ from controller.constants import (
 )
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, get_or_none, wait_for
+from tests.e2e.helpers import NODE, annotations, get_or_none, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -167,6 +167,33 @@ def test_default_network_override_replaces_the_ovn_network(
     )
     gone(cluster, "ips", f"primary.{NS}.{OVN_PROVIDER}")
     settled(cluster)
+
+
+def test_scheduled_override_pod_is_not_requeued_for_routes(
+    ctl: Controller, cluster: Cluster, attach_subnets: None
+) -> None:
+    # only the `ovn` network is routed (handleUpdatePod): a pod without it has nothing to route,
+    # and the inspection must not send it to the update queue (which refuses it) every pass
+    wait_for(lambda: nad_cached(ctl, OVN_NET), message="NAD cached")
+    cluster.server.store.create(
+        "pods",
+        pod("sched", annotations={DEFAULT_NETWORK_ANNOTATION: OVN_NET}, node_name=NODE),
+    )
+    allocated(cluster, "sched", OVN_PROVIDER)
+    quiet(ctl)
+    runs = inspections(ctl)
+    wait_for(lambda: inspections(ctl) >= runs + 3, message="three inspection passes")
+    reroutes = ctl.registry.get_sample_value(
+        "kube_ovn_controller_pod_inspection_repairs_total", {"action": "reroute"}
+    )
+    assert not reroutes
+    assert not ctl.registry.get_sample_value("workqueue_retries_total", {"name": "UpdatePod"})
+    settled(cluster)
+
+
+def inspections(ctl: Controller) -> float:
+    value = ctl.registry.get_sample_value("kube_ovn_controller_pod_inspection_runs_total")
+    return value or 0.0
 
 
 def test_same_subnet_attached_twice_is_a_warning(ctl: Controller, cluster: Cluster) -> None:
