@@ -469,10 +469,11 @@ def inspect_pod(
             continue
         if not port_exists(pod_name_to_port_name(name, pod.namespace, provider)):
             lost.append(provider)
-        # NOTE: only `ovn.kubernetes.io/routed` is ever written (handleUpdatePod), so testing
-        # `<provider>.kubernetes.io/routed` as kube-ovn does would re-enqueue every pod with an
-        # OVN attachment on every inspection.
-        elif pod.node_name and not ann.is_routed(pod.annotations):
+        # NOTE: only the `ovn` network is routed and only `ovn.kubernetes.io/routed` is ever
+        # written (handleUpdatePod, which refuses a pod without `ovn.kubernetes.io/allocated`),
+        # so testing every `<provider>.kubernetes.io/routed` as kube-ovn does would re-enqueue a
+        # pod with an OVN attachment (or a multus default-network override) on every pass.
+        elif provider == OVN_PROVIDER and pod.node_name and not ann.is_routed(pod.annotations):
             update = True
     return InspectResult(tuple(lost), update and not lost)
 
