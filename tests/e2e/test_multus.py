@@ -31,6 +31,7 @@ from tests.e2e.workloads import (
     pod,
     quiet,
     settled,
+    statefulset,
     subnet,
     warning,
 )
@@ -266,4 +267,47 @@ def test_inspection_and_gc_repair_attachment_ports(
     )
     wait_for(lambda: cluster.nb.get_port(orphan) is None, message="orphan attachment port gc'd")
     assert cluster.nb.get_port(port_name) is not None
+    settled(cluster)
+
+
+def test_statefulset_pod_keeps_its_attachment_addresses(
+    ctl: Controller, cluster: Cluster, attach_subnets: None
+) -> None:
+    store = cluster.server.store
+    wait_for(lambda: nad_cached(ctl, OVN_NET) and nad_cached(ctl, IPAM_NET), message="NADs")
+    owner = statefulset(cluster, "ms", 1)
+    nets = {ATTACHMENT_NETWORK_ANNOTATION: f"{OVN_NET},{IPAM_NET}"}
+    providers = ("ovn", OVN_PROVIDER, IPAM_PROVIDER)
+
+    def addresses() -> dict[str, str]:
+        ann = allocated(cluster, "ms-0", IPAM_PROVIDER)
+        return {p: ann[key(p, "ip_address")] for p in providers}
+
+    store.create("pods", pod("ms-0", owner=owner, annotations=nets))
+    before = addresses()
+    delete_pod(cluster, "ms-0")
+    quiet(ctl)
+    for suffix in ("", f".{OVN_PROVIDER}", f".{IPAM_PROVIDER}"):
+        assert get_or_none(cluster.server, "ips", None, f"ms-0.{NS}{suffix}") is not None
+    assert cluster.nb.get_port(f"ms-0.{NS}.{OVN_PROVIDER}") is not None
+    settled(cluster)
+    store.create("pods", pod("filler", annotations=nets))
+    allocated(cluster, "filler", IPAM_PROVIDER)
+    store.create("pods", pod("ms-0", owner=owner, annotations=nets))
+    assert addresses() == before
+    settled(cluster)
+
+    store.patch("statefulsets", NS, "ms", {"spec": {"replicas": 0}})
+    wait_for(
+        lambda: (ctl.informers["statefulsets"].get_indexer().get_by_key(f"{NS}/ms") or {})[
+            "spec"
+        ]["replicas"]
+        == 0,
+        message="scale-down seen",
+    )
+    delete_pod(cluster, "ms-0")
+    for suffix in ("", f".{OVN_PROVIDER}", f".{IPAM_PROVIDER}"):
+        gone(cluster, "ips", f"ms-0.{NS}{suffix}")
+    wait_for(lambda: ctl.ipam.get_pod_address(f"{NS}/ms-0") == [], message="released")
+    assert cluster.nb.get_port(f"ms-0.{NS}.{OVN_PROVIDER}") is None
     settled(cluster)
