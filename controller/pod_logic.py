@@ -550,6 +550,29 @@ def pod_attachment_requests(pod: Pod) -> list[NetworkSelectionElement]:
     return out
 
 
+def waits_for_nad(pod: Pod, namespace: str, name: str, now: datetime) -> bool:
+    """Is this live pod asking for NAD `namespace/name` without having its network yet?
+
+    Used to re-queue the add when the NAD appears or changes. A malformed selection is False:
+    that pod waits for its own edit, not for a NAD.
+    """
+    if pod.host_network or pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
+        return False
+    if pod.phase in ("Succeeded", "Failed"):
+        return False
+    try:
+        requests = pod_attachment_requests(pod)
+    except InvalidPodNetworkError:
+        return False
+    for attach in requests:
+        if (attach.namespace, attach.name) != (namespace, name):
+            continue
+        providers = (ovn_provider_name(attach), ipam_provider_name(attach))
+        if not any(ann.is_allocated(pod.annotations, p) for p in providers):
+            return True
+    return False
+
+
 def get_pod_attachment_nets(
     pod: Pod,
     nads: Mapping[tuple[str, str], NetworkAttachmentDefinition],
