@@ -125,3 +125,26 @@ def test_a_statefulset_pod_beyond_the_replicas_is_cleaned_up_after_its_grace(
     assert port is not None and ip0 in port.addresses[0].split()
     assert ctl.ipam.get_ip_owner(ip0, SUBNET) == f"{NS}/ss-0"
     settled(cluster)
+
+
+def test_a_pod_terminating_across_a_restart_is_still_cleaned_up_after_its_grace(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    # the new controller sees the terminating pod only in its initial list (an add): no update
+    # event will ever come for a pod on a lost node, so the add must schedule the cleanup
+    graceful(cluster)
+    store = cluster.server.store
+    first = start_controller(identity="controller-a")
+    wait_for(first.workers_started.is_set, message="first controller started")
+    store.create("pods", pod("stuck", grace=GRACE))
+    ip = allocated(cluster, "stuck")[IP_ADDRESS_ANNOTATION]
+    first.stop()
+    assert first.wait(15) == 0
+
+    store.delete("pods", NS, "stuck")  # deletionTimestamp set while no controller runs
+    second = start_controller(identity="controller-b")
+    wait_for(second.workers_started.is_set, message="second controller started")
+    released(second, cluster, "stuck", ip)
+    assert get_or_none(cluster.server, "pods", NS, "stuck") is not None
+    quiet(second)
+    settled(cluster)
