@@ -282,16 +282,25 @@ def classify_add(
     """kube-ovn `enqueueAddPod` (network-policy fan-out excluded).
 
     `owner_to_delete()` is `is_statefulset_pod_to_del` / `is_vm_pod_to_del` for the pod's owner;
-    it is only called for a dead sts pod or a dead VM pod under keep-vm-ip.
+    it is only called for a dead sts pod or a dead VM pod under keep-vm-ip, and for a terminating
+    sts or VM pod.
+
+    NOTE: kube-ovn schedules the cleanup of a terminating pod only from an update event; a pod
+    first seen terminating (the initial list after a restart) would keep its network until the
+    object is removed, which for a pod on a lost node may be never. Here the add schedules it
+    for when the pod's deletionTimestamp passes, with the update path's owner rules.
     """
     if pod.host_network:
         return IGNORE
+    is_sts = is_statefulset_pod(pod)[0]
+    is_vm = is_vm_pod(pod)[0]
     if not is_pod_alive(pod, now):
-        is_sts = is_statefulset_pod(pod)[0]
-        is_vm = is_vm_pod(pod)[0]
         if is_sts or (is_vm and keep_vm_ip):
             return EnqueueDecision(PodAction.DELETE) if owner_to_delete() else IGNORE
         return EnqueueDecision(PodAction.DELETE)
+    if pod.deletion_timestamp is not None and ((not is_sts and not is_vm) or owner_to_delete()):
+        remaining = (pod.deletion_timestamp - now).total_seconds()
+        return EnqueueDecision(PodAction.DELETE, delay=max(remaining, 0.0))
     allocated = pod.annotations.get(ALLOCATED_ANNOTATION) == "true"
     routed = pod.annotations.get(ROUTED_ANNOTATION) == "true"
     # NOTE: recovers an update lost during a leader change (kube-ovn enqueueAddPod).
