@@ -128,3 +128,22 @@ def test_without_keep_vm_ip_a_launcher_pod_is_an_ordinary_pod(
     quiet(ctl)
     assert not ctl.ipam.get_ip_owner(ann[IP_ADDRESS_ANNOTATION], SUBNET)
     settled(cluster)
+
+
+def test_gc_releases_a_stopped_vms_address_once_the_vm_is_deleted(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = start(cluster, start_controller, KEEP, "--gc-interval=0.3")
+    store = cluster.server.store
+    owner = virtual_machine(cluster, "vm4")
+    store.create("pods", pod("virt-launcher-vm4-aaaaa", owner=owner))
+    ann = allocated(cluster, "virt-launcher-vm4-aaaaa")
+    ip, mac = ann[IP_ADDRESS_ANNOTATION], ann[MAC_ADDRESS_ANNOTATION]
+    delete_pod(cluster, "virt-launcher-vm4-aaaaa")  # the VM is stopped: no pod, network kept
+    quiet(ctl)
+    assert_vm_network(ctl, cluster, "vm4", ip, mac)
+    store.delete("virtualmachines", NS, "vm4")  # no pod event will follow: the gc cleans up
+    wait_for(lambda: cluster.nb.get_port(f"vm4.{NS}") is None, message="VM port collected")
+    gone(cluster, "ips", f"vm4.{NS}")
+    wait_for(lambda: not ctl.ipam.get_ip_owner(ip, SUBNET), message="VM address released")
+    settled(cluster, KEEP)

@@ -268,3 +268,21 @@ def test_gc_releases_a_force_deleted_pods_address_after_scale_down(
     gone(cluster, "ips", f"fz-0.{NS}")
     wait_for(lambda: not ctl.ipam.get_ip_owner(ip, SUBNET), message="address released by gc")
     settled(cluster)
+
+
+def test_gc_releases_a_kept_address_once_the_statefulset_is_deleted(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    graceful(cluster)
+    ctl = start_controller("--gc-interval=0.3")
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    store = cluster.server.store
+    owner = statefulset(cluster, "gd", 1)
+    store.create("pods", pod("gd-0", owner=owner))
+    ip = allocated(cluster, "gd-0")[IP_ADDRESS_ANNOTATION]
+    delete_pod(cluster, "gd-0")
+    quiet(ctl)
+    assert_kept(ctl, cluster, "gd-0", ip)
+    store.delete("statefulsets", NS, "gd")  # no pod is left to trigger a delete: the gc does
+    assert_released(ctl, cluster, "gd-0")
+    settled(cluster)
