@@ -311,3 +311,27 @@ def test_statefulset_pod_keeps_its_attachment_addresses(
     wait_for(lambda: ctl.ipam.get_pod_address(f"{NS}/ms-0") == [], message="released")
     assert cluster.nb.get_port(f"ms-0.{NS}.{OVN_PROVIDER}") is None
     settled(cluster)
+
+
+def test_json_selection_with_a_static_attachment_address(
+    ctl: Controller, cluster: Cluster, attach_subnets: None
+) -> None:
+    wait_for(lambda: nad_cached(ctl, OVN_NET), message="NAD cached")
+    selection = f'[{{"name": "{OVN_NET}", "namespace": "{NS}", "interface": "net1"}}]'
+    cluster.server.store.create(
+        "pods",
+        pod(
+            "static",
+            annotations={
+                ATTACHMENT_NETWORK_ANNOTATION: selection,
+                key(OVN_PROVIDER, "ip_address"): "172.30.0.50",
+                key(OVN_PROVIDER, "mac_address"): "00:00:00:0a:0b:0c",
+            },
+        ),
+    )
+    ann = allocated(cluster, "static", OVN_PROVIDER)
+    assert ann[key(OVN_PROVIDER, "ip_address")] == "172.30.0.50"
+    port = wait_for(lambda: cluster.nb.get_port(f"static.{NS}.{OVN_PROVIDER}"), message="LSP")
+    assert port.addresses == ("00:00:00:0a:0b:0c 172.30.0.50",)
+    assert ctl.ipam.get_ip_owner("172.30.0.50", "att-sub") == f"{NS}/static"
+    settled(cluster)
