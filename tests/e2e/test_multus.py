@@ -211,32 +211,34 @@ def test_same_subnet_attached_twice_is_a_warning(ctl: Controller, cluster: Clust
     assert cluster.nb.get_port(f"twice.{NS}") is None
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        '[{"name": "attnet"',  # truncated JSON
-        '[{"namespace": "default"}]',  # no name
-        "a/b/c",  # too many slashes
-        "Bad_Name",  # not a DNS-1123 label
-    ],
+MALFORMED = (
+    '[{"name": "attnet"',  # truncated JSON
+    '[{"namespace": "default"}]',  # no name
+    "a/b/c",  # too many slashes
+    "Bad_Name",  # not a DNS-1123 label
 )
-def test_malformed_networks_annotation_is_a_warning(
-    ctl: Controller, cluster: Cluster, value: str
-) -> None:
-    cluster.server.store.create(
-        "pods", pod("broken", annotations={ATTACHMENT_NETWORK_ANNOTATION: value})
-    )
-    event = warning(cluster, "broken", "ValidatePodNetworkFailed")
-    assert event["message"]
-    assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, "broken")
-    # fixing the annotation brings the pod back
-    cluster.server.store.patch(
-        "pods",
-        NS,
-        "broken",
-        {"metadata": {"annotations": {ATTACHMENT_NETWORK_ANNOTATION: None}}},
-    )
-    allocated(cluster, "broken")
+
+
+def test_malformed_networks_annotation_is_a_warning(ctl: Controller, cluster: Cluster) -> None:
+    store = cluster.server.store
+    for i, value in enumerate(MALFORMED):
+        store.create(
+            "pods", pod(f"broken-{i}", annotations={ATTACHMENT_NETWORK_ANNOTATION: value})
+        )
+    for i, value in enumerate(MALFORMED):
+        event = warning(cluster, f"broken-{i}", "ValidatePodNetworkFailed")
+        assert event["message"], value
+        assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, f"broken-{i}")
+    # fixing the annotation brings a pod back
+    for i in range(len(MALFORMED)):
+        store.patch(
+            "pods",
+            NS,
+            f"broken-{i}",
+            {"metadata": {"annotations": {ATTACHMENT_NETWORK_ANNOTATION: None}}},
+        )
+    for i in range(len(MALFORMED)):
+        allocated(cluster, f"broken-{i}")
     settled(cluster)
 
 
