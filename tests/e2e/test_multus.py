@@ -227,7 +227,7 @@ def test_malformed_networks_annotation_is_a_warning(ctl: Controller, cluster: Cl
         )
     for i, value in enumerate(MALFORMED):
         event = warning(cluster, f"broken-{i}", "ValidatePodNetworkFailed")
-        assert event["message"], value
+        assert ATTACHMENT_NETWORK_ANNOTATION in event["message"], (value, event["message"])
         assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, f"broken-{i}")
     # fixing the annotation brings a pod back
     for i in range(len(MALFORMED)):
