@@ -555,7 +555,11 @@ def pod_attachment_requests(pod: Pod) -> list[NetworkSelectionElement]:
     for key in (DEFAULT_NETWORK_ANNOTATION, ATTACHMENT_NETWORK_ANNOTATION):
         value = pod.annotations.get(key, "")
         if value:
-            out.extend(parse_pod_network_annotation(value, pod.namespace))
+            try:
+                out.extend(parse_pod_network_annotation(value, pod.namespace))
+            except InvalidPodNetworkError as exc:
+                # The Warning Event must say which annotation to fix.
+                raise InvalidPodNetworkError(f"invalid annotation {key}: {exc}") from None
     return out
 
 
