@@ -222,9 +222,7 @@ MALFORMED = (
 def test_malformed_networks_annotation_is_a_warning(ctl: Controller, cluster: Cluster) -> None:
     store = cluster.server.store
     for i, value in enumerate(MALFORMED):
-        store.create(
-            "pods", pod(f"broken-{i}", annotations={ATTACHMENT_NETWORK_ANNOTATION: value})
-        )
+        store.create("pods", pod(f"broken-{i}", annotations={ATTACHMENT_NETWORK_ANNOTATION: value}))
     for i, value in enumerate(MALFORMED):
         event = warning(cluster, f"broken-{i}", "ValidatePodNetworkFailed")
         assert ATTACHMENT_NETWORK_ANNOTATION in event["message"], (value, event["message"])
@@ -301,10 +299,12 @@ def test_statefulset_pod_keeps_its_attachment_addresses(
 
     store.patch("statefulsets", NS, "ms", {"spec": {"replicas": 0}})
     wait_for(
-        lambda: (ctl.informers["statefulsets"].get_indexer().get_by_key(f"{NS}/ms") or {})[
-            "spec"
-        ]["replicas"]
-        == 0,
+        lambda: (
+            (ctl.informers["statefulsets"].get_indexer().get_by_key(f"{NS}/ms") or {})["spec"][
+                "replicas"
+            ]
+            == 0
+        ),
         message="scale-down seen",
     )
     delete_pod(cluster, "ms-0")
@@ -336,4 +336,35 @@ def test_json_selection_with_a_static_attachment_address(
     port = wait_for(lambda: cluster.nb.get_port(f"static.{NS}.{OVN_PROVIDER}"), message="LSP")
     assert port.addresses == ("00:00:00:0a:0b:0c 172.30.0.50",)
     assert ctl.ipam.get_ip_owner("172.30.0.50", "att-sub") == f"{NS}/static"
+    settled(cluster)
+
+
+def test_pod_outliving_its_nad_is_still_cleaned_up(
+    ctl: Controller, cluster: Cluster, attach_subnets: None
+) -> None:
+    store = cluster.server.store
+    wait_for(lambda: nad_cached(ctl, OVN_NET) and nad_cached(ctl, IPAM_NET), message="NADs")
+    store.create(
+        "pods",
+        pod(
+            "orphaned",
+            annotations={ATTACHMENT_NETWORK_ANNOTATION: f"{OVN_NET},{IPAM_NET}"},
+            node_name=NODE,
+        ),
+    )
+    ann = allocated(cluster, "orphaned", IPAM_PROVIDER)
+    wait_for(
+        lambda: annotations(cluster.server, "pods", NS, "orphaned").get("ovn.kubernetes.io/routed"),
+        message="routed",
+    )
+    store.delete("network-attachment-definitions", NS, OVN_NET)
+    store.delete("network-attachment-definitions", NS, IPAM_NET)
+    wait_for(lambda: not nad_cached(ctl, OVN_NET) and not nad_cached(ctl, IPAM_NET), message="gone")
+    delete_pod(cluster, "orphaned")
+    for suffix in ("", f".{OVN_PROVIDER}", f".{IPAM_PROVIDER}"):
+        gone(cluster, "ips", f"orphaned.{NS}{suffix}")
+    assert cluster.nb.get_port(f"orphaned.{NS}.{OVN_PROVIDER}") is None
+    assert cluster.nb.get_port(f"orphaned.{NS}") is None
+    quiet(ctl)
+    assert not ctl.ipam.get_ip_owner(ann[key(IPAM_PROVIDER, "ip_address")], "mac-sub")
     settled(cluster)

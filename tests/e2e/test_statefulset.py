@@ -137,9 +137,7 @@ def test_subnet_change_releases_the_kept_address(ctl: Controller, cluster: Clust
     delete_pod(cluster, "kv-0")
     assert_released(ctl, cluster, "kv-0")
     assert not ctl.ipam.get_ip_owner(old_ip, SUBNET)
-    store.create(
-        "pods", pod("kv-0", owner=owner, annotations={LOGICAL_SWITCH_ANNOTATION: "sub-x"})
-    )
+    store.create("pods", pod("kv-0", owner=owner, annotations={LOGICAL_SWITCH_ANNOTATION: "sub-x"}))
     new_ip = allocated(cluster, "kv-0")[IP_ADDRESS_ANNOTATION]
     assert new_ip.startswith("10.66.0.")
     port = wait_for(lambda: cluster.nb.get_port(f"kv-0.{NS}"), message="kv-0 LSP")
@@ -219,8 +217,9 @@ def test_periodic_gc_keeps_a_kept_statefulset_port(
     quiet(ctl)
     runs = ctl.registry.get_sample_value("kube_ovn_controller_gc_runs_total") or 0.0
     wait_for(
-        lambda: (ctl.registry.get_sample_value("kube_ovn_controller_gc_runs_total") or 0)
-        >= runs + 3,
+        lambda: (
+            (ctl.registry.get_sample_value("kube_ovn_controller_gc_runs_total") or 0) >= runs + 3
+        ),
         message="three more gc passes",
     )
     assert_kept(ctl, cluster, "gk-0", ip)

@@ -109,10 +109,12 @@ def test_a_statefulset_pod_beyond_the_replicas_is_cleaned_up_after_its_grace(
     ip1 = allocated(cluster, "ss-1")[IP_ADDRESS_ANNOTATION]
     store.patch("statefulsets", NS, "ss", {"spec": {"replicas": 1}})
     wait_for(
-        lambda: (ctl.informers["statefulsets"].get_indexer().get_by_key(f"{NS}/ss") or {})[
-            "spec"
-        ]["replicas"]
-        == 1,
+        lambda: (
+            (ctl.informers["statefulsets"].get_indexer().get_by_key(f"{NS}/ss") or {})["spec"][
+                "replicas"
+            ]
+            == 1
+        ),
         message="scale-down seen",
     )
     started = time.monotonic()

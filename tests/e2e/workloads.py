@@ -167,8 +167,10 @@ def warning(cluster: Cluster, name: str, reason: str, ns: str = NS) -> dict[str,
 def quiet(ctl: Controller) -> None:
     """Wait until no pod work is queued or pending (delayed deletes included)."""
     wait_for(
-        lambda: all(len(q) == 0 for q in ctl.pod_queues.all())
-        and not ctl.pod_controller.pending_deletes(),
+        lambda: (
+            all(len(q) == 0 for q in ctl.pod_queues.all())
+            and not ctl.pod_controller.pending_deletes()
+        ),
         message="pod queues drained",
     )
 
