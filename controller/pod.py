@@ -269,12 +269,13 @@ class PodController:
                 if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
                     self.queues.add.add(pod.key)
 
+        def added(obj: Any) -> None:
+            _guard("nad add", changed, obj)
+
         def updated(old: Any, new: Any) -> None:
             _guard("nad update", changed, new)
 
-        return ResourceEventHandlerFuncs(
-            lambda obj: _guard("nad add", changed, obj), updated, None
-        )
+        return ResourceEventHandlerFuncs(added, updated, None)
 
     def _dispatch(self, key: str, obj: KubeObject, decision: pl.EnqueueDecision) -> None:
         if decision.action is pl.PodAction.ADD:
