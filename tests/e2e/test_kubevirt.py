@@ -85,19 +85,28 @@ def test_vm_keeps_its_address_across_launcher_pods_until_deleted(
     settled(cluster, KEEP)
 
 
-def test_vm_address_survives_a_restart_while_the_vm_has_no_pod(
-    cluster: Cluster, start_controller: StartController
+@pytest.mark.parametrize("stopped", ["deleted", "failed"])
+def test_vm_address_survives_a_restart_while_the_vm_has_no_live_pod(
+    cluster: Cluster, start_controller: StartController, stopped: str
 ) -> None:
+    # "failed": kube-ovn #2709, a VM pod (restartPolicy Never) that failed is not alive, so
+    # rebuilding IPAM from live pods alone forgets the VM's address
     first = start(cluster, start_controller, KEEP)
     store = cluster.server.store
     owner = virtual_machine(cluster, "vm2")
-    store.create("pods", pod("virt-launcher-vm2-aaaaa", owner=owner))
+    launcher = pod("virt-launcher-vm2-aaaaa", owner=owner)
+    launcher["spec"]["restartPolicy"] = "Never"
+    store.create("pods", launcher)
     ann = allocated(cluster, "virt-launcher-vm2-aaaaa")
     ip, mac = ann[IP_ADDRESS_ANNOTATION], ann[MAC_ADDRESS_ANNOTATION]
     first.stop()
     assert first.wait(15) == 0
 
-    delete_pod(cluster, "virt-launcher-vm2-aaaaa")  # the VM is stopped while no controller runs
+    # the VM stops while no controller runs
+    if stopped == "deleted":
+        delete_pod(cluster, "virt-launcher-vm2-aaaaa")
+    else:
+        store.patch("pods", NS, "virt-launcher-vm2-aaaaa", {"status": {"phase": "Failed"}})
     second = start_controller(KEEP, identity="controller-b")
     wait_for(second.workers_started.is_set, message="second controller started")
     store.create("pods", pod("squatter"))  # would take vm2's address if InitIPAM forgot it
