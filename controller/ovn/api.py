@@ -131,11 +131,15 @@ class NbClient(Protocol):
 
     def list_nat_rules(self, router: str) -> list[NatRule]: ...
 
-    # Security groups on port groups (ovn.sg.<name>).
+    # Security groups on port groups (ovn.sg.<name>). The deny-all group (kubeovn_deny_all)
+    # also carries its two priority-2003 drop ACLs.
     def create_sg_port_group(self, sg: str) -> None: ...
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]: ...
 
+    # The group's ports and v4/v6 address sets, then the deny-all group's ports (every port
+    # with security groups and port security); `sync_sg_ports("kubeovn_deny_all")` does only
+    # the latter.
     def sync_sg_ports(self, sg: str) -> None: ...
 
     # Switches and routers the pod flow needs to exist.
