@@ -1115,6 +1115,10 @@ def plan_update_pod(
     data of ConfigMap `kube-system/ovn-external-gw-config` (needed for EIP/SNAT pods).
     Missing either when needed is ResourceNotReadyError. Nothing is planned for underlay
     subnets and custom VPCs.
+
+    dnat_and_snat rules are centralized (no logical_port / external_mac), as kube-ovn v1.8
+    writes them; only a ConfigMap saying `type: distributed` (kube-ovn v1.9+
+    ExternalGatewayType) makes them distributed, on the pod's port with its MAC.
     """
     net = default_ovn_net(nets)
     if net is None:
@@ -1141,12 +1145,17 @@ def plan_update_pod(
     )
     nats: list[NatAction] = []
     if enable_eip_snat:
-        port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
-        mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
+        port = mac = ""
+        if (external_gw_config or {}).get("type") == EXTERNAL_GATEWAY_TYPE_DISTRIBUTED:
+            port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
+            mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
         for ip in pod_ip.split(","):
             nats.append(NatAction(NAT_TYPE_DNAT_AND_SNAT, ip, eip, cluster_router, mac, port))
             nats.append(NatAction(NAT_TYPE_SNAT, ip, snat, cluster_router))
     return UpdatePlan(routes, tuple(nats))
+
+
+EXTERNAL_GATEWAY_TYPE_DISTRIBUTED = "distributed"
 
 
 def external_gateway_next_hop(data: Mapping[str, str] | None) -> str:

@@ -603,10 +603,15 @@ def test_update_plan_distributed_routes_via_node_and_clears_nat() -> None:
         pl.RouteAction("src-ip", "fd00::5", "fd00:100::2", "ovn-cluster"),
     )
     assert got.nats == (
-        pl.NatAction("dnat_and_snat", "10.16.0.5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"),
+        pl.NatAction("dnat_and_snat", "10.16.0.5", "", "ovn-cluster"),
         pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),
-        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"),
+        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster"),
         pl.NatAction("snat", "fd00::5", "", "ovn-cluster"),
+    )
+    # a distributed external gateway puts dnat_and_snat on the pod's port, with its MAC
+    distributed = plan(ALLOCATED, external_gw_config={"type": "distributed"})
+    assert distributed.nats[0] == pl.NatAction(
+        "dnat_and_snat", "10.16.0.5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"
     )
     assert plan(ALLOCATED, enable_eip_snat=False).nats == ()
     with pytest.raises(ResourceNotReadyError, match="node 'n1'"):
