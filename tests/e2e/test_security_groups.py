@@ -172,3 +172,32 @@ def test_changing_the_groups_reassociates_and_delete_cleans(
     )
     assert port not in pg_ports(cluster, DENY_ALL_PG)
     audit_clean(cluster.argv())
+
+
+def test_turning_port_security_on_and_off_later(ctl: Controller, cluster: Cluster) -> None:
+    # kube-ovn #1143/#2343: v1.8 never changes port_security after creation; here the security
+    # queue re-applies it, so the groups take effect once both annotations are set
+    store = cluster.server.store
+    store.create("pods", pod("late", annotations={SG_ANNOTATION: "late-sg"}))
+    ann = allocated(cluster, "late")
+    ip, mac = ann[IP_ADDRESS_ANNOTATION], ann[MAC_ADDRESS_ANNOTATION].lower()
+    port = f"late.{NS}"
+    assert lsp(cluster, port)["port_security"] == []
+
+    store.patch(
+        "pods", NS, "late", {"metadata": {"annotations": {PORT_SECURITY_ANNOTATION: "true"}}}
+    )
+    wait_for(lambda: lsp(cluster, port)["port_security"] == [f"{mac} {ip}"], message="enabled")
+    wait_for(lambda: pg_ports(cluster, "ovn.sg.late.sg") == {port}, message="in late-sg")
+    assert address_set(cluster, "ovn.sg.late.sg.associated.v4") == {ip}
+    assert lsp(cluster, port)["external_ids"]["associated_sg_late-sg"] == "true"
+    wait_for(lambda: port in pg_ports(cluster, DENY_ALL_PG), message="in deny-all")
+
+    store.patch(
+        "pods", NS, "late", {"metadata": {"annotations": {PORT_SECURITY_ANNOTATION: "false"}}}
+    )
+    wait_for(lambda: lsp(cluster, port)["port_security"] == [], message="disabled")
+    wait_for(lambda: pg_ports(cluster, "ovn.sg.late.sg") == set(), message="left late-sg")
+    assert address_set(cluster, "ovn.sg.late.sg.associated.v4") == set()
+    wait_for(lambda: port not in pg_ports(cluster, DENY_ALL_PG), message="left deny-all")
+    audit_clean(cluster.argv())
