@@ -473,8 +473,11 @@ class OvsdbappNbClient:
 
     @classmethod
     def from_addr(cls, addr: str, timeout: float = 60.0, **kwargs: Any) -> OvsdbappNbClient:
+        """kube-ovn's --ovn-nb-addr / --ovn-timeout; ssl_* kwargs go to NbConnectionConfig."""
         on_request = kwargs.pop("on_request", None)
-        return cls(NbConnectionConfig.from_addr(addr, timeout, **kwargs), on_request=on_request)
+        c_json = kwargs.pop("c_json", True)
+        config = NbConnectionConfig.from_addr(addr, timeout, **kwargs)
+        return cls(config, on_request=on_request, c_json=c_json)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -262,3 +262,23 @@ def test_ssl_remote(short_tmp: Path) -> None:
             assert nb.get_port("p1.ns") is not None
     finally:
         server.stop()
+
+
+def test_big_switch_membership_stays_exact(
+    real_client: OvsdbappNbClient, nb_server: NbServer
+) -> None:
+    # Past 64 members the client applies set diffs in place: membership must stay exact.
+    nb = real_client
+    setup(nb)
+    nb.create_ports([port(i) for i in range(150)])
+    nb.delete_ports([f"p{i}.ns" for i in range(0, 150, 2)])
+    nb.create_port(port(150))
+    with pytest.raises(DuplicateAddressError, match=r"p149\.ns"):
+        nb.create_port(PortSpec("dup.ns", LS, "00:00:00:00:ff:01", port(149).ips))
+    nb.create_port(PortSpec("reuse.ns", LS, "00:00:00:00:ff:02", port(0).ips))  # freed IP
+    info = nb.get_port("p149.ns")
+    assert info is not None and info.switch == LS
+    expected = {f"p{i}.ns" for i in range(1, 151, 2)} | {"p150.ns", "reuse.ns", f"{LS}-{LR}"}
+    listed = nbctl(nb_server.remote, "--bare", "--columns=name", "list", "Logical_Switch_Port")
+    assert set(listed.split()) == expected
+    assert {p.name for p in nb.list_ports()} == expected
