@@ -115,3 +115,40 @@ def test_dual_stack_pod_port_routes_and_cleanup(ctl: Controller, cluster: Cluste
     v6_set = nb_row(cluster.nb_server.remote, "Address_Set", "ovn.sg.dual.sg.associated.v6")
     assert v6_set is not None and v6_set["addresses"] == []
     audit_clean(cluster.argv(*DUAL_FLAGS))
+
+
+def test_dual_stack_eip_snat_pairs_by_family(ctl: Controller, cluster: Cluster) -> None:
+    store = cluster.server.store
+    store.create(
+        "configmaps",
+        {
+            "metadata": {"name": "ovn-external-gw-config", "namespace": "kube-system"},
+            "data": {"external-gw-addr": "172.56.0.1/16,fd00:56::1/64"},
+        },
+    )
+    store.create(
+        "pods",
+        pod(
+            "exposed",
+            node_name=NODE,
+            annotations={
+                "ovn.kubernetes.io/eip": "172.56.0.50",
+                "ovn.kubernetes.io/snat": "fd00:56::60",
+            },
+        ),
+    )
+    v4, v6 = routed(cluster, "exposed")[IP_ADDRESS_ANNOTATION].split(",")
+    nat = {
+        (n["type"], n["logical_ip"], n["external_ip"])
+        for n in nb_rows(cluster.nb_server.remote, "NAT")
+    }
+    # an external address translates the pod address of its own family only
+    assert nat == {("dnat_and_snat", v4, "172.56.0.50"), ("snat", v6, "fd00:56::60")}
+    assert {(v4, "172.56.0.1"), (v6, "fd00:56::1")} <= src_routes(cluster)
+    audit_clean(cluster.argv(*DUAL_FLAGS))
+    store.delete("pods", NS, "exposed")
+    wait_for(lambda: not nb_rows(cluster.nb_server.remote, "NAT"), message="NAT removed")
+    wait_for(
+        lambda: not [r for r in src_routes(cluster) if r[0] in (v4, v6)], message="routes gone"
+    )
+    audit_clean(cluster.argv(*DUAL_FLAGS))
