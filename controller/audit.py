@@ -244,6 +244,10 @@ def _host_prefix(prefix: str) -> str | None:
     return str(parsed[0])
 
 
+def _first_of_family(addresses: str, ip: str) -> str:
+    return next((x.strip() for x in addresses.split(",") if x.strip() and _same_family(x, ip)), "")
+
+
 def _same_family(a: str, b: str) -> bool:
     x, y = parse_ip(a), parse_ip(b)
     return x is not None and y is not None and x.version == y.version
@@ -625,6 +629,9 @@ class _Auditor:
         if self.config.enable_eip_snat:
             for ip in net.ips:
                 rules = self.nat_by_ip.get(ip, [])
+                # each pod address is translated by the external address of its own family
+                eip = _first_of_family(a.get(EIP_ANNOTATION, ""), ip)
+                snat = _first_of_family(a.get(SNAT_ANNOTATION, ""), ip)
                 if eip and not any(
                     n.type == NAT_TYPE_DNAT_AND_SNAT and n.external_ip == eip for n in rules
                 ):

@@ -683,6 +683,7 @@ class OvsdbappNbClient:
         lip = logic.nat_logical_ip(policy, logical_ip)
         eip = str(logic.parse_ip(external_ip, "NAT external IP")) if external_ip else ""
         logic.check_nat_extras(policy, logical_mac, port)
+        logic.check_nat_family(lip, eip)
 
         def run(ctx: _Ctx) -> None:
             lr = _router(ctx, router)

@@ -203,6 +203,14 @@ def nat_logical_ip(policy: str, logical_ip: str) -> str:
     return str(parse_ip(logical_ip, "NAT logical IP"))
 
 
+def check_nat_family(logical_ip: str, external_ip: str) -> None:
+    """NB (and ovn-nbctl) refuse a NAT rule whose two addresses are of different families."""
+    if external_ip and parse_cidr(logical_ip).version != parse_ip(external_ip).version:
+        raise InvalidRequestError(
+            f"NAT external IP {external_ip} and logical IP {logical_ip} differ in family"
+        )
+
+
 def check_nat_extras(policy: str, logical_mac: str, port: str) -> None:
     if bool(logical_mac) != bool(port):
         raise InvalidRequestError("NAT logical_port and external_mac go together")

@@ -1,8 +1,11 @@
-"""Contract: the deny-all security group (kube-ovn.md 4.3, 5.5), fake and real client."""
+"""Contract (fake and real client): the deny-all security group (kube-ovn.md 4.3, 5.5) and
+NAT address families."""
 
 from __future__ import annotations
 
-from controller.ovn.api import PortSpec
+import pytest
+
+from controller.ovn.api import InvalidRequestError, PortSpec
 from controller.ovn.fake import FakeNbClient
 from tests.e2e.nbrows import nb_rows
 from tests.ovn.conftest import Subject
@@ -107,3 +110,14 @@ def test_dual_stack_address_sets_hold_the_port_addresses(subject: Subject) -> No
     assert s.view.address_set("ovn.sg.web.associated.v4") == ["10.16.0.9"]
     assert s.view.address_set("ovn.sg.web.associated.v6") == ["fd00:10:16::9"]
     assert _members(s) == {"d.ns1"}
+
+
+def test_nat_refuses_mixed_families(subject: Subject) -> None:
+    s = subject
+    s.nb.ensure_logical_router("lr1")
+    with pytest.raises(InvalidRequestError, match="family"):
+        s.nb.update_nat_rule("dnat_and_snat", "fd00::5", "172.56.0.50", "lr1")
+    with pytest.raises(InvalidRequestError, match="family"):
+        s.nb.update_nat_rule("snat", "10.16.0.0/16", "fd00:56::1", "lr1")
+    s.nb.update_nat_rule("snat", "fd00::5", "", "lr1")  # a delete: no external address
+    assert s.nb.list_nat_rules("lr1") == []
