@@ -92,6 +92,15 @@ class NatRule:
     external_mac: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class PortGroupInfo:
+    """A security group's port group (external_ids type=security_group) and its member ports."""
+
+    name: str
+    sg: str
+    ports: tuple[str, ...] = ()
+
+
 class NbClient(Protocol):
     # Logical switch ports: CreatePort, DeleteLogicalSwitchPort, ListPodLogicalSwitchPorts.
     def create_port(self, spec: PortSpec) -> None: ...
@@ -141,6 +150,8 @@ class NbClient(Protocol):
     # with security groups and port security); `sync_sg_ports("kubeovn_deny_all")` does only
     # the latter.
     def sync_sg_ports(self, sg: str) -> None: ...
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
 
     # Switches and routers the pod flow needs to exist.
     def ensure_logical_router(self, name: str) -> None: ...

@@ -29,6 +29,7 @@ from controller.ovn.api import (
     NotFoundError,
     OvnConflictError,
     OvnError,
+    PortGroupInfo,
     PortInfo,
     PortSpec,
     StaticRoute,
@@ -296,6 +297,19 @@ class FakeNbClient:
             _sync_deny_all(st)
 
         self._txn("sync_sg_ports", run)
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]:
+        with self._lock:
+            return sorted(
+                (
+                    PortGroupInfo(
+                        pg.name, pg.external_ids.get(ext.PG_SG_KEY, ""), tuple(sorted(pg.ports))
+                    )
+                    for pg in self.state.port_groups.values()
+                    if pg.external_ids.get(ext.PG_TYPE_KEY) == ext.PG_TYPE_SECURITY_GROUP
+                ),
+                key=lambda g: g.name,
+            )
 
     # -- switches and routers --------------------------------------------------------------
 

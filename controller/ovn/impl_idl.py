@@ -54,6 +54,7 @@ from controller.ovn.api import (
     OvnConflictError,
     OvnError,
     OvnTimeoutError,
+    PortGroupInfo,
     PortInfo,
     PortSpec,
     StaticRoute,
@@ -782,6 +783,20 @@ class OvsdbappNbClient:
             ctx.sync_deny_all()
 
         self._transact("sync_sg_ports", run)
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]:
+        def read() -> list[PortGroupInfo]:
+            out = []
+            for pg in self._idl.tables[PG].rows.values():
+                ids = pg.external_ids
+                if ids.get(ext.PG_TYPE_KEY) != ext.PG_TYPE_SECURITY_GROUP:
+                    continue
+                ports = tuple(sorted(p.name for p in pg.ports))
+                out.append(PortGroupInfo(pg.name, ids.get(ext.PG_SG_KEY, ""), ports))
+            return sorted(out, key=lambda g: g.name)
+
+        result: list[PortGroupInfo] = self._read(read)
+        return result
 
     # -- switches and routers --------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.ovn.api import InvalidRequestError, PortSpec
+from controller.ovn.api import InvalidRequestError, PortGroupInfo, PortSpec
 from controller.ovn.fake import FakeNbClient
 from tests.e2e.nbrows import nb_rows
 from tests.ovn.conftest import Subject
@@ -78,6 +78,10 @@ def test_sync_keeps_ports_with_groups_in_deny_all(subject: Subject) -> None:
     s.nb.sync_sg_ports(DENY_ALL)  # only the deny-all group
     assert _members(s) == {"b.ns1"}
     assert (s.view.port_group("ovn.sg.web") or (None,))[0] == set()
+    groups = {g.name: g for g in s.nb.list_sg_port_groups()}
+    assert groups[PG] == PortGroupInfo(PG, DENY_ALL, ("b.ns1",))
+    assert groups["ovn.sg.web"] == PortGroupInfo("ovn.sg.web", "web", ())
+    assert groups["ovn.sg.db"].ports == ("b.ns1",)
     s.nb.delete_port("b.ns1")
     s.nb.sync_sg_ports("db")
     assert _members(s) == set()
