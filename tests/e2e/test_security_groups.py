@@ -6,6 +6,7 @@ with ovn-nbctl (tests/e2e/nbrows.py), independently of the controller's own clie
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
@@ -200,4 +201,48 @@ def test_turning_port_security_on_and_off_later(ctl: Controller, cluster: Cluste
     wait_for(lambda: pg_ports(cluster, "ovn.sg.late.sg") == set(), message="left late-sg")
     assert address_set(cluster, "ovn.sg.late.sg.associated.v4") == set()
     wait_for(lambda: port not in pg_ports(cluster, DENY_ALL_PG), message="left deny-all")
+    audit_clean(cluster.argv())
+
+
+def test_groups_survive_a_lost_port_and_a_restart(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    store = cluster.server.store
+    first = start_controller()
+    wait_for(first.workers_started.is_set, message="workers started")
+    store.create(
+        "pods",
+        pod("sturdy", annotations={PORT_SECURITY_ANNOTATION: "true", SG_ANNOTATION: "keep"}),
+    )
+    ip = allocated(cluster, "sturdy")[IP_ADDRESS_ANNOTATION]
+    port = f"sturdy.{NS}"
+    wait_for(lambda: port in pg_ports(cluster, DENY_ALL_PG), message="in deny-all")
+
+    # inspection re-creates a lost port (--inspect-interval=1), groups included
+    cluster.nb.delete_port(port)
+    wait_for(lambda: cluster.nb.get_port(port) is not None, message="port re-created")
+    wait_for(lambda: pg_ports(cluster, "ovn.sg.keep") == {port}, message="back in keep")
+    wait_for(lambda: port in pg_ports(cluster, DENY_ALL_PG), message="back in deny-all")
+    assert address_set(cluster, "ovn.sg.keep.associated.v4") == {ip}
+
+    # a controller starting up puts SG-bearing ports back into the deny-all group
+    first.stop()
+    result = subprocess.run(
+        [
+            "ovn-nbctl",
+            f"--db={cluster.nb_server.remote}",
+            "clear",
+            "Port_Group",
+            DENY_ALL_PG,
+            "ports",
+        ],
+        capture_output=True,
+        timeout=15,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert pg_ports(cluster, DENY_ALL_PG) == set()
+    second = start_controller(identity="controller-b")
+    wait_for(second.workers_started.is_set, timeout=30, message="second controller started")
+    assert port in pg_ports(cluster, DENY_ALL_PG)
     audit_clean(cluster.argv())
