@@ -246,3 +246,69 @@ def test_groups_survive_a_lost_port_and_a_restart(
     wait_for(second.workers_started.is_set, timeout=30, message="second controller started")
     assert port in pg_ports(cluster, DENY_ALL_PG)
     audit_clean(cluster.argv())
+
+
+def test_attachment_network_security_groups(ctl: Controller, cluster: Cluster) -> None:
+    # the per-provider keys of a multus OVN attachment (<nad>.<ns>.ovn.kubernetes.io/...)
+    store = cluster.server.store
+    provider = f"net1.{NS}.ovn"
+    store.create(
+        "network-attachment-definitions",
+        {
+            "metadata": {"name": "net1", "namespace": NS},
+            "spec": {"config": '{"cniVersion": "0.3.1", "type": "kube-ovn"}'},
+        },
+    )
+    store.create(
+        "subnets",
+        {
+            "metadata": {"name": "attach"},
+            "spec": {"cidrBlock": "10.20.0.0/24", "provider": provider},
+        },
+    )
+    wait_for(lambda: "attach" in cluster.nb.list_logical_switches(), message="switch attach")
+    store.create(
+        "pods",
+        pod(
+            "multi",
+            annotations={
+                "k8s.v1.cni.cncf.io/networks": "net1",
+                f"{provider}.kubernetes.io/port_security": "true",
+                f"{provider}.kubernetes.io/security_groups": "att-a",
+            },
+        ),
+    )
+    ann = wait_for(
+        lambda: (
+            annotations(cluster.server, "pods", NS, "multi").get(
+                f"{provider}.kubernetes.io/allocated"
+            )
+            == "true"
+            and annotations(cluster.server, "pods", NS, "multi")
+        ),
+        message="attachment allocated",
+    )
+    ip = ann[f"{provider}.kubernetes.io/ip_address"]
+    port = f"multi.{NS}.{provider}"
+    wait_for(lambda: pg_ports(cluster, "ovn.sg.att.a") == {port}, message="in att-a")
+    assert address_set(cluster, "ovn.sg.att.a.associated.v4") == {ip}
+    assert port in pg_ports(cluster, DENY_ALL_PG)
+    assert f"multi.{NS}" not in pg_ports(cluster, DENY_ALL_PG)  # the default port asked nothing
+
+    store.patch(
+        "pods",
+        NS,
+        "multi",
+        {"metadata": {"annotations": {f"{provider}.kubernetes.io/security_groups": "att-b"}}},
+    )
+    wait_for(lambda: pg_ports(cluster, "ovn.sg.att.b") == {port}, message="in att-b")
+    wait_for(lambda: pg_ports(cluster, "ovn.sg.att.a") == set(), message="left att-a")
+    audit_clean(cluster.argv())
+
+    store.delete("pods", NS, "multi")
+    wait_for(lambda: pg_ports(cluster, "ovn.sg.att.b") == set(), message="att-b emptied")
+    wait_for(
+        lambda: address_set(cluster, "ovn.sg.att.b.associated.v4") == set(), message="set emptied"
+    )
+    assert port not in pg_ports(cluster, DENY_ALL_PG)
+    audit_clean(cluster.argv())
