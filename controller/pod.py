@@ -13,7 +13,8 @@ and write through the ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`).
   or the EIP/SNAT external gateway) and NAT rules, then `routed=true`.
 * `handle_delete_pod`: routes and NAT, ports, IP CRs, IPAM release, with the StatefulSet / VM
   keep-IP rules of `pod_logic.decide_delete`.
-* `handle_update_pod_security`: re-associates the pod's ports with their security groups.
+* `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
+  group listed), and re-applies the port_security column when the annotation changed.
 * `inspect_pods`: the periodic repair pass (kube-ovn inspectPod).
 * `nad_event_handler()`: callbacks for the NAD informer that re-queue pods waiting for a NAD.
 
@@ -32,6 +33,8 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
   a pod of that name exists again);
 * annotation writes are merge patches of the keys we own (`KubeApi`), not a whole-map JSON patch;
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
+* `port_security` turned on or off after creation is applied (kube-ovn #1143, #2343), and a
+  port without port security leaves its groups;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
 * a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
@@ -98,8 +101,10 @@ from controller.model import (
     Vpc,
 )
 from controller.naming import pod_name_to_port_name
+from controller.netutil import split_string_ip
 from controller.ovn import external_ids as ext
-from controller.ovn.api import NbClient, OvnError
+from controller.ovn.api import NbClient, OvnError, PortInfo
+from controller.ovn.logic import port_columns
 from controller.queues import Clock, RateLimitingQueue, RealClock
 from controller.subnet import format_subnet_spec
 from controller.worker import run_worker
@@ -562,12 +567,49 @@ class PodController:
             pod = _to_pod(raw)
             name = pl.get_name_by_pod(pod, self._keep_vm_ip)
             for net in self._pod_nets(raw, pod):
-                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
-                if not request.port_security:
+                if net.type is ProviderType.IPAM:
                     continue
+                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
                 port = pod_name_to_port_name(name, pod.namespace, net.provider_name)
-                for sg in self._nb.reconcile_port_sg(port, request.security_group_names()):
+                info = self._nb.get_port(port)
+                if info is None:
+                    continue  # not created yet (the add owns it) or lost (inspection re-adds)
+                to_sync = set(self._reapply_port_security(pod, net, info))
+                # NOTE: without port security a port takes no part in any group.
+                sgs = request.security_group_names() if request.port_security else ()
+                if sgs or info.external_ids.get(ext.SECURITY_GROUPS_KEY):
+                    to_sync.update(self._nb.reconcile_port_sg(port, sgs))
+                for sg in sorted(to_sync):
                     self._nb.sync_sg_ports(sg)
+
+    def _reapply_port_security(self, pod: Pod, net: PodNet, info: PortInfo) -> list[str]:
+        """Rewrite the port when its port_security column no longer matches the annotation.
+
+        NOTE: kube-ovn v1.8 sets port_security only at creation (#1143), so a pod that gets
+        `port_security=true` later never joins its security groups (#2343). Returns the groups
+        whose membership this may change (the port's old and new ones).
+        """
+        allocation = ann.PodNetworkAnnotations.from_annotations(pod.annotations, net.provider_name)
+        if not allocation.allocated or not allocation.ip_address or not allocation.mac_address:
+            return []
+        raw_subnet = self._subnets.get_by_key(allocation.logical_switch)
+        subnet = Subnet.from_dict(raw_subnet) if raw_subnet is not None else net.subnet
+        v4, v6 = split_string_ip(allocation.ip_address)
+        spec = pl.build_port_spec(
+            pod,
+            net,
+            subnet,
+            v4=v4,
+            v6=v6,
+            mac=allocation.mac_address,
+            keep_vm_ip=self._keep_vm_ip,
+        )
+        if port_columns(spec).port_security == tuple(info.port_security):
+            return []
+        LOG.info("pod %s: port security of %s is now %s", pod.key, spec.name, spec.port_security)
+        self._nb.create_port(spec)
+        old = ext.split_sgs(info.external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
+        return [*old, *spec.security_groups, ext.DENY_ALL_SG]
 
     # --- inspectPod ------------------------------------------------------------------------------
 

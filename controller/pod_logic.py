@@ -1194,6 +1194,10 @@ def plan_update_pod(
     data of ConfigMap `kube-system/ovn-external-gw-config` (needed for EIP/SNAT pods).
     Missing either when needed is ResourceNotReadyError. Nothing is planned for underlay
     subnets and custom VPCs.
+
+    dnat_and_snat rules are centralized (no logical_port / external_mac), as kube-ovn v1.8
+    writes them; only a ConfigMap saying `type: distributed` (kube-ovn v1.9+
+    ExternalGatewayType) makes them distributed, on the pod's port with its MAC.
     """
     net = default_ovn_net(nets)
     if net is None:
@@ -1207,7 +1211,9 @@ def plan_update_pod(
     north_gateway = pod.annotations.get(NORTH_GATEWAY_ANNOTATION, "")
     pairs: list[tuple[str, str]] = []
     if enable_eip_snat and (eip or snat):
-        pairs = src_ip_route_pairs(pod_ip, [external_gateway_next_hop(external_gw_config)])
+        pairs = src_ip_route_pairs(
+            pod_ip, external_gateway_next_hop(external_gw_config).split(",")
+        )
     else:
         if subnet.gateway_type == GATEWAY_TYPE_DISTRIBUTED and not north_gateway:
             if node is None:
@@ -1220,17 +1226,36 @@ def plan_update_pod(
     )
     nats: list[NatAction] = []
     if enable_eip_snat:
-        port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
-        mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
+        port = mac = ""
+        if (external_gw_config or {}).get("type") == EXTERNAL_GATEWAY_TYPE_DISTRIBUTED:
+            port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
+            mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
         for ip in pod_ip.split(","):
-            nats.append(NatAction(NAT_TYPE_DNAT_AND_SNAT, ip, eip, cluster_router, mac, port))
-            nats.append(NatAction(NAT_TYPE_SNAT, ip, snat, cluster_router))
+            # NOTE: kube-ovn pairs every pod address with the one external address, which NB
+            # refuses across families; a dual-stack pod gets each family's own (or none).
+            dnat_ip, snat_ip = same_family(eip, ip), same_family(snat, ip)
+            nats.append(NatAction(NAT_TYPE_DNAT_AND_SNAT, ip, dnat_ip, cluster_router, mac, port))
+            nats.append(NatAction(NAT_TYPE_SNAT, ip, snat_ip, cluster_router))
     return UpdatePlan(routes, tuple(nats))
 
 
+EXTERNAL_GATEWAY_TYPE_DISTRIBUTED = "distributed"
+
+
+def same_family(addresses: str, ip: str) -> str:
+    """The first of the comma-separated `addresses` of `ip`'s family ("" when none is)."""
+    family = check_protocol(ip)
+    for part in addresses.split(","):
+        candidate = part.strip()
+        if candidate and check_protocol(candidate) == family:
+            return candidate
+    return ""
+
+
 def external_gateway_next_hop(data: Mapping[str, str] | None) -> str:
-    """The `external-gw-addr` of ConfigMap `ovn-external-gw-config`, mask stripped."""
+    """The `external-gw-addr` of ConfigMap `ovn-external-gw-config`, masks stripped (one
+    address, or "v4,v6" for a dual-stack external network)."""
     value = (data or {}).get("external-gw-addr", "")
     if not value:
         raise ResourceNotReadyError("no available gateway nic address")
-    return value.split("/", 1)[0]
+    return ",".join(part.strip().split("/", 1)[0] for part in value.split(",") if part.strip())
