@@ -93,11 +93,12 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
         lambda: annotations(cluster.server, "pods", NS, "web").get(ROUTED_ANNOTATION) == "true",
         message="pod routed",
     )
-    wait_for(
-        lambda: (ip, node_ip, "src-ip")
-        in {(r.ip_prefix, r.nexthop, r.policy) for r in cluster.nb.list_static_routes("ovn-cluster")},
-        message="src-ip route visible to the reader",
-    )
+    def routes() -> set[tuple[str, str, str]]:
+        return {
+            (r.ip_prefix, r.nexthop, r.policy) for r in cluster.nb.list_static_routes("ovn-cluster")
+        }
+
+    wait_for(lambda: (ip, node_ip, "src-ip") in routes(), message="src-ip route visible")
 
     # item 5: delete removes LSP, IP CR, route and the IPAM entry
     cluster.server.store.delete("pods", NS, "web")
