@@ -49,7 +49,6 @@ import json
 import os
 import queue
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
