@@ -502,7 +502,8 @@ class ControllerRun:
     alloc_patch: dict[str, Any]
 
 
-def run_controller(n: int, workdir: Path, worker_num: int) -> ControllerRun:
+def run_controller(n: int, workdir: Path, worker_num: int,
+                   profile: Path | None = None) -> ControllerRun:
     nb = NbServer(workdir / "nb").start()
     emulator = Emulator(workdir / "api", base_seed())
     controller = ControllerProcess(workdir, emulator.kubeconfig, nb.remote, worker_num)
@@ -514,10 +515,19 @@ def run_controller(n: int, workdir: Path, worker_num: int) -> ControllerRun:
         watch.start()
         watch.opened.wait(30)
         emulator.reset()
+        spy = None
+        if profile is not None:  # a one-off: `pip install py-spy`; collapsed stacks in `profile`
+            spy = subprocess.Popen(["py-spy", "record", "--pid", str(controller.pid), "--rate",
+                                    "100", "--nonblocking", "--format", "raw", "-o", str(profile)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)  # py-spy attaches asynchronously; nothing to wait on
         cpu0, emu0 = cpu_seconds(controller.pid), cpu_seconds(emulator.proc.pid)
         sent: dict[str, float] = {}
         create_pods(emulator.url, names, sent)
         watch.wait()
+        if spy is not None:
+            spy.send_signal(2)
+            spy.wait(60)
         cpu = cpu_seconds(controller.pid) - cpu0
         emu_cpu = cpu_seconds(emulator.proc.pid) - emu0
         rss, hwm = memory_mib(controller.pid)
@@ -861,6 +871,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--existing", type=int, default=20_000)
     parser.add_argument("--worker-num", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")
+    parser.add_argument("--py-spy", type=Path, metavar="DIR",
+                        help="profile the controller during each N run with py-spy (installed "
+                             "separately); collapsed stacks written to DIR/controller-N.txt")
     args = parser.parse_args(argv)
     try:
         sizes = [int(x) for x in args.pods.split(",") if x.strip()]
@@ -877,7 +890,8 @@ def main(argv: list[str] | None = None) -> int:
               f"workdir {root}", flush=True)
         baseline = None
         for n in sizes:
-            ctl = run_controller(n, root / f"ctl-{n}", args.worker_num)
+            profile = args.py_spy / f"controller-{n}.txt" if args.py_spy else None
+            ctl = run_controller(n, root / f"ctl-{n}", args.worker_num, profile)
             baseline = baseline or ctl.ready_seconds
             emu = run_emulator_limit(n, root / f"emu-{n}", args.worker_num, ctl)
             ovn = run_ovn_limit(n, root / f"ovn-{n}", args.worker_num)
