@@ -636,6 +636,10 @@ class OvsdbappNbClient:
         lip = logic.nat_logical_ip(policy, logical_ip)
         eip = str(logic.parse_ip(external_ip, "NAT external IP")) if external_ip else ""
         logic.check_nat_extras(policy, logical_mac, port)
+        if not eip and self._read(lambda: self._nothing_to_remove(policy, lip, router)):
+            # NOTE: every routed pod without EIP/SNAT comes here twice; an empty transaction
+            # would still cost a round trip through the IDL thread.
+            return
 
         def run(ctx: _Ctx) -> None:
             lr = _router(ctx, router)
@@ -669,6 +673,13 @@ class OvsdbappNbClient:
                     keep.external_mac = [logical_mac.lower()]
 
         self._transact("update_nat_rule", run)
+
+    def _nothing_to_remove(self, policy: str, lip: str, router: str) -> bool:
+        """The router exists and has no `policy` NAT for `lip` (call under the IDL lock)."""
+        lr = self._index.first(LR, ("name", router))
+        return lr is not None and not any(
+            _has_ref(lr, "nat", r) for r in self._index.rows(NAT, ("lip", policy, lip))
+        )
 
     def delete_nat_rule(self, logical_ip: str, router: str) -> None:
         lip = logic.canonical_prefix(logical_ip)
