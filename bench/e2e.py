@@ -50,6 +50,7 @@ import logging
 import os
 import queue
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -279,6 +280,24 @@ class ControllerProcess:
 
     def log_lines(self) -> list[str]:
         return self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
+    """Sample `pid` with py-spy (a one-off `pip install py-spy`, not a dependency): collapsed
+    stacks of the GIL holder in `profile`."""
+    if profile is None:
+        return None
+    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "100",
+                            "--nonblocking", "--gil", "--format", "raw", "-o", str(profile)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # py-spy attaches asynchronously and says nothing we could wait on
+    return spy
+
+
+def _py_spy_stop(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(60)
 
 
 # --- objects -------------------------------------------------------------------------------------
@@ -520,20 +539,12 @@ def run_controller(n: int, workdir: Path, worker_num: int,
         watch.start()
         watch.opened.wait(30)
         emulator.reset()
-        spy = None
-        if profile is not None:  # a one-off: `pip install py-spy`; collapsed stacks in `profile`
-            spy = subprocess.Popen(["py-spy", "record", "--pid", str(controller.pid), "--rate",
-                                    "100", "--nonblocking", "--gil", "--format", "raw",
-                                    "-o", str(profile)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.0)  # py-spy attaches asynchronously; nothing to wait on
+        spy = _py_spy(controller.pid, profile)
         (user0, sys0), emu0 = cpu_times(controller.pid), cpu_seconds(emulator.proc.pid)
         sent: dict[str, float] = {}
         create_pods(emulator.url, names, sent)
         watch.wait()
-        if spy is not None:
-            spy.send_signal(2)
-            spy.wait(60)
+        _py_spy_stop(spy)
         user1, sys1 = cpu_times(controller.pid)
         cpu = user1 + sys1 - user0 - sys0
         emu_cpu = cpu_seconds(emulator.proc.pid) - emu0
@@ -766,8 +777,8 @@ def startup_phases(lines: list[str], spawned: float, ready_at: float) -> dict[st
             marks.setdefault("ipam_done", t)
             m = re.search(r"take ([\d.]+) seconds", line)
             ipam_seconds = float(m.group(1)) if m else 0.0
-        elif "ms to collect garbage" in line:
-            marks.setdefault("gc_done", t)
+        elif "ms to collect garbage" in line and "started" not in marks:
+            marks["gc_done"] = t  # the start-up gc is two passes (orphaned twice to delete)
         elif "controller started:" in line:
             marks.setdefault("started", t)
     phases: dict[str, float] = {}
@@ -777,7 +788,7 @@ def startup_phases(lines: list[str], spawned: float, ready_at: float) -> dict[st
         phases["informer sync + bootstrap"] = marks["ipam_done"] - ipam_seconds - marks["leading"]
         phases["IPAM rebuild (its log)"] = ipam_seconds
     if "ipam_done" in marks and "gc_done" in marks:
-        phases["start-up gc"] = marks["gc_done"] - marks["ipam_done"]
+        phases["start-up gc (two passes)"] = marks["gc_done"] - marks["ipam_done"]
     last = marks.get("gc_done", marks.get("ipam_done"))
     if last is not None and "started" in marks:
         phases["subnet/namespace/node workers to started"] = marks["started"] - last
@@ -786,7 +797,8 @@ def startup_phases(lines: list[str], spawned: float, ready_at: float) -> dict[st
     return phases
 
 
-def run_startup(existing: int, workdir: Path, worker_num: int) -> Startup:
+def run_startup(existing: int, workdir: Path, worker_num: int,
+                profile: Path | None = None) -> Startup:
     t0 = time.monotonic()
     seed = base_seed()
     specs: list[PortSpec] = []
@@ -805,8 +817,10 @@ def run_startup(existing: int, workdir: Path, worker_num: int) -> Startup:
         emulator = Emulator(workdir / "api-startup", seed)
         seed_seconds = time.monotonic() - t0
         controller = ControllerProcess(workdir, emulator.kubeconfig, nb.remote, worker_num)
+        spy = _py_spy(controller.pid, profile)
         ready = controller.wait_ready()
         ready_at = time.time()
+        _py_spy_stop(spy)
         rss, hwm = memory_mib(controller.pid)
         cpu = cpu_seconds(controller.pid)
         phases = startup_phases(controller.log_lines(), controller.started, ready_at)
@@ -908,7 +922,8 @@ def main(argv: list[str] | None = None) -> int:
             print_throughput(n, ctl, emu, ovn)
             sys.stdout.flush()
         if args.existing:
-            print_startup(run_startup(args.existing, root / "startup", args.worker_num),
+            profile = args.py_spy / "controller-startup.txt" if args.py_spy else None
+            print_startup(run_startup(args.existing, root / "startup", args.worker_num, profile),
                           baseline)
     return 0
 
