@@ -15,6 +15,7 @@ and write through the ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`).
   keep-IP rules of `pod_logic.decide_delete`.
 * `handle_update_pod_security`: re-associates the pod's ports with their security groups.
 * `inspect_pods`: the periodic repair pass (kube-ovn inspectPod).
+* `nad_event_handler()`: callbacks for the NAD informer that re-queue pods waiting for a NAD.
 
 Every handler locks the pod key with the shared `KeyMutex`, so the handlers of one pod never run
 concurrently. Failures the user can fix become Warning Events with kube-ovn's reasons.
@@ -33,7 +34,12 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
-* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`.
+* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
+* a malformed cached subnet is left out of every pod's choice (a typed informer would never
+  cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
+  saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
+* a StatefulSet pod whose IP CR is kept (deleted without a deletionTimestamp, e.g. forced) keeps
+  its IPAM address too; kube-ovn releases it and restores it only at the next restart.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from typing import Any
 
 from controller import annotations as ann
 from controller import pod_logic as pl
-from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.config import Config
 from controller.constants import (
     DEFAULT_VPC,
@@ -55,6 +61,7 @@ from controller.constants import (
     EXTERNAL_GATEWAY_CONFIG,
     EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
     IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
     QUEUE_ADD_POD,
     QUEUE_DELETE_POD,
     QUEUE_UPDATE_POD,
@@ -94,6 +101,7 @@ from controller.naming import pod_name_to_port_name
 from controller.ovn import external_ids as ext
 from controller.ovn.api import NbClient, OvnError
 from controller.queues import Clock, RateLimitingQueue, RealClock
+from controller.subnet import format_subnet_spec
 from controller.worker import run_worker
 
 LOG = logging.getLogger(__name__)
@@ -244,6 +252,35 @@ class PodController:
         if pod is None:
             return
         self._dispatch(pod.key, obj, pl.classify_delete(pod))
+
+    def nad_event_handler(self) -> ResourceEventHandlerFuncs:
+        """Informer callbacks for NetworkAttachmentDefinitions: when a NAD appears or changes,
+        re-queue the add of every live pod that asks for it and lacks its network.
+
+        NOTE: kube-ovn has no NAD handler: a pod created before its NAD is retried with a
+        backoff that keeps growing (up to the limiter's maximum) while the NAD is missing.
+        """
+
+        def changed(obj: Any) -> None:
+            if not self._is_leader():
+                return
+            meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+            if not isinstance(meta, Mapping):
+                return
+            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+            now = self._now()
+            for raw in self._pods.list():
+                pod = _pod_or_none(raw)
+                if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
+                    self.queues.add.add(pod.key)
+
+        def added(obj: Any) -> None:
+            _guard("nad add", changed, obj)
+
+        def updated(old: Any, new: Any) -> None:
+            _guard("nad update", changed, new)
+
+        return ResourceEventHandlerFuncs(added, updated, None)
 
     def _dispatch(self, key: str, obj: KubeObject, decision: pl.EnqueueDecision) -> None:
         if decision.action is pl.PodAction.ADD:
@@ -508,6 +545,13 @@ class PodController:
                 self._nb.sync_sg_ports(sg)
             except OvnError as exc:
                 LOG.warning("failed to sync security group %s after deleting %s: %s", sg, key, exc)
+        if decision.keep_ip_cr:
+            # NOTE: kube-ovn releases the address even when it keeps the IP CR, so a re-created
+            # sts pod gets a new address until the next restart restores the CR's (InitIPAM);
+            # keeping both together gives the pod its address back at once, as after a restart.
+            # The gc releases the pair once the StatefulSet no longer wants the ordinal.
+            LOG.info("kept the IP CR and address of pod %s for its StatefulSet", key)
+            return
         self._ipam.release_address_by_pod(ipam_key)
         LOG.info("released the network of pod %s", key)
 
@@ -629,6 +673,7 @@ class PodController:
         """kube-ovn getPodKubeovnNets over the caches; a failure with an Event reason is
         recorded on the pod (unless `record` is False). `subnets` may pass a pre-read list."""
         try:
+            self._check_named_subnet(pod)
             return pl.get_pod_kubeovn_nets(
                 pod,
                 self._namespace(pod.namespace),
@@ -661,8 +706,33 @@ class PodController:
         return None if raw is None else Namespace.from_dict(raw)
 
     def _subnet_list(self) -> list[Subnet]:
-        # Sorted by name: "the first subnet of a provider" must not depend on cache order.
-        return sorted((Subnet.from_dict(s) for s in self._subnets.list()), key=lambda s: s.name)
+        """The well-formed cached subnets, sorted by name ("the first subnet of a provider" must
+        not depend on cache order). A malformed one is left out: it must not stop every other
+        pod (the subnet controller logs it; a pod naming it is told by `_check_named_subnet`)."""
+        out = []
+        for raw in self._subnets.list():
+            try:
+                out.append(Subnet.from_dict(raw))
+            except MalformedObjectError:
+                continue
+        return sorted(out, key=lambda s: s.name)
+
+    def _check_named_subnet(self, pod: Pod) -> None:
+        """A subnet the pod's `logical_switch` names exists but is malformed (wrong types, or a
+        spec the subnet controller refuses, so IPAM never registers it): say so, rather than
+        "not found" / "not registered" (retryable: fixing the subnet heals the pod)."""
+        name = pod.annotations.get(LOGICAL_SWITCH_ANNOTATION, "")
+        raw = self._subnets.get_by_key(name) if name else None
+        if raw is None:
+            return
+        try:
+            Subnet.from_dict(raw)
+            format_subnet_spec(name, raw.get("spec") or {})
+        except MalformedObjectError as exc:
+            raise ResourceNotReadyError(
+                f"subnet {name} of pod {pod.key} is malformed: {exc}",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
+            ) from None
 
     def _subnet_map(self) -> dict[str, Subnet]:
         return {s.name: s for s in self._subnet_list()}

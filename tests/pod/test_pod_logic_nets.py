@@ -142,6 +142,7 @@ def test_ovn_conflist_attachment_without_provider_subnet_conflicts_with_default(
     with pytest.raises(RetryableError, match="subnet conflict") as info:
         nets_of({"k8s.v1.cni.cncf.io/networks": "net2"})
     assert not isinstance(info.value, InvalidPodNetworkError)
+    assert info.value.reason == "ValidatePodNetworkFailed"  # a Warning Event on the pod
 
 
 def test_ipam_only_attachment() -> None:
