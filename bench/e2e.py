@@ -1,6 +1,9 @@
 """End-to-end throughput of the controller: pods created in the emulator, a real ovsdb-server.
 
-Usage, from the repo root: `python bench/e2e.py [--quick] [--pods 1000,5000] [--existing 20000]`
+Usage, from the repo root: `python bench/e2e.py [--quick] [--pods 1000,5000] [--existing 20000]
+[--worker-num 3] [--workdir DIR] [--py-spy DIR]` (`--quick`: 200 pods, 2,000 existing, ~20 s;
+`--workdir` keeps the controller and emulator logs; `--py-spy` samples the controller, see
+`_py_spy`).
 
 What runs where (each in its own process, so their CPU and memory are measured apart and no two
 of them share a GIL):
