@@ -427,11 +427,14 @@ class PodController:
             pod_type=pl.get_pod_type(pod),
             node_switch=self._config.node_switch,
         )
+        # NOTE: kube-ovn GETs the IP CR first; when our informer cache has none (a new pod) the
+        # create goes straight out, which saves one API round trip per new pod.
+        name = body["metadata"]["name"]
         try:
-            self._kube.create_or_update_ip(body)
+            self._kube.create_or_update_ip(body, likely_absent=self._ips.get_by_key(name) is None)
         except KubeApiError as exc:
             # NOTE: kube-ovn handleAddPod only logs this failure; the pod still gets its network.
-            LOG.error("failed to create IP %s: %s", body["metadata"]["name"], exc)
+            LOG.error("failed to create IP %s: %s", name, exc)
 
     # --- handleUpdatePod -------------------------------------------------------------------------
 
