@@ -177,6 +177,7 @@ class PodController:
         self._pods = pods
         self._namespaces = namespaces
         self._subnets = subnets
+        self._parsed_subnets = _SubnetParseCache()
         self._nodes = nodes
         self._ips = ips
         self._vlans = vlans
@@ -596,7 +597,7 @@ class PodController:
         if not allocation.allocated or not allocation.ip_address or not allocation.mac_address:
             return []
         raw_subnet = self._subnets.get_by_key(allocation.logical_switch)
-        subnet = Subnet.from_dict(raw_subnet) if raw_subnet is not None else net.subnet
+        subnet = self._subnet_of(raw_subnet) if raw_subnet is not None else net.subnet
         v4, v6 = split_string_ip(allocation.ip_address)
         spec = pl.build_port_spec(
             pod,
@@ -753,11 +754,17 @@ class PodController:
         pod (the subnet controller logs it; a pod naming it is told by `_check_named_subnet`)."""
         out = []
         for raw in self._subnets.list():
-            try:
-                out.append(Subnet.from_dict(raw))
-            except MalformedObjectError:
-                continue
+            subnet = self._parsed_subnets.get(raw).subnet
+            if subnet is not None:
+                out.append(subnet)
         return sorted(out, key=lambda s: s.name)
+
+    def _subnet_of(self, raw: KubeObject) -> Subnet:
+        """`Subnet.from_dict` through the parse cache (MalformedObjectError as it raises)."""
+        parsed = self._parsed_subnets.get(raw)
+        if parsed.subnet is None:
+            raise MalformedObjectError(parsed.parse_error)
+        return parsed.subnet
 
     def _check_named_subnet(self, pod: Pod) -> None:
         """A subnet the pod's `logical_switch` names exists but is malformed (wrong types, or a
@@ -767,14 +774,13 @@ class PodController:
         raw = self._subnets.get_by_key(name) if name else None
         if raw is None:
             return
-        try:
-            Subnet.from_dict(raw)
-            format_subnet_spec(name, raw.get("spec") or {})
-        except MalformedObjectError as exc:
+        parsed = self._parsed_subnets.get(raw)
+        error = parsed.parse_error or parsed.spec_error
+        if error:
             raise ResourceNotReadyError(
-                f"subnet {name} of pod {pod.key} is malformed: {exc}",
+                f"subnet {name} of pod {pod.key} is malformed: {error}",
                 reason=REASON_VALIDATE_POD_NETWORK_FAILED,
-            ) from None
+            )
 
     def _subnet_map(self) -> dict[str, Subnet]:
         return {s.name: s for s in self._subnet_list()}
@@ -804,7 +810,7 @@ class PodController:
         raw = self._subnets.get_by_key(subnet_name)
         if raw is None:
             raise ResourceNotReadyError(f"subnet {subnet_name} not found")
-        subnet = Subnet.from_dict(raw)
+        subnet = self._subnet_of(raw)
         vpc_raw = self._vpcs.get_by_key(subnet.vpc)
         router = Vpc.from_dict(vpc_raw).router if vpc_raw is not None else ""
         if router:
@@ -906,6 +912,61 @@ class _OwnerLookup:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ParsedSubnet:
+    """One subnet object's parse: the model (None if malformed) and each check's error text."""
+
+    subnet: Subnet | None
+    parse_error: str
+    spec_error: str
+
+
+class _SubnetParseCache:
+    """Parsed subnets keyed by (name, resourceVersion): every handler run and every inspection
+    pass reads all subnets, and re-parsing them was a steady share of the controller's CPU.
+
+    A cached object never changes under the same resourceVersion (the informer replaces it), so
+    an entry is never stale; one without a resourceVersion is parsed every time. Bounded (the
+    whole map is dropped when full: old versions are never read again) and thread-safe.
+    """
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._max = max_entries
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str], _ParsedSubnet] = {}
+
+    def get(self, raw: KubeObject) -> _ParsedSubnet:
+        meta = raw.get("metadata")
+        version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(version, str) or not version or not isinstance(name, str):
+            return _parse_subnet(raw)
+        key = (name, version)
+        with self._lock:
+            found = self._entries.get(key)
+        if found is not None:
+            return found
+        parsed = _parse_subnet(raw)
+        with self._lock:
+            if len(self._entries) >= self._max:
+                self._entries.clear()
+            self._entries[key] = parsed
+        return parsed
+
+
+def _parse_subnet(raw: KubeObject) -> _ParsedSubnet:
+    try:
+        subnet = Subnet.from_dict(raw)
+    except MalformedObjectError as exc:
+        return _ParsedSubnet(None, str(exc), "")
+    try:
+        spec = raw.get("spec") or {}
+        format_subnet_spec(subnet.name, spec if isinstance(spec, Mapping) else {})
+    except MalformedObjectError as exc:
+        return _ParsedSubnet(subnet, "", str(exc))
+    return _ParsedSubnet(subnet, "", "")
 
 
 def _guard(event: str, callback: Callable[..., None], *args: Any) -> None:
