@@ -28,6 +28,7 @@ from urllib.parse import quote
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from kubernetes.config import kube_config
 from kubernetes.config.config_exception import ConfigException
 
 from controller.kube.api import (
@@ -102,9 +103,7 @@ def load_api_client(
     cfg = k8s_client.Configuration()
     try:
         if kubeconfig:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call,unused-ignore]
-                config_file=kubeconfig, context=context, client_configuration=cfg
-            )
+            _load_kubeconfig(kubeconfig, context, cfg)
         else:
             k8s_config.load_incluster_config(  # type: ignore[no-untyped-call,unused-ignore]
                 client_configuration=cfg
@@ -114,6 +113,45 @@ def load_api_client(
         raise KubeConfigError(f"cannot load Kubernetes config from {where}: {exc}") from exc
     cfg.connection_pool_maxsize = max(multiprocessing.cpu_count() * 5, worker_threads + 4)
     return k8s_client.ApiClient(configuration=cfg)
+
+
+def _load_kubeconfig(path: str, context: str | None, cfg: Any) -> None:
+    """`kubernetes.config.load_kube_config` into `cfg`, without its per-request refresh for
+    credentials that never expire.
+
+    NOTE: the library installs a refresh hook whenever the user has a token; it runs before
+    every request and re-applies the whole kubeconfig to the configuration (host, TLS files,
+    proxy: the host setter rescans the proxy environment variables), a few percent of the
+    controller's CPU. It only fetches a new token for credentials with an expiry, which only
+    `exec` plugins and `auth-provider`s (oidc, gcp) produce; a static token, a token file, basic
+    auth or a client certificate keep the values loaded here, so the hook is dropped for them.
+    """
+    merger = kube_config.KubeConfigMerger(path)  # type: ignore[no-untyped-call,unused-ignore]
+    if merger.config is None:
+        raise ConfigException(f"invalid kubeconfig {path}: no configuration found")
+    loader = kube_config.KubeConfigLoader(  # type: ignore[no-untyped-call,unused-ignore]
+        config_dict=merger.config, active_context=context, config_persister=merger.save_changes
+    )
+    loader.load_and_set(cfg)  # type: ignore[no-untyped-call,unused-ignore]
+    if not _credentials_may_expire(merger.config.value, loader.current_context):
+        cfg.refresh_api_key_hook = None
+
+
+def _credentials_may_expire(config: Any, current_context: Any) -> bool:
+    """Whether the context's user gets its token from an exec plugin or an auth-provider."""
+    # NOTE: the merger wraps list entries in its ConfigNode (the raw dict is its `.value`).
+    user_name = _plain(_plain(current_context).get("context")).get("user")
+    for node in _plain(config).get("users") or []:
+        entry = _plain(node)
+        if entry.get("name") == user_name:
+            user = _plain(entry.get("user"))
+            return "exec" in user or "auth-provider" in user
+    return False
+
+
+def _plain(node: Any) -> Mapping[str, Any]:
+    value = getattr(node, "value", node)
+    return value if isinstance(value, Mapping) else {}
 
 
 class KubeClient:

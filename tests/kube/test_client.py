@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,80 @@ def test_error_bodies_status_or_not() -> None:
 
     assert type(error_from_response(502, b"<html>bad gateway</html>")) is errors.ServerError
     assert type(error_from_response(500, None)) is errors.ServerError
+
+
+def test_a_static_token_is_not_refreshed_before_every_request(tmp_path: Path) -> None:
+    client = load_api_client(str(_kubeconfig(tmp_path, "https://127.0.0.1:6443")))
+    try:
+        cfg = client.configuration
+        # the library's hook would re-apply the kubeconfig on every request for nothing
+        assert cfg.refresh_api_key_hook is None
+        for _ in range(2):
+            assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer secret-token"
+        assert cfg.host == "https://127.0.0.1:6443"
+    finally:
+        client.close()
+
+
+def _exec_kubeconfig(tmp_path: Path, expires_in_seconds: int) -> Path:
+    """A kubeconfig whose user's token comes from an exec plugin that numbers its tokens."""
+    counter = tmp_path / "issued"
+    counter.write_text("0")
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        f"""
+import datetime, json, pathlib
+counter = pathlib.Path({str(counter)!r})
+n = int(counter.read_text()) + 1
+counter.write_text(str(n))
+expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(
+    seconds={expires_in_seconds})
+print(json.dumps({{
+    "apiVersion": "client.authentication.k8s.io/v1beta1",
+    "kind": "ExecCredential",
+    "status": {{"token": f"token-{{n}}",
+               "expirationTimestamp": expiry.strftime("%Y-%m-%dT%H:%M:%SZ")}},
+}}))
+"""
+    )
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        f"""
+apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:6443"}}}}]
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: {json.dumps(sys.executable)}
+      args: [{json.dumps(str(plugin))}]
+      interactiveMode: Never
+contexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]
+current-context: ctx
+"""
+    )
+    return path
+
+
+def test_an_expiring_exec_token_is_refreshed(tmp_path: Path) -> None:
+    # NOTE: the library treats a token as expired a few minutes before its expiry, so one that
+    # expires in a minute is renewed before the next request.
+    client = load_api_client(str(_exec_kubeconfig(tmp_path, expires_in_seconds=60)))
+    try:
+        cfg = client.configuration
+        assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-2"
+        assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-3"
+    finally:
+        client.close()
+
+
+def test_a_long_lived_exec_token_is_kept(tmp_path: Path) -> None:
+    client = load_api_client(str(_exec_kubeconfig(tmp_path, expires_in_seconds=3600)))
+    try:
+        cfg = client.configuration
+        for _ in range(2):
+            assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+    finally:
+        client.close()
