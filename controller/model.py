@@ -13,10 +13,11 @@ compared by value, hashed (queue items, sets) and shared between threads without
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from controller.constants import (
     DEFAULT_VPC,
@@ -27,6 +28,8 @@ from controller.constants import (
 )
 from controller.errors import MalformedObjectError
 from controller.netutil import check_protocol
+
+_T = TypeVar("_T")
 
 
 class FrozenDict(Mapping[str, str]):
@@ -46,6 +49,20 @@ class FrozenDict(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._data)
+
+    # NOTE: the Mapping mixins go through __getitem__ and a KeyError per miss; annotations
+    # are read this way for every pod on every pass.
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+
+    @overload
+    def get(self, key: str, /, default: str | _T) -> str | _T: ...
+
+    def get(self, key: str, /, default: object = None) -> object:
+        return self._data.get(key, default)
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -74,6 +91,11 @@ EMPTY: FrozenDict = FrozenDict()
 
 
 # --- tolerant field readers ------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _split_path(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
 
 
 class _Reader:
@@ -107,12 +129,13 @@ class _Reader:
     def get(self, path: str) -> object:
         """The value at a dotted path, None when any part is missing or null."""
         node: object = self.raw
-        walked: list[str] = []
-        for part in path.split("."):
-            if not isinstance(node, Mapping):
-                raise self.fail(".".join(walked), "an object", node)
+        parts = _split_path(path)
+        for index, part in enumerate(parts):
+            # NOTE: `type(...) is dict` first: an ABC isinstance check on every step of every
+            # field was most of the cost of parsing an object (all pods, on every pass).
+            if type(node) is not dict and not isinstance(node, Mapping):
+                raise self.fail(".".join(parts[:index]), "an object", node)
             node = node.get(part)
-            walked.append(part)
             if node is None:
                 return None
         return node
@@ -161,7 +184,7 @@ class _Reader:
         value = self.get(path)
         if value is None:
             return EMPTY
-        if not isinstance(value, Mapping) or not all(
+        if (type(value) is not dict and not isinstance(value, Mapping)) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
             raise self.fail(path, "a map of strings", value)
