@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
@@ -54,6 +54,9 @@ class FrozenDict(Mapping[str, str]):
     # are read this way for every pod on every pass.
     def __contains__(self, key: object) -> bool:
         return key in self._data
+
+    def items(self) -> ItemsView[str, str]:
+        return self._data.items()  # a read-only view
 
     @overload
     def get(self, key: str, /) -> str | None: ...

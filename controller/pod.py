@@ -621,19 +621,30 @@ class PodController:
         """kube-ovn inspectPod: re-add pods whose port is lost, re-route unrouted ones."""
         now = self._now()
         subnets = self._subnet_list()
+        namespaces: dict[str, Namespace | None] = {}
+        # NOTE: one read of the NB ports per pass rather than a lookup per pod (every pod, every
+        # 20 s). A name missing from it (a port made since, or one without the vendor id) is
+        # looked up on its own, so the answer is the same as asking for each port.
+        listed = {port.name for port in self._nb.list_ports()}
+
+        def port_exists(name: str) -> bool:
+            return name in listed or self._nb.get_port(name) is not None
+
         for raw in self._pods.list():
             pod = _pod_or_none(raw)
-            if pod is None or pod.host_network:
+            if pod is None or not _may_need_inspection(pod, now):
                 continue
             try:
-                nets = self._pod_nets(raw, pod, record=False, subnets=subnets)
+                nets = self._pod_nets(
+                    raw, pod, record=False, subnets=subnets, namespaces=namespaces
+                )
             except Exception as exc:
                 LOG.debug("inspect: skipping pod %s: %s", pod.key, exc)
                 continue
             result = pl.inspect_pod(
                 pod,
                 nets,
-                lambda n: self._nb.get_port(n) is not None,
+                port_exists,
                 now,
                 keep_vm_ip=self._keep_vm_ip,
             )
@@ -712,14 +723,22 @@ class PodController:
         *,
         record: bool = True,
         subnets: list[Subnet] | None = None,
+        namespaces: dict[str, Namespace | None] | None = None,
     ) -> list[PodNet]:
         """kube-ovn getPodKubeovnNets over the caches; a failure with an Event reason is
-        recorded on the pod (unless `record` is False). `subnets` may pass a pre-read list."""
+        recorded on the pod (unless `record` is False). `subnets` may pass a pre-read list,
+        `namespaces` a memo of parsed namespaces (filled here) for a pass over many pods."""
         try:
             self._check_named_subnet(pod)
+            if namespaces is None:
+                namespace = self._namespace(pod.namespace)
+            elif pod.namespace in namespaces:
+                namespace = namespaces[pod.namespace]
+            else:
+                namespace = namespaces[pod.namespace] = self._namespace(pod.namespace)
             return pl.get_pod_kubeovn_nets(
                 pod,
-                self._namespace(pod.namespace),
+                namespace,
                 subnets if subnets is not None else self._subnet_list(),
                 self._nads_of(pod),
             )
@@ -967,6 +986,16 @@ def _parse_subnet(raw: KubeObject) -> _ParsedSubnet:
     except MalformedObjectError as exc:
         return _ParsedSubnet(subnet, "", str(exc))
     return _ParsedSubnet(subnet, "", "")
+
+
+def _may_need_inspection(pod: Pod, now: datetime) -> bool:
+    """What `inspect_pod` would look at: skip the nets of pods it leaves alone anyway."""
+    return (
+        not pod.host_network
+        and pod.deletion_timestamp is None
+        and bool(ann.allocated_providers(pod.annotations))
+        and pl.is_pod_alive(pod, now)
+    )
 
 
 def _guard(event: str, callback: Callable[..., None], *args: Any) -> None:
