@@ -212,14 +212,22 @@ class GarbageCollector:
         self._last_lsp_orphans: set[str] = set()
         self._last_ip_orphans: set[str] = set()
         self._last_route_orphans: set[str] = set()
+        # (namespace/name, resourceVersion) -> parsed pod, only while the start-up passes run
+        self._pod_memo: dict[tuple[str, str], Pod] | None = None
 
     # -- entry points ------------------------------------------------------------------------
 
     def run_startup_gc(self) -> None:
         """kube-ovn's `gc()` at start: two full passes in a row (see "Ordering requirement")."""
         LOG.info("start garbage collection at startup")
-        self.run_once()
-        self.run_once()
+        # NOTE: the two passes read the same pods (nothing has started to change them yet):
+        # parse each one once. An updated pod has a new resourceVersion and is parsed again.
+        self._pod_memo = {}
+        try:
+            self.run_once()
+            self.run_once()
+        finally:
+            self._pod_memo = None
 
     def run(self, stop: threading.Event, interval: float | None = None) -> None:
         """Run `run_once` every `interval` seconds (default --gc-interval) until `stop` is set.
@@ -479,7 +487,7 @@ class GarbageCollector:
         expected: dict[str, str] = {}
         for raw in self._pods.list():
             try:
-                pod = Pod.from_dict(raw)
+                pod = self._parse_pod(raw)
             except MalformedObjectError as exc:
                 # Cannot judge it: keep everything under its name.
                 meta = _meta(raw)
@@ -512,6 +520,18 @@ class GarbageCollector:
         return _Snapshot(
             frozenset(kept_keys), frozenset(kept_names), frozenset(present), expected, nodes
         )
+
+    def _parse_pod(self, raw: Any) -> Pod:
+        memo = self._pod_memo
+        meta = _meta(raw)
+        version = meta.get("resourceVersion")
+        if memo is None or not isinstance(version, str) or not version:
+            return Pod.from_dict(raw)
+        key = (f"{meta.get('namespace')}/{meta.get('name')}", version)
+        pod = memo.get(key)
+        if pod is None:
+            pod = memo[key] = Pod.from_dict(raw)
+        return pod
 
     def _pod_kept(self, pod: Pod, now: datetime) -> bool:
         alive = is_pod_alive(pod, now)
