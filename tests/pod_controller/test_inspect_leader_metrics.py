@@ -94,3 +94,17 @@ def test_metrics_handler_durations_and_inspection_checklist_12() -> None:
         assert registry.get_sample_value("workqueue_depth", {"name": "AddPod"}) == 0
     finally:
         env.close()
+
+
+def test_inspection_finds_a_port_the_vendor_listing_misses(env: Env) -> None:
+    # inspect reads the kube-ovn ports once per pass; a pod's port outside that listing (here:
+    # its vendor id dropped by hand) still exists and must not be re-allocated.
+    env.create_pod(raw_pod("web", node=NODE))
+    env.create_pod(raw_pod("api", node=NODE))
+    env.converge()
+    del env.nb.state.ports["web.default"].external_ids["vendor"]
+    assert "web.default" not in {p.name for p in env.nb.list_ports()}
+    env.controller.inspect_pods()
+    assert all(len(q) == 0 for q in env.queues.all())
+    assert env.annotations("default/web")["ovn.kubernetes.io/allocated"] == "true"
+    assert env.annotations("default/api")["ovn.kubernetes.io/allocated"] == "true"
