@@ -33,7 +33,8 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
-* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`.
+* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
+* a failed IP CR write fails the add (retried, before the annotation patch); v1.8 only logs it.
 """
 
 from __future__ import annotations
@@ -388,8 +389,12 @@ class PodController:
         try:
             self._kube.create_or_update_ip(body)
         except KubeApiError as exc:
-            # NOTE: kube-ovn handleAddPod only logs this failure; the pod still gets its network.
+            # NOTE: kube-ovn v1.8 handleAddPod only logs this failure and the pod goes on
+            # without its IP CR for good (nothing re-creates it once the pod is annotated). We
+            # fail the add before the annotation patch instead, so the retry writes it (the
+            # allocation is stable per key, the port create idempotent); later kube-ovn does too.
             LOG.error("failed to create IP %s: %s", body["metadata"]["name"], exc)
+            raise
 
     # --- handleUpdatePod -------------------------------------------------------------------------
 
