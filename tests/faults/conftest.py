@@ -14,8 +14,9 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
@@ -30,9 +31,17 @@ __all__ = ["cluster", "start_controller"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Faults leave orphans only the periodic gc can collect: run it (and inspection) often.
-FAULT_FLAGS = ("--gc-interval=1", "--inspect-interval=1", "--ovn-timeout=5")
+FAULT_FLAGS = ("--gc-interval=1", "--inspect-interval=1", "--ovn-timeout=3")
 
-ControllerProcess = Callable[..., "subprocess.Popen[bytes]"]
+
+
+class ControllerProcess(Protocol):
+    """Starts `python -m cmd.controller` with the cluster's flags plus `extra`."""
+
+    started: list[subprocess.Popen[bytes]]
+
+    def __call__(self, *extra: str, identity: str = ...) -> subprocess.Popen[bytes]: ...
+
 
 
 @pytest.fixture
@@ -83,7 +92,9 @@ def controller_process(cluster: Cluster, tmp_path: Path) -> Iterator[ControllerP
         procs.append(proc)
         return proc
 
-    yield start
+    launcher: Any = start
+    launcher.started = procs
+    yield launcher
     for proc in procs:
         if proc.poll() is None:
             proc.kill()

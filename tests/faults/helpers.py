@@ -1,9 +1,10 @@
 """Shared helpers of the fault-injection suite: a concurrent burst of pod creates and deletes
 with a fault fired in its middle, and the verdict (the consistency audit until settled).
 
-`run_burst(store, fault=...)` creates and deletes pods from a few threads straight in the
-emulator's store (so injected API faults only hit the controller), fires `fault()` once half of
-the operations are done while the threads carry on, and returns what should be alive.
+`run_burst(store, fault=..., after=...)` creates and deletes pods from a few threads straight in
+the emulator's store (so injected API faults only hit the controller), fires `fault()` once half
+of the operations are done while the threads carry on, `after()` once they are all done, and
+returns what should be alive.
 `wait_settled(cluster)` polls `controller.audit` over fresh reads of the API and the NB database
 until the report is `settled` twice in a row, and fails with the rendered report otherwise.
 `assert_ipam_released(ctl, burst)` checks the in-memory IPAM of an in-process controller, which
@@ -16,6 +17,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
 
 from controller.audit import AuditReport, audit
 from controller.check import collect_snapshot
@@ -47,6 +50,7 @@ def run_burst(
     store: ObjectStore,
     *,
     fault: Callable[[], None] | None = None,
+    after: Callable[[], None] | None = None,
     prefix: str = "b",
     threads: int = 2,
     creates: int = 30,
@@ -54,7 +58,8 @@ def run_burst(
 ) -> Burst:
     """`threads` threads each create `creates` pods and delete every third one they made, one
     create-or-delete at a time; even pods are scheduled (so they get routed). `fault()` runs on
-    the calling thread once half of all operations are done, concurrently with the rest."""
+    the calling thread once half of all operations are done, concurrently with the rest; `after()`
+    (e.g. the end of an outage) once every operation is done."""
     per_thread = creates + creates // 3
     total = per_thread * threads
     half = threading.Event()
@@ -103,6 +108,8 @@ def run_burst(
         assert not w.is_alive(), "a burst thread did not finish"
     if errors:
         raise errors[0]
+    if after is not None:
+        after()
     return burst
 
 
@@ -185,6 +192,19 @@ def assert_ipam_released(ipam_of: Callable[[str], list[object]], burst: Burst) -
     assert not leaked, f"IPAM still holds deleted pods: {leaked}"
     lost = sorted(n for n in burst.alive if not ipam_of(f"{NS}/{n}"))
     assert not lost, f"IPAM lost alive pods: {lost}"
+
+
+def nb_failures(registry: CollectorRegistry) -> float:
+    """How many NB verbs of an in-process controller failed (its latency histogram, code 1)."""
+    total = 0.0
+    for family in registry.collect():
+        for sample in family.samples:
+            if (
+                sample.name == "ovs_client_request_latency_milliseconds_count"
+                and sample.labels.get("code") == "1"
+            ):
+                total += sample.value
+    return total
 
 
 def wait_until(cond: Callable[[], object], timeout: float, message: str) -> None:
