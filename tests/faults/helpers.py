@@ -56,52 +56,65 @@ def run_burst(
     creates: int = 30,
     timeout: float = 30.0,
 ) -> Burst:
-    """`threads` threads each create `creates` pods and delete every third one they made, one
-    create-or-delete at a time; even pods are scheduled (so they get routed). `fault()` runs on
-    the calling thread once half of all operations are done, concurrently with the rest; `after()`
-    (e.g. the end of an outage) once every operation is done."""
-    per_thread = creates + creates // 3
-    total = per_thread * threads
-    half = threading.Event()
+    """`threads` threads each create `creates` pods, delete every third one they made a moment
+    ago (its add likely in flight) and re-create every other deleted name at once (a new pod
+    under an old name); even pods are scheduled, so they get routed.
+
+    Every thread stops once it has done half of its creates; `fault()` then runs on the calling
+    thread (while the controller still works through the first half), the threads go on as soon
+    as it returns (so the second half lands on the faulty cluster: an outage, a dead controller),
+    and `after()` (e.g. the end of the outage) runs once every operation is done."""
+    middle = threading.Barrier(threads + 1)
+    resume = threading.Event()
     lock = threading.Lock()
     burst = Burst()
     errors: list[BaseException] = []
-
-    def count() -> None:
-        with lock:
-            burst.operations += 1
-            if burst.operations >= total // 2:
-                half.set()
 
     def work(t: int) -> None:
         try:
             made: list[str] = []
             for j in range(creates):
+                if j == creates // 2:
+                    middle.wait(timeout)
+                    if not resume.wait(timeout):
+                        return
                 name = f"{prefix}{t}-{j}"
                 store.create("pods", pod(name, NS, node_name=NODE if j % 2 == 0 else ""))
                 made.append(name)
                 with lock:
                     burst.alive.add(name)
-                count()
+                    burst.operations += 1
                 if j % 3 == 2:
-                    victim = made[j - 1]  # one created a moment ago: its add is likely in flight
+                    victim = made[j - 1]
                     store.delete("pods", NS, victim)
                     with lock:
                         burst.alive.discard(victim)
                         burst.deleted.add(victim)
-                    count()
+                        burst.operations += 1
+                if j % 6 == 5:
+                    # the same name again, a new pod (uid): the old one's cleanup must spare it
+                    again = made[j - 1]
+                    store.create("pods", pod(again, NS))
+                    with lock:
+                        burst.deleted.discard(again)
+                        burst.alive.add(again)
+                        burst.operations += 1
         except BaseException as exc:  # reported by the caller, never swallowed
             errors.append(exc)
-            half.set()
+            middle.abort()
 
     workers = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(threads)]
     for w in workers:
         w.start()
-    assert half.wait(timeout), "the burst did not reach its middle"
-    if fault is not None and not errors:
-        with lock:
+    try:
+        middle.wait(timeout)
+        if fault is not None:
             burst.fault_at = burst.operations
-        fault()
+            fault()
+    except threading.BrokenBarrierError:
+        pass  # a burst thread failed: its error is raised below
+    finally:
+        resume.set()
     deadline = time.monotonic() + timeout
     for w in workers:
         w.join(max(deadline - time.monotonic(), 0.0))

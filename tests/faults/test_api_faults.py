@@ -34,6 +34,13 @@ def test_watches_dropped_and_410_storm_mid_burst(
     store = cluster.server.store
     faults = cluster.server.faults
 
+    def outage() -> None:
+        # the pod watch ends and cannot come back for a while: the second half of the burst
+        # (deletes included) is only seen by a relist, deletes as tombstones
+        faults.fail_next(3, 500, verb="list", resource="pods")
+        faults.fail_next(3, 500, verb="watch", resource="pods")
+        assert faults.drop_watches("pods") >= 1
+
     def storm() -> None:
         for round_ in range(4):
             # every informer must be back on its watch before the next hit: a storm, not an outage
@@ -45,10 +52,11 @@ def test_watches_dropped_and_410_storm_mid_burst(
                 faults.expire_watches()
             faults.force_gone_next_watch("pods", n=2)
 
-    burst = run_burst(store, fault=storm)
+    burst = run_burst(store, fault=outage, after=storm)
     wait_settled(auditor)
     assert_burst_converged(store, burst)
     assert_ipam_released(ctl.ipam.get_pod_address, burst)
+    assert ctl.pod_controller is not None and ctl.pod_controller.pending_deletes() == {}
 
 
 def test_bursts_of_api_errors_mid_burst(

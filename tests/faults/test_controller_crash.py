@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from collections.abc import Callable
 
 import pytest
 
 from controller.sandbox import ApiServer
+from controller.sandbox.faults import FaultInjector
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import get_or_none, pod, wait_for
 from tests.faults.conftest import FAULT_FLAGS, ControllerProcess
@@ -69,16 +71,33 @@ def kill_with_adds_in_flight(cluster: Cluster, proc: subprocess.Popen[bytes]) ->
     cluster.server.faults.clear()
 
 
+def slow_patches(faults: FaultInjector) -> None:
+    # the dead controller's patch is still in flight and lands after the restart
+    faults.add_latency(0.3, verb="patch", resource="pods")
+
+
+def failing_patches(faults: FaultInjector) -> None:
+    # the annotation write is lost for good: the port and IP CR are all that is left
+    faults.fail_next(None, 500, verb="patch", resource="pods")
+
+
+def slow_deletes(faults: FaultInjector) -> None:
+    # deletes in flight too: the port is gone, the IP CR delete and the IPAM release are not done
+    faults.add_latency(0.3, verb="patch", resource="pods")
+    faults.add_latency(0.3, verb="delete", resource="ips")
+
+
+@pytest.mark.parametrize("window", [slow_patches, failing_patches, slow_deletes])
 def test_sigkill_mid_burst_then_restart(
     cluster: Cluster,
     controller_process: ControllerProcess,
     start_controller: StartController,
     auditor: Auditor,
+    window: Callable[[FaultInjector], None],
 ) -> None:
     start_leader_process(cluster, controller_process)
     proc = controller_process.started[-1]
-    # slow annotation patches widen the window between a pod's port write and its patch
-    cluster.server.faults.add_latency(0.3, verb="patch", resource="pods")
+    window(cluster.server.faults)  # widen the window between a pod's port write and its patch
     store = cluster.server.store
     burst = run_burst(store, fault=lambda: kill_with_adds_in_flight(cluster, proc))
     burst.alive.add("warm")
