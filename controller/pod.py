@@ -13,8 +13,10 @@ and write through the ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`).
   or the EIP/SNAT external gateway) and NAT rules, then `routed=true`.
 * `handle_delete_pod`: routes and NAT, ports, IP CRs, IPAM release, with the StatefulSet / VM
   keep-IP rules of `pod_logic.decide_delete`.
-* `handle_update_pod_security`: re-associates the pod's ports with their security groups.
+* `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
+  group listed), and re-applies the port_security column when the annotation changed.
 * `inspect_pods`: the periodic repair pass (kube-ovn inspectPod).
+* `nad_event_handler()`: callbacks for the NAD informer that re-queue pods waiting for a NAD.
 
 Every handler locks the pod key with the shared `KeyMutex`, so the handlers of one pod never run
 concurrently. Failures the user can fix become Warning Events with kube-ovn's reasons.
@@ -31,10 +33,18 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
   a pod of that name exists again);
 * annotation writes are merge patches of the keys we own (`KubeApi`), not a whole-map JSON patch;
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
+* `port_security` turned on or off after creation is applied (kube-ovn #1143, #2343), and a
+  port without port security leaves its groups;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
 * a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
-* a failed IP CR write fails the add (retried, before the annotation patch); v1.8 only logs it.
+* a malformed cached subnet is left out of every pod's choice (a typed informer would never
+  cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
+  saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
+* a StatefulSet pod whose IP CR is kept (deleted without a deletionTimestamp, e.g. forced) keeps
+  its IPAM address too; kube-ovn releases it and restores it only at the next restart;
+* a failed IP CR write fails the add (retried, before the annotation patch); v1.8 only logs it;
+* an add reuses the address and MAC of a port an interrupted add left for the pod.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ from typing import Any
 
 from controller import annotations as ann
 from controller import pod_logic as pl
-from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.config import Config
 from controller.constants import (
     DEFAULT_VPC,
@@ -56,6 +66,7 @@ from controller.constants import (
     EXTERNAL_GATEWAY_CONFIG,
     EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
     IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
     QUEUE_ADD_POD,
     QUEUE_DELETE_POD,
     QUEUE_UPDATE_POD,
@@ -93,9 +104,12 @@ from controller.model import (
     Vpc,
 )
 from controller.naming import pod_name_to_port_name
+from controller.netutil import split_string_ip
 from controller.ovn import external_ids as ext
-from controller.ovn.api import NbClient, OvnError
+from controller.ovn.api import NbClient, OvnError, PortInfo
+from controller.ovn.logic import port_columns
 from controller.queues import Clock, RateLimitingQueue, RealClock
+from controller.subnet import format_subnet_spec
 from controller.worker import run_worker
 
 LOG = logging.getLogger(__name__)
@@ -246,6 +260,35 @@ class PodController:
         if pod is None:
             return
         self._dispatch(pod.key, obj, pl.classify_delete(pod))
+
+    def nad_event_handler(self) -> ResourceEventHandlerFuncs:
+        """Informer callbacks for NetworkAttachmentDefinitions: when a NAD appears or changes,
+        re-queue the add of every live pod that asks for it and lacks its network.
+
+        NOTE: kube-ovn has no NAD handler: a pod created before its NAD is retried with a
+        backoff that keeps growing (up to the limiter's maximum) while the NAD is missing.
+        """
+
+        def changed(obj: Any) -> None:
+            if not self._is_leader():
+                return
+            meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+            if not isinstance(meta, Mapping):
+                return
+            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+            now = self._now()
+            for raw in self._pods.list():
+                pod = _pod_or_none(raw)
+                if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
+                    self.queues.add.add(pod.key)
+
+        def added(obj: Any) -> None:
+            _guard("nad add", changed, obj)
+
+        def updated(old: Any, new: Any) -> None:
+            _guard("nad update", changed, new)
+
+        return ResourceEventHandlerFuncs(added, updated, None)
 
     def _dispatch(self, key: str, obj: KubeObject, decision: pl.EnqueueDecision) -> None:
         if decision.action is pl.PodAction.ADD:
@@ -557,6 +600,13 @@ class PodController:
                 self._nb.sync_sg_ports(sg)
             except OvnError as exc:
                 LOG.warning("failed to sync security group %s after deleting %s: %s", sg, key, exc)
+        if decision.keep_ip_cr:
+            # NOTE: kube-ovn releases the address even when it keeps the IP CR, so a re-created
+            # sts pod gets a new address until the next restart restores the CR's (InitIPAM);
+            # keeping both together gives the pod its address back at once, as after a restart.
+            # The gc releases the pair once the StatefulSet no longer wants the ordinal.
+            LOG.info("kept the IP CR and address of pod %s for its StatefulSet", key)
+            return
         self._ipam.release_address_by_pod(ipam_key)
         LOG.info("released the network of pod %s", key)
 
@@ -570,12 +620,49 @@ class PodController:
             pod = _to_pod(raw)
             name = pl.get_name_by_pod(pod, self._keep_vm_ip)
             for net in self._pod_nets(raw, pod):
-                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
-                if not request.port_security:
+                if net.type is ProviderType.IPAM:
                     continue
+                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
                 port = pod_name_to_port_name(name, pod.namespace, net.provider_name)
-                for sg in self._nb.reconcile_port_sg(port, request.security_group_names()):
+                info = self._nb.get_port(port)
+                if info is None:
+                    continue  # not created yet (the add owns it) or lost (inspection re-adds)
+                to_sync = set(self._reapply_port_security(pod, net, info))
+                # NOTE: without port security a port takes no part in any group.
+                sgs = request.security_group_names() if request.port_security else ()
+                if sgs or info.external_ids.get(ext.SECURITY_GROUPS_KEY):
+                    to_sync.update(self._nb.reconcile_port_sg(port, sgs))
+                for sg in sorted(to_sync):
                     self._nb.sync_sg_ports(sg)
+
+    def _reapply_port_security(self, pod: Pod, net: PodNet, info: PortInfo) -> list[str]:
+        """Rewrite the port when its port_security column no longer matches the annotation.
+
+        NOTE: kube-ovn v1.8 sets port_security only at creation (#1143), so a pod that gets
+        `port_security=true` later never joins its security groups (#2343). Returns the groups
+        whose membership this may change (the port's old and new ones).
+        """
+        allocation = ann.PodNetworkAnnotations.from_annotations(pod.annotations, net.provider_name)
+        if not allocation.allocated or not allocation.ip_address or not allocation.mac_address:
+            return []
+        raw_subnet = self._subnets.get_by_key(allocation.logical_switch)
+        subnet = Subnet.from_dict(raw_subnet) if raw_subnet is not None else net.subnet
+        v4, v6 = split_string_ip(allocation.ip_address)
+        spec = pl.build_port_spec(
+            pod,
+            net,
+            subnet,
+            v4=v4,
+            v6=v6,
+            mac=allocation.mac_address,
+            keep_vm_ip=self._keep_vm_ip,
+        )
+        if port_columns(spec).port_security == tuple(info.port_security):
+            return []
+        LOG.info("pod %s: port security of %s is now %s", pod.key, spec.name, spec.port_security)
+        self._nb.create_port(spec)
+        old = ext.split_sgs(info.external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
+        return [*old, *spec.security_groups, ext.DENY_ALL_SG]
 
     # --- inspectPod ------------------------------------------------------------------------------
 
@@ -678,6 +765,7 @@ class PodController:
         """kube-ovn getPodKubeovnNets over the caches; a failure with an Event reason is
         recorded on the pod (unless `record` is False). `subnets` may pass a pre-read list."""
         try:
+            self._check_named_subnet(pod)
             return pl.get_pod_kubeovn_nets(
                 pod,
                 self._namespace(pod.namespace),
@@ -710,8 +798,33 @@ class PodController:
         return None if raw is None else Namespace.from_dict(raw)
 
     def _subnet_list(self) -> list[Subnet]:
-        # Sorted by name: "the first subnet of a provider" must not depend on cache order.
-        return sorted((Subnet.from_dict(s) for s in self._subnets.list()), key=lambda s: s.name)
+        """The well-formed cached subnets, sorted by name ("the first subnet of a provider" must
+        not depend on cache order). A malformed one is left out: it must not stop every other
+        pod (the subnet controller logs it; a pod naming it is told by `_check_named_subnet`)."""
+        out = []
+        for raw in self._subnets.list():
+            try:
+                out.append(Subnet.from_dict(raw))
+            except MalformedObjectError:
+                continue
+        return sorted(out, key=lambda s: s.name)
+
+    def _check_named_subnet(self, pod: Pod) -> None:
+        """A subnet the pod's `logical_switch` names exists but is malformed (wrong types, or a
+        spec the subnet controller refuses, so IPAM never registers it): say so, rather than
+        "not found" / "not registered" (retryable: fixing the subnet heals the pod)."""
+        name = pod.annotations.get(LOGICAL_SWITCH_ANNOTATION, "")
+        raw = self._subnets.get_by_key(name) if name else None
+        if raw is None:
+            return
+        try:
+            Subnet.from_dict(raw)
+            format_subnet_spec(name, raw.get("spec") or {})
+        except MalformedObjectError as exc:
+            raise ResourceNotReadyError(
+                f"subnet {name} of pod {pod.key} is malformed: {exc}",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
+            ) from None
 
     def _subnet_map(self) -> dict[str, Subnet]:
         return {s.name: s for s in self._subnet_list()}

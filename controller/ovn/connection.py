@@ -98,9 +98,11 @@ def _check_host_port(remote: str, rest: str) -> None:
     if rest.startswith("["):
         host, sep, port = rest[1:].partition("]:")
         if not sep:
-            raise ValueError(f"bad OVN NB remote {remote!r}: expected [IPv6]:PORT")
+            raise ValueError(f"bad OVN NB remote {remote!r}: expected [IP]:PORT")
+        # kube-ovn's start script brackets every address, IPv4 included ("tcp:[10.0.0.1]:6641"),
+        # and python-ovs accepts that form, so both families are fine inside brackets.
         try:
-            ipaddress.IPv6Address(host)
+            ipaddress.ip_address(host)
         except ValueError as e:
             raise ValueError(f"bad OVN NB remote {remote!r}: {e}") from None
     else:

@@ -29,6 +29,7 @@ from controller.ovn.api import (
     NotFoundError,
     OvnConflictError,
     OvnError,
+    PortGroupInfo,
     PortInfo,
     PortSpec,
     StaticRoute,
@@ -77,6 +78,7 @@ class FakePortGroup:
     name: str
     ports: set[str] = field(default_factory=set)
     external_ids: dict[str, str] = field(default_factory=dict)
+    acls: list[logic.AclSpec] = field(default_factory=list)
 
 
 @dataclass
@@ -217,6 +219,7 @@ class FakeNbClient:
         lip = logic.nat_logical_ip(policy, logical_ip)
         eip = str(logic.parse_ip(external_ip, "NAT external IP")) if external_ip else ""
         logic.check_nat_extras(policy, logical_mac, port)
+        logic.check_nat_family(lip, eip)
 
         def run(st: _State) -> None:
             lr = _router(st, router)
@@ -289,22 +292,24 @@ class FakeNbClient:
         logic.check_name(sg, "security group")
 
         def run(st: _State) -> None:
-            pg = _ensure_pg(st, sg)
-            members = [
-                p
-                for p in st.ports.values()
-                if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
-            ]
-            pg.ports = {p.name for p in members}
-            ips = [ip for p in members for ip in logic.port_security_ips(p.port_security)]
-            st.address_sets[ext.sg_address_set_name(sg, "v4")] = sorted(
-                {i for i in ips if ":" not in i}
-            )
-            st.address_sets[ext.sg_address_set_name(sg, "v6")] = sorted(
-                {i for i in ips if ":" in i}
-            )
+            if sg != ext.DENY_ALL_SG:
+                _sync_sg(st, sg)
+            _sync_deny_all(st)
 
         self._txn("sync_sg_ports", run)
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]:
+        with self._lock:
+            return sorted(
+                (
+                    PortGroupInfo(
+                        pg.name, pg.external_ids.get(ext.PG_SG_KEY, ""), tuple(sorted(pg.ports))
+                    )
+                    for pg in self.state.port_groups.values()
+                    if pg.external_ids.get(ext.PG_TYPE_KEY) == ext.PG_TYPE_SECURITY_GROUP
+                ),
+                key=lambda g: g.name,
+            )
 
     # -- switches and routers --------------------------------------------------------------
 
@@ -396,7 +401,33 @@ def _ensure_pg(st: _State, sg: str) -> FakePortGroup:
                 ext.PG_NAME_KEY: name,
             },
         )
+    if sg == ext.DENY_ALL_SG:
+        for acl in logic.deny_all_acls(name):
+            if acl not in pg.acls:
+                pg.acls.append(acl)
     return pg
+
+
+def _sync_sg(st: _State, sg: str) -> None:
+    pg = _ensure_pg(st, sg)
+    members = [
+        p
+        for p in st.ports.values()
+        if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
+    ]
+    pg.ports = {p.name for p in members}
+    ips = [ip for p in members for ip in logic.port_security_ips(p.port_security)]
+    st.address_sets[ext.sg_address_set_name(sg, "v4")] = sorted({i for i in ips if ":" not in i})
+    st.address_sets[ext.sg_address_set_name(sg, "v6")] = sorted({i for i in ips if ":" in i})
+
+
+def _sync_deny_all(st: _State) -> None:
+    pg = _ensure_pg(st, ext.DENY_ALL_SG)
+    pg.ports = {
+        p.name
+        for p in st.ports.values()
+        if logic.deny_all_eligible(p.external_ids, p.port_security)
+    }
 
 
 def _set_memberships(st: _State, port: str, old: set[str], new: list[str]) -> None:

@@ -16,6 +16,11 @@ def test_parse_remotes_accepts_kube_ovn_forms() -> None:
         "ssl:10.0.0.2:6641",
         "unix:/run/nb.sock",
     )
+    # What config builds from OVN_DB_IPS / OVN_NB_SERVICE_HOST, as kube-ovn's start script does.
+    assert parse_remotes("tcp:[10.0.0.1]:6641,ssl:[10.0.0.2]:6641") == (
+        "tcp:[10.0.0.1]:6641",
+        "ssl:[10.0.0.2]:6641",
+    )
 
 
 @pytest.mark.parametrize(

@@ -271,3 +271,10 @@ def test_help_lists_kube_ovn_flags(capsys: pytest.CaptureFixture[str]) -> None:
     for flag in ("--ovn-nb-addr", "--kubeconfig", "--default-cidr", "--keep-vm-ip", "check"):
         assert flag in out
     assert build_parser().prog == "kube-ovn-controller"
+
+
+def test_nb_addr_built_from_env_is_a_valid_remote() -> None:
+    from controller.ovn.connection import parse_remotes
+
+    cfg = parse(env={"POD_NAME": "p", "OVN_DB_IPS": "10.0.0.1,fd00::3"})
+    assert parse_remotes(cfg.ovn_nb_addr) == tuple(cfg.ovn_nb_addr.split(","))
