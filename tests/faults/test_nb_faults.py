@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.app import Controller, run_controller
 from controller.sandbox.ovsdb import NbCluster
-from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.conftest import Cluster, StartController, launch_controller
 from tests.e2e.helpers import wait_for
 from tests.faults.conftest import FAULT_FLAGS
 from tests.faults.helpers import (
@@ -48,10 +47,7 @@ def test_nb_server_killed_and_restarted_mid_burst(
 def test_raft_nb_cluster_loses_its_leader_mid_burst(raft_cluster: Cluster) -> None:
     nb = raft_cluster.nb_server
     assert isinstance(nb, NbCluster)
-    env = {"POD_NAME": "controller-a", "KUBE_NAMESPACE": "kube-system"}
-    ctl: Controller = run_controller(
-        raft_cluster.argv(*FAULT_FLAGS), env, startup_wait=10.0, status_delay=0.1
-    )
+    ctl = launch_controller(raft_cluster, *FAULT_FLAGS)
     auditor = Auditor(raft_cluster)
     try:
         wait_for(ctl.workers_started.is_set, timeout=20, message="workers started")
