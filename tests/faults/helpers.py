@@ -1,14 +1,16 @@
 """Shared helpers of the fault-injection suite: a concurrent burst of pod creates and deletes
 with a fault fired in its middle, and the verdict (the consistency audit until settled).
 
-`run_burst(store, fault=..., after=...)` creates and deletes pods from a few threads straight in
-the emulator's store (so injected API faults only hit the controller), fires `fault()` once half
-of the operations are done while the threads carry on, `after()` once they are all done, and
-returns what should be alive.
-`wait_settled(cluster)` polls `controller.audit` over fresh reads of the API and the NB database
-until the report is `settled` twice in a row, and fails with the rendered report otherwise.
-`assert_ipam_released(ctl, burst)` checks the in-memory IPAM of an in-process controller, which
-the audit cannot see.
+`run_burst(store, fault=..., after=...)` creates, deletes and re-creates pods from a few threads
+straight in the emulator's store (so injected API faults only hit the controller); the threads
+pause at their middle while `fault()` runs, then finish on the faulty cluster; `after()` runs
+once they are all done. It returns what should be alive.
+`wait_settled(auditor)` polls `controller.audit` over fresh reads of the API and the NB database
+(`Auditor`) until the report is `settled` twice in a row, and fails with the rendered report.
+`assert_burst_converged` / `assert_ipam_released` add what the audit cannot see: every pod the
+burst left alive is allocated, and an in-process controller's IPAM holds exactly those.
+`nb_failures(registry)` counts an in-process controller's failed NB verbs (to end an outage once
+handlers have felt it).
 """
 
 from __future__ import annotations
