@@ -277,9 +277,7 @@ class FakeNbClient:
         logical_mac: str = "",
         port: str = "",
     ) -> None:
-        lip = logic.nat_logical_ip(policy, logical_ip)
-        eip = str(logic.parse_ip(external_ip, "NAT external IP")) if external_ip else ""
-        logic.check_nat_extras(policy, logical_mac, port)
+        lip, eip = logic.nat_rule_args(policy, logical_ip, external_ip, logical_mac, port)
 
         def run(st: _State, u: _Undo) -> None:
             lr = _router(st, router)
@@ -292,12 +290,8 @@ class FakeNbClient:
                     continue
                 rest.append(n)
             if eip and keep is None:
-                clash = [n for n in rest if n.type == policy and n.external_ip == eip]
-                if policy == "dnat_and_snat" and clash:
-                    raise OvnConflictError(
-                        f"router {router} already has a dnat_and_snat for {eip} "
-                        f"(logical IP {clash[0].logical_ip})"
-                    )
+                clash = [n.logical_ip for n in rest if n.type == policy and n.external_ip == eip]
+                logic.check_nat_clash(router, policy, eip, clash)
                 keep = NatRule(router, policy, eip, lip)
             if keep is not None:
                 if port:
