@@ -93,6 +93,8 @@ class _State:
     routers: dict[str, FakeRouter] = field(default_factory=dict)
     port_groups: dict[str, FakePortGroup] = field(default_factory=dict)
     address_sets: dict[str, list[str]] = field(default_factory=dict)
+    # pod key -> names of the ports whose external_ids name that pod (list_pod_ports).
+    pod_ports: dict[str, dict[str, None]] = field(default_factory=dict)
 
 
 _MISSING: Any = object()
@@ -222,9 +224,7 @@ class FakeNbClient:
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
         key = ext.pod_key(pod_namespace, pod_name)
         with self._lock:
-            return sorted(
-                p.name for p in self.state.ports.values() if p.external_ids.get(ext.POD_KEY) == key
-            )
+            return sorted(self.state.pod_ports.get(key, ()))
 
     def list_ports(self, vendor: str = VENDOR) -> list[PortInfo]:
         with self._lock:
@@ -425,6 +425,7 @@ class FakeNbClient:
                 return
             for pname in ls.ports:
                 p = st.ports[pname]
+                _unindex_pod(st, u, p)
                 u.pop(st.ports, pname)
                 for pg in st.port_groups.values():
                     u.discard(pg.ports, pname)
@@ -489,11 +490,31 @@ def _set_addresses(st: _State, u: _Undo, p: FakePort, addresses: list[str]) -> N
     u.set(p, "addresses", addresses)
 
 
+def _index_pod(st: _State, u: _Undo, p: FakePort) -> None:
+    key = p.external_ids.get(ext.POD_KEY)
+    if key is not None:
+        ports = st.pod_ports.get(key)
+        if ports is None:
+            ports = {}
+            u.put(st.pod_ports, key, ports)
+        u.put(ports, p.name, None)
+
+
+def _unindex_pod(st: _State, u: _Undo, p: FakePort) -> None:
+    key = p.external_ids.get(ext.POD_KEY)
+    ports = st.pod_ports.get(key) if key is not None else None
+    if key is not None and ports is not None:
+        u.pop(ports, p.name)
+        if not ports:
+            u.pop(st.pod_ports, key)
+
+
 def _drop_port(st: _State, u: _Undo, name: str) -> None:
     p = st.ports.get(name)
     if p is None:
         return
     _set_addresses(st, u, p, [])
+    _unindex_pod(st, u, p)
     u.pop(st.ports, name)
     ls = st.switches.get(p.switch)
     if ls is not None:
@@ -528,7 +549,9 @@ def _create_port(st: _State, u: _Undo, spec: PortSpec, cols: logic.PortColumns) 
         old_sgs = ext.associated_sgs(existing.external_ids)
     _set_addresses(st, u, existing, list(cols.addresses))
     u.set(existing, "port_security", list(cols.port_security))
+    _unindex_pod(st, u, existing)
     u.update(existing.external_ids, cols.external_ids)
+    _index_pod(st, u, existing)
     if cols.security_groups:
         for sg in old_sgs - set(cols.security_groups):
             u.put(existing.external_ids, ext.associated_sg_key(sg), "false")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from controller.ovn.api import DuplicateAddressError, NotFoundError, OvnTimeoutError, PortSpec
@@ -57,3 +59,19 @@ def test_an_address_freed_by_update_or_delete_can_be_taken() -> None:
     nb.create_port(PortSpec("c.ns", "ls", "00:00:00:00:00:03", ("10.0.0.3",)))
     port = nb.get_port("c.ns")
     assert port is not None and port.addresses == ("00:00:00:00:00:03 10.0.0.3",)
+
+
+def test_list_pod_ports_follows_updates_deletes_and_switch_removal() -> None:
+    nb = FakeNbClient()
+    nb.ensure_logical_switch("ls", "", "10.0.0.0/24", "10.0.0.1", {})
+    a = PortSpec("a.ns", "ls", "00:00:00:00:00:01", ("10.0.0.2",), pod_name="a", pod_namespace="ns")
+    nb.create_ports([a, dataclasses.replace(a, name="a2.ns", ips=("10.0.0.3",))])
+    assert nb.list_pod_ports("a", "ns") == ["a.ns", "a2.ns"]
+    nb.create_port(dataclasses.replace(a, pod_name="b"))  # the port now names pod ns/b
+    assert nb.list_pod_ports("a", "ns") == ["a2.ns"]
+    assert nb.list_pod_ports("b", "ns") == ["a.ns"]
+    nb.delete_port("a2.ns")
+    assert nb.list_pod_ports("a", "ns") == []
+    nb.delete_logical_switch("ls")
+    assert nb.list_pod_ports("b", "ns") == []
+    assert nb.state.pod_ports == {}
