@@ -33,7 +33,10 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
-* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`.
+* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
+* a malformed cached subnet is left out of every pod's choice (a typed informer would never
+  cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
+  saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from controller.constants import (
     EXTERNAL_GATEWAY_CONFIG,
     EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
     IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
     QUEUE_ADD_POD,
     QUEUE_DELETE_POD,
     QUEUE_UPDATE_POD,
@@ -94,6 +98,7 @@ from controller.naming import pod_name_to_port_name
 from controller.ovn import external_ids as ext
 from controller.ovn.api import NbClient, OvnError
 from controller.queues import Clock, RateLimitingQueue, RealClock
+from controller.subnet import format_subnet_spec
 from controller.worker import run_worker
 
 LOG = logging.getLogger(__name__)
@@ -626,6 +631,7 @@ class PodController:
         """kube-ovn getPodKubeovnNets over the caches; a failure with an Event reason is
         recorded on the pod (unless `record` is False). `subnets` may pass a pre-read list."""
         try:
+            self._check_named_subnet(pod)
             return pl.get_pod_kubeovn_nets(
                 pod,
                 self._namespace(pod.namespace),
@@ -658,8 +664,33 @@ class PodController:
         return None if raw is None else Namespace.from_dict(raw)
 
     def _subnet_list(self) -> list[Subnet]:
-        # Sorted by name: "the first subnet of a provider" must not depend on cache order.
-        return sorted((Subnet.from_dict(s) for s in self._subnets.list()), key=lambda s: s.name)
+        """The well-formed cached subnets, sorted by name ("the first subnet of a provider" must
+        not depend on cache order). A malformed one is left out: it must not stop every other
+        pod (the subnet controller logs it; a pod naming it is told by `_check_named_subnet`)."""
+        out = []
+        for raw in self._subnets.list():
+            try:
+                out.append(Subnet.from_dict(raw))
+            except MalformedObjectError:
+                continue
+        return sorted(out, key=lambda s: s.name)
+
+    def _check_named_subnet(self, pod: Pod) -> None:
+        """A subnet the pod's `logical_switch` names exists but is malformed (wrong types, or a
+        spec the subnet controller refuses, so IPAM never registers it): say so, rather than
+        "not found" / "not registered" (retryable: fixing the subnet heals the pod)."""
+        name = pod.annotations.get(LOGICAL_SWITCH_ANNOTATION, "")
+        raw = self._subnets.get_by_key(name) if name else None
+        if raw is None:
+            return
+        try:
+            Subnet.from_dict(raw)
+            format_subnet_spec(name, raw.get("spec") or {})
+        except MalformedObjectError as exc:
+            raise ResourceNotReadyError(
+                f"subnet {name} of pod {pod.key} is malformed: {exc}",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
+            ) from None
 
     def _subnet_map(self) -> dict[str, Subnet]:
         return {s.name: s for s in self._subnet_list()}

@@ -10,7 +10,11 @@ Errors: `InvalidPodNetworkError` when the pod's own annotations are wrong (retry
 `ResourceNotReadyError` when something the pod depends on (namespace annotation, subnet, NAD, vlan)
 is missing or not ready yet, a plain `RetryableError` for a NAD whose config does not parse or a
 subnet attached twice (both fixed by a cluster change). They carry kube-ovn's Event reason where
-kube-ovn emits one.
+kube-ovn emits one; deviation: the failures to resolve a pod's networks that the pod or the user
+caused (a subnet the pod names is unknown, a NAD is missing or its config does not parse, the
+same subnet twice, the default network on a non-OVN subnet) carry `ValidatePodNetworkFailed`,
+where kube-ovn only logs them and the user sees nothing but a pending pod. The transient ones of
+start-up (namespace not annotated yet) stay silent.
 
 How the handlers use them (kube-ovn.md sections):
 
@@ -76,6 +80,7 @@ from controller.constants import (
     PROTOCOL_IPV4,
     PROTOCOL_IPV6,
     REASON_GET_VLAN_INFO_FAILED,
+    REASON_VALIDATE_POD_NETWORK_FAILED,
     ROUTED_ANNOTATION,
     SECURITY_GROUP_ANNOTATION_TEMPLATE,
     SNAT_ANNOTATION,
@@ -500,7 +505,10 @@ def get_pod_default_subnet(
         name = pod.annotations[LOGICAL_SWITCH_ANNOTATION]
         subnet = subnets.get(name)
         if subnet is None:
-            raise ResourceNotReadyError(f"subnet {name!r} of pod {pod.key} not found")
+            raise ResourceNotReadyError(
+                f"subnet {name!r} of pod {pod.key} not found",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
+            )
         return subnet
     if namespace is None:
         raise ResourceNotReadyError(f"namespace {pod.namespace} not found")
@@ -567,13 +575,15 @@ def get_pod_attachment_nets(
         nad = nads.get((attach.namespace, attach.name))
         if nad is None:
             raise ResourceNotReadyError(
-                f"network-attachment-definition {attach.namespace}/{attach.name} not found"
+                f"network-attachment-definition {attach.namespace}/{attach.name} not found",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
             )
         try:
             conf = load_net_conf(nad.config)
         except ValueError as exc:
             raise RetryableError(
-                f"failed to load config of net-attach-def {attach.namespace}/{attach.name}: {exc}"
+                f"failed to load config of net-attach-def {attach.namespace}/{attach.name}: {exc}",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
             ) from None
         if is_ovn_network(conf):
             provider = ovn_provider_name(attach)
@@ -585,7 +595,10 @@ def get_pod_attachment_nets(
             if name:
                 subnet = by_name.get(name)
                 if subnet is None:
-                    raise ResourceNotReadyError(f"subnet {name!r} of pod {pod.key} not found")
+                    raise ResourceNotReadyError(
+                        f"subnet {name!r} of pod {pod.key} not found",
+                        reason=REASON_VALIDATE_POD_NETWORK_FAILED,
+                    )
             else:
                 subnet = get_pod_default_subnet(pod, namespace, by_name)
             result.append(
@@ -613,6 +626,7 @@ def get_pod_kubeovn_nets(
     default_subnet = get_pod_default_subnet(pod, namespace, by_name)
     nets = get_pod_attachment_nets(pod, nads, subnets, namespace)
     if DEFAULT_NETWORK_ANNOTATION not in pod.annotations:
+        check_default_net_subnet(pod, default_subnet)
         nets.append(PodNet(ProviderType.ORIGINAL, OVN_PROVIDER, default_subnet, True))
     seen: set[str] = set()
     for net in nets:
@@ -620,10 +634,37 @@ def get_pod_kubeovn_nets(
             # NOTE: retryable, as in kube-ovn: creating a subnet for an attachment's provider
             # (a cluster change, not a pod change) resolves it.
             raise RetryableError(
-                "subnet conflict, the same subnet should not be attached repeatedly"
+                f"subnet conflict, the same subnet {net.subnet.name} should not be attached"
+                " repeatedly",
+                reason=REASON_VALIDATE_POD_NETWORK_FAILED,
             )
         seen.add(net.subnet.name)
     return nets
+
+
+def is_ovn_provider(provider: str) -> bool:
+    """kube-ovn `isOvnSubnet` on a subnet's provider: `ovn` or an OVN attachment's
+    `<nad>.<ns>.ovn`; any other provider is an IPAM-only subnet, which has no logical switch."""
+    return provider == OVN_PROVIDER or provider.endswith("." + OVN_PROVIDER)
+
+
+def is_ovn_subnet(subnet: Subnet) -> bool:
+    return is_ovn_provider(subnet.provider)
+
+
+def check_default_net_subnet(pod: Pod, subnet: Subnet) -> None:
+    """The default network needs an OVN subnet (deviation: kube-ovn v1.8 would try to create the
+    port on a switch an IPAM-only subnet does not have). Named by the pod itself: the pod must
+    change (permanent); inherited from its namespace: a cluster change heals it (retryable)."""
+    if is_ovn_subnet(subnet):
+        return
+    message = (
+        f"subnet {subnet.name} has provider {subnet.provider}, not an OVN subnet: it cannot hold"
+        f" the default network of pod {pod.key}"
+    )
+    if LOGICAL_SWITCH_ANNOTATION in pod.annotations:
+        raise InvalidPodNetworkError(message)
+    raise ResourceNotReadyError(message, reason=REASON_VALIDATE_POD_NETWORK_FAILED)
 
 
 def default_ovn_net(nets: Iterable[PodNet]) -> PodNet | None:

@@ -8,8 +8,10 @@ Contract:
   (`distributed`) defaulted. Bad CIDRs or gateways raise `MalformedObjectError`.
 * A Subnet add/update (queue `AddSubnet`) writes the formatted spec back when it differs,
   registers the subnet in IPAM (`add_or_update_subnet` with the formatted exclude list, so the
-  gateway is never handed out even before the write lands), and ensures its logical switch
-  exists, attached to the VPC's router (the cluster router for the default VPC). Idempotent.
+  gateway is never handed out even before the write lands), and, for an OVN subnet (provider
+  `ovn` or `<nad>.<ns>.ovn`; an IPAM-only subnet stops after IPAM, as kube-ovn's), ensures its
+  logical switch exists, attached to the VPC's router (the cluster router for the default VPC).
+  Idempotent.
 * A Subnet delete (queue `DeleteSubnet`, also for a subnet being deleted) forgets it in IPAM,
   deletes its logical switch and its metric series.
 * Status counts (`v4availableIPs`, `v4usingIPs`, `v6availableIPs`, `v6usingIPs`) come from IPAM
@@ -42,6 +44,7 @@ from controller.kube.cluster import ClusterApi
 from controller.metrics import ControllerMetrics
 from controller.netutil import check_protocol, first_ip, parse_cidr, parse_ip
 from controller.ovn.api import NbClient
+from controller.pod_logic import is_ovn_provider
 from controller.queues import RateLimitingQueue
 from controller.worker import run_worker
 
@@ -65,7 +68,11 @@ def format_subnet_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     """kube-ovn `formatSubnet`: the normalised spec (a new dict; `spec` is not modified)."""
     out = dict(spec)
     cidr = spec.get("cidrBlock")
-    if not isinstance(cidr, str) or not cidr:
+    if cidr is not None and not isinstance(cidr, str):
+        raise MalformedObjectError(
+            f"subnet {name}: spec.cidrBlock must be a string, not {type(cidr).__name__}"
+        )
+    if not cidr:
         raise MalformedObjectError(f"subnet {name}: spec.cidrBlock is required")
     networks = []
     for block in cidr.split(","):
@@ -232,6 +239,10 @@ class SubnetController:
             LOG.warning(
                 "subnet %s: %s no longer holds %s (%s)", name, item.pod_key, item.ip, item.reason
             )
+        if not is_ovn_provider(spec["provider"]):
+            # kube-ovn isOvnSubnet: an IPAM-only subnet (macvlan & co.) has addresses, no switch
+            self.queues.status.add(name)
+            return
         router = self._router_of(name, spec)
         self._nb.ensure_logical_switch(
             name,

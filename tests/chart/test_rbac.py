@@ -1,9 +1,9 @@
 """RBAC: exactly what the controller uses, nothing with a wildcard, bound to its ServiceAccount.
 
 `CONTROLLER_USAGE` is the controller's API usage (controller/kube/client.py's requests, the
-informers' list+watch, leader election on a Lease); a later test can replace it with the
-(verb, resource) pairs recorded from a running controller and compare through
-`rbac_permissions`.
+informers' list+watch, leader election on a Lease), written out by hand so a change of the chart
+shows here as a reviewed diff; tests/chart/test_rbac_usage.py checks the same rules against the
+(verb, resource) pairs recorded from a running controller.
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ CONTROLLER_USAGE: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "nodes"): (*INFORMER, "patch"),
     ("", "events"): ("create", "patch"),
     ("kubeovn.io", "ips"): ("get", *INFORMER, "create", "update", "delete"),
-    ("kubeovn.io", "subnets"): ("get", *INFORMER, "create"),
+    ("kubeovn.io", "subnets"): ("get", *INFORMER, "create", "update"),
     ("kubeovn.io", "subnets/status"): ("patch",),
     ("kubeovn.io", "vlans"): INFORMER,
-    ("kubeovn.io", "vpcs"): INFORMER,
+    ("kubeovn.io", "vpcs"): ("get", *INFORMER, "create"),
+    ("kubeovn.io", "vpcs/status"): ("update",),
     ("k8s.cni.cncf.io", "network-attachment-definitions"): ("get", *INFORMER),
-    ("apps", "statefulsets"): ("get", *INFORMER),
+    ("apps", "statefulsets"): INFORMER,
     ("kubevirt.io", "virtualmachines"): ("get", *INFORMER),
 }
 LEASE = "kube-ovn-controller"
@@ -46,7 +47,7 @@ def _expected(namespace: str = NAMESPACE, lease: str = LEASE) -> set[Permission]
         for (group, resource), verbs in CONTROLLER_USAGE.items()
         for verb in verbs
     }
-    want |= {Permission(namespace, "", "configmaps", verb) for verb in ("get", "list", "watch")}
+    want |= {Permission(namespace, "", "configmaps", verb) for verb in INFORMER}
     want.add(Permission(namespace, "coordination.k8s.io", "leases", "create"))
     want |= {
         Permission(namespace, "coordination.k8s.io", "leases", verb, (lease,))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +49,10 @@ class Cluster:
         ]
 
 
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
+@contextmanager
+def open_cluster() -> Iterator[Cluster]:
+    """A fresh emulator (one node) and NB database; what the `cluster` fixture yields. Module-
+    scoped fixtures (one controller run shared by a table of tests) enter it themselves."""
     with tempfile.TemporaryDirectory(prefix="e2e") as d:
         workdir = Path(d)
         nb_server = NbServer(workdir / "nb").start()
@@ -65,6 +68,20 @@ def cluster() -> Iterator[Cluster]:
             nb_server.stop()
 
 
+def launch_controller(
+    cluster: Cluster, *extra: str, identity: str = "controller-a"
+) -> Controller:
+    """Start the real controller in-process against `cluster` (the caller stops it)."""
+    env = {"POD_NAME": identity, "KUBE_NAMESPACE": "kube-system"}
+    return run_controller(cluster.argv(*extra), env, startup_wait=10.0, status_delay=0.1)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with open_cluster() as c:
+        yield c
+
+
 StartController = Callable[..., Controller]
 
 
@@ -73,8 +90,7 @@ def start_controller(cluster: Cluster) -> Iterator[StartController]:
     started: list[Controller] = []
 
     def start(*extra: str, identity: str = "controller-a") -> Controller:
-        env = {"POD_NAME": identity, "KUBE_NAMESPACE": "kube-system"}
-        controller = run_controller(cluster.argv(*extra), env, startup_wait=10.0, status_delay=0.1)
+        controller = launch_controller(cluster, *extra, identity=identity)
         started.append(controller)
         return controller
 
