@@ -55,10 +55,11 @@ class Requirement:
             # They match objects that lack the label, as in apimachinery.
             return not present or labels[self.key] not in self.values
         # "gt"/"lt": only a label that is an integer compares.
-        if not present or not _INT_RE.match(labels[self.key]):
+        value = str(labels[self.key]) if present else ""
+        if not _INT_RE.match(value):
             return False
-        value, bound = int(labels[self.key]), int(next(iter(self.values)))
-        return value > bound if self.operator == "gt" else value < bound
+        bound = int(next(iter(self.values)))
+        return int(value) > bound if self.operator == "gt" else int(value) < bound
 
 
 @dataclass(frozen=True, slots=True)
