@@ -371,6 +371,9 @@ class Controller:
             metrics=self.metrics,
         )
         inf["pods"].add_event_handler(self.pod_controller)
+        if "nads" in inf:
+            # A pod waiting for its attachment definition converges as soon as it appears.
+            inf["nads"].add_event_handler(self.pod_controller.nad_event_handler())
         self.gc = GarbageCollector(
             config=cfg,
             pods=idx("pods"),

@@ -17,6 +17,10 @@ What is checked (the `KIND_*` constants name each finding):
 * every node holding a join address: its `node-<name>` LSP and IP CR;
 * no address or MAC is held by two owners in one subnet, counting pod annotations, IP CRs and
   LSPs together (`duplicate-address`, `duplicate-mac`); an owner is the shared LSP / IP CR name;
+* security (when the snapshot has the port groups): an OVN port has port_security exactly when
+  its pod asks for it, its `security_groups` are the pod's (none without port security), and
+  it is a member of each of those groups and of the deny-all group `kubeovn_deny_all`; no
+  port is a member of a group it is not associated with (`sg-mismatch`);
 * nothing is left behind: kube-ovn LSPs, IP CRs, src-ip host routes and NAT rules whose owner is
   gone (`orphan-lsp`, `orphan-ip-cr`, `orphan-route`, `orphan-nat`);
 * IPAM (`ipam-disagrees`): an audit cannot read the controller's memory, so it re-derives the
@@ -39,7 +43,8 @@ caller decides (a fault-injection verdict waits for `settled`). The IP CR, port 
 alive pod whose allocation was cleared (inspection found its port lost) are not orphans.
 
 Not checked: attachment networks the pod asks for but has not been allocated (that needs the
-NADs), security groups, kube-ovn's `appendCheckPodToDel` subnet-change rule for kept addresses.
+NADs), security-group address sets and ACLs, kube-ovn's `appendCheckPodToDel` subnet-change rule
+for kept addresses.
 """
 
 from __future__ import annotations
@@ -87,7 +92,9 @@ from controller.ipam.errors import IPAMError
 from controller.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.naming import ip_cr_name, node_port_name, pod_key
 from controller.netutil import is_valid_mac, parse_cidr, parse_ip
-from controller.ovn.api import NatRule, PortInfo, StaticRoute
+from controller.ovn import external_ids as ext
+from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, StaticRoute
+from controller.ovn.logic import sg_eligible
 from controller.pod_logic import (
     get_name_by_pod,
     is_pod_alive,
@@ -117,6 +124,7 @@ KIND_ORPHAN_IP_CR = "orphan-ip-cr"
 KIND_ORPHAN_ROUTE = "orphan-route"
 KIND_ORPHAN_NAT = "orphan-nat"
 KIND_IPAM_DISAGREES = "ipam-disagrees"
+KIND_SG_MISMATCH = "sg-mismatch"
 
 #: Kinds that mean "not converged yet" rather than "wrong".
 PENDING_KINDS = frozenset({KIND_POD_NOT_ALLOCATED, KIND_POD_NOT_ROUTED})
@@ -146,6 +154,7 @@ class ClusterSnapshot:
     ports: tuple[PortInfo, ...] = ()
     routes: tuple[StaticRoute, ...] = ()
     nat_rules: tuple[NatRule, ...] = ()
+    port_groups: tuple[PortGroupInfo, ...] | None = None  # None: security groups not read
     problems: tuple[str, ...] = ()
     statefulsets: tuple[StatefulSet, ...] | None = None
     virtual_machines: tuple[VirtualMachine, ...] | None = None
@@ -244,6 +253,10 @@ def _host_prefix(prefix: str) -> str | None:
     return str(parsed[0])
 
 
+def _first_of_family(addresses: str, ip: str) -> str:
+    return next((x.strip() for x in addresses.split(",") if x.strip() and _same_family(x, ip)), "")
+
+
 def _same_family(a: str, b: str) -> bool:
     x, y = parse_ip(a), parse_ip(b)
     return x is not None and y is not None and x.version == y.version
@@ -333,6 +346,9 @@ class _Auditor:
         self.subnets = {s.name: s for s in snap.subnets}
         self.nodes = {n.name: n for n in snap.nodes}
         self.ports = {p.name: p for p in snap.ports}
+        self.port_groups: dict[str, frozenset[str]] | None = None
+        if snap.port_groups is not None:
+            self.port_groups = {g.sg: frozenset(g.ports) for g in snap.port_groups if g.sg}
         self.ip_crs: dict[str, Mapping[str, Any]] = {}
         for raw in snap.ips:
             name = _str(raw, "metadata", "name")
@@ -577,8 +593,58 @@ class _Auditor:
                     net.ips,
                     pod_key(pod.namespace, net.pod_name),
                 )
+                if self.port_groups is not None:
+                    self.check_security(obj, net)
             if net.provider == OVN_PROVIDER:
                 self.check_routing(net)
+
+    def check_security(self, obj: str, net: _Net) -> None:
+        """Port security and security-group membership of one OVN network's port."""
+        port = self.ports.get(net.owner)
+        groups = self.port_groups
+        if port is None or groups is None:
+            return
+        request = ann.PodNetworkRequest.from_annotations(net.pod.annotations, net.provider)
+        want = request.security_group_names() if request.port_security else ()
+        if request.port_security != bool(port.port_security):
+            have = "has" if port.port_security else "lacks"
+            self.add(KIND_SG_MISMATCH, obj, f"port {net.owner} {have} port_security")
+        have_sgs = ext.split_sgs(port.external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
+        if sorted(have_sgs) != sorted(want):
+            self.add(
+                KIND_SG_MISMATCH,
+                obj,
+                f"port {net.owner} has security_groups {list(have_sgs)}, want {list(want)}",
+            )
+        if not want or not port.port_security:
+            return
+        for sg in (*want, ext.DENY_ALL_SG):
+            if net.owner not in groups.get(sg, ()):
+                self.add(
+                    KIND_SG_MISMATCH, obj, f"port {net.owner} missing from security group {sg}"
+                )
+
+    def check_port_groups(self) -> None:
+        """No port stays in a security group it no longer belongs to."""
+        if self.port_groups is None:
+            return
+        for sg, members in sorted(self.port_groups.items()):
+            for name in sorted(members):
+                port = self.ports.get(name)
+                if port is None:
+                    continue  # not a kube-ovn port
+                ids = port.external_ids
+                eligible = sg_eligible(port.port_security)
+                if sg == ext.DENY_ALL_SG:
+                    belongs = eligible and bool(ids.get(ext.SECURITY_GROUPS_KEY))
+                else:
+                    belongs = eligible and ids.get(ext.associated_sg_key(sg)) == "true"
+                if not belongs:
+                    self.add(
+                        KIND_SG_MISMATCH,
+                        f"security group {sg}",
+                        f"port {name} is a member but not associated with it",
+                    )
 
     def check_routing(self, net: _Net) -> None:
         pod = net.pod
@@ -625,6 +691,9 @@ class _Auditor:
         if self.config.enable_eip_snat:
             for ip in net.ips:
                 rules = self.nat_by_ip.get(ip, [])
+                # each pod address is translated by the external address of its own family
+                eip = _first_of_family(a.get(EIP_ANNOTATION, ""), ip)
+                snat = _first_of_family(a.get(SNAT_ANNOTATION, ""), ip)
                 if eip and not any(
                     n.type == NAT_TYPE_DNAT_AND_SNAT and n.external_ip == eip for n in rules
                 ):
@@ -860,6 +929,7 @@ def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
         a.add(KIND_MALFORMED, obj if sep else "object", message if sep else problem)
     a.read_pods()
     a.check_nets()
+    a.check_port_groups()
     a.check_nodes()
     a.read_objects()
     a.check_orphans()

@@ -8,7 +8,10 @@ In kube-ovn's order (`Controller.Run`, kube-ovn.md 5.5):
    (join: `--node-switch*`, excludeIps = gateway; default: `--default-*`, default=true,
    natOutgoing, distributed gateway, excluded IPs from the flag); their logical switches exist,
    attached to the cluster router. Returns the two Subnet objects, so the IPAM rebuild does not
-   depend on the informer having seen a just-created CR.
+   depend on the informer having seen a just-created CR. It ends with
+   `init_deny_all_security_group` (kube-ovn initDenyAllSecurityGroup, run here rather than
+   after IPAM: it only needs NB): the port group `ovn.sg.kubeovn_deny_all` with its two
+   priority-2003 drop ACLs, holding every port that has security groups.
 3. `init_ipam`: IPAM rebuilt from the Subnets (formatted: gateway excluded), the IP CRs of
    StatefulSet / VirtualMachine pods (their pods may not exist right now), the annotations of
    every alive (or StatefulSet) non-hostNetwork pod, per network with `allocated=true` (missing
@@ -37,6 +40,7 @@ from controller.config import Config
 from controller.constants import (
     ALLOCATED_ANNOTATION,
     DEFAULT_VPC,
+    DENY_ALL_SECURITY_GROUP,
     GATEWAY_TYPE_DISTRIBUTED,
     IP_ADDRESS_ANNOTATION,
     IP_ADDRESS_ANNOTATION_TEMPLATE,
@@ -179,7 +183,14 @@ def init_ovn(config: Config, kube: KubeApi, subnets: Indexer, nb: NbClient) -> l
             name, router, spec["cidrBlock"], spec["gateway"], {"vpc": DEFAULT_VPC}
         )
         result.append(subnet)
+    init_deny_all_security_group(nb)
     return result
+
+
+def init_deny_all_security_group(nb: NbClient) -> None:
+    """kube-ovn initDenyAllSecurityGroup: the deny-all port group, its drop ACLs, its ports."""
+    nb.create_sg_port_group(DENY_ALL_SECURITY_GROUP)
+    nb.sync_sg_ports(DENY_ALL_SECURITY_GROUP)
 
 
 # --- 3. IPAM -------------------------------------------------------------------------------------

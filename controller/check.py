@@ -30,7 +30,7 @@ from controller.errors import MalformedObjectError
 from controller.kube.api import ClusterLister, KubeObject
 from controller.kube.errors import KubeApiError, KubeConfigError
 from controller.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
-from controller.ovn.api import VENDOR, NatRule, OvnError, PortInfo, StaticRoute
+from controller.ovn.api import VENDOR, NatRule, OvnError, PortGroupInfo, PortInfo, StaticRoute
 
 LOG = logging.getLogger(__name__)
 
@@ -49,6 +49,8 @@ class NbReader(Protocol):
     def list_static_routes(self, router: str) -> list[StaticRoute]: ...
 
     def list_nat_rules(self, router: str) -> list[NatRule]: ...
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
 
 
 def _convert(
@@ -95,6 +97,7 @@ def collect_snapshot(
         ports=tuple(nb.list_ports(VENDOR)),
         routes=tuple(nb.list_static_routes(cluster_router)),
         nat_rules=tuple(nb.list_nat_rules(cluster_router)),
+        port_groups=tuple(nb.list_sg_port_groups()),
         problems=tuple(problems),
         statefulsets=statefulsets,
         virtual_machines=vms,

@@ -13,8 +13,10 @@ and write through the ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`).
   or the EIP/SNAT external gateway) and NAT rules, then `routed=true`.
 * `handle_delete_pod`: routes and NAT, ports, IP CRs, IPAM release, with the StatefulSet / VM
   keep-IP rules of `pod_logic.decide_delete`.
-* `handle_update_pod_security`: re-associates the pod's ports with their security groups.
+* `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
+  group listed), and re-applies the port_security column when the annotation changed.
 * `inspect_pods`: the periodic repair pass (kube-ovn inspectPod).
+* `nad_event_handler()`: callbacks for the NAD informer that re-queue pods waiting for a NAD.
 
 Every handler locks the pod key with the shared `KeyMutex`, so the handlers of one pod never run
 concurrently. Failures the user can fix become Warning Events with kube-ovn's reasons.
@@ -31,12 +33,16 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
   a pod of that name exists again);
 * annotation writes are merge patches of the keys we own (`KubeApi`), not a whole-map JSON patch;
 * the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
+* `port_security` turned on or off after creation is applied (kube-ovn #1143, #2343), and a
+  port without port security leaves its groups;
 * an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
   errors here, not retried forever);
 * a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
 * a malformed cached subnet is left out of every pod's choice (a typed informer would never
   cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
   saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
+* a StatefulSet pod whose IP CR is kept (deleted without a deletionTimestamp, e.g. forced) keeps
+  its IPAM address too; kube-ovn releases it and restores it only at the next restart.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from typing import Any
 
 from controller import annotations as ann
 from controller import pod_logic as pl
-from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.config import Config
 from controller.constants import (
     DEFAULT_VPC,
@@ -95,8 +101,10 @@ from controller.model import (
     Vpc,
 )
 from controller.naming import pod_name_to_port_name
+from controller.netutil import split_string_ip
 from controller.ovn import external_ids as ext
-from controller.ovn.api import NbClient, OvnError
+from controller.ovn.api import NbClient, OvnError, PortInfo
+from controller.ovn.logic import port_columns
 from controller.queues import Clock, RateLimitingQueue, RealClock
 from controller.subnet import format_subnet_spec
 from controller.worker import run_worker
@@ -249,6 +257,35 @@ class PodController:
         if pod is None:
             return
         self._dispatch(pod.key, obj, pl.classify_delete(pod))
+
+    def nad_event_handler(self) -> ResourceEventHandlerFuncs:
+        """Informer callbacks for NetworkAttachmentDefinitions: when a NAD appears or changes,
+        re-queue the add of every live pod that asks for it and lacks its network.
+
+        NOTE: kube-ovn has no NAD handler: a pod created before its NAD is retried with a
+        backoff that keeps growing (up to the limiter's maximum) while the NAD is missing.
+        """
+
+        def changed(obj: Any) -> None:
+            if not self._is_leader():
+                return
+            meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+            if not isinstance(meta, Mapping):
+                return
+            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+            now = self._now()
+            for raw in self._pods.list():
+                pod = _pod_or_none(raw)
+                if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
+                    self.queues.add.add(pod.key)
+
+        def added(obj: Any) -> None:
+            _guard("nad add", changed, obj)
+
+        def updated(old: Any, new: Any) -> None:
+            _guard("nad update", changed, new)
+
+        return ResourceEventHandlerFuncs(added, updated, None)
 
     def _dispatch(self, key: str, obj: KubeObject, decision: pl.EnqueueDecision) -> None:
         if decision.action is pl.PodAction.ADD:
@@ -510,6 +547,13 @@ class PodController:
                 self._nb.sync_sg_ports(sg)
             except OvnError as exc:
                 LOG.warning("failed to sync security group %s after deleting %s: %s", sg, key, exc)
+        if decision.keep_ip_cr:
+            # NOTE: kube-ovn releases the address even when it keeps the IP CR, so a re-created
+            # sts pod gets a new address until the next restart restores the CR's (InitIPAM);
+            # keeping both together gives the pod its address back at once, as after a restart.
+            # The gc releases the pair once the StatefulSet no longer wants the ordinal.
+            LOG.info("kept the IP CR and address of pod %s for its StatefulSet", key)
+            return
         self._ipam.release_address_by_pod(ipam_key)
         LOG.info("released the network of pod %s", key)
 
@@ -523,12 +567,49 @@ class PodController:
             pod = _to_pod(raw)
             name = pl.get_name_by_pod(pod, self._keep_vm_ip)
             for net in self._pod_nets(raw, pod):
-                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
-                if not request.port_security:
+                if net.type is ProviderType.IPAM:
                     continue
+                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
                 port = pod_name_to_port_name(name, pod.namespace, net.provider_name)
-                for sg in self._nb.reconcile_port_sg(port, request.security_group_names()):
+                info = self._nb.get_port(port)
+                if info is None:
+                    continue  # not created yet (the add owns it) or lost (inspection re-adds)
+                to_sync = set(self._reapply_port_security(pod, net, info))
+                # NOTE: without port security a port takes no part in any group.
+                sgs = request.security_group_names() if request.port_security else ()
+                if sgs or info.external_ids.get(ext.SECURITY_GROUPS_KEY):
+                    to_sync.update(self._nb.reconcile_port_sg(port, sgs))
+                for sg in sorted(to_sync):
                     self._nb.sync_sg_ports(sg)
+
+    def _reapply_port_security(self, pod: Pod, net: PodNet, info: PortInfo) -> list[str]:
+        """Rewrite the port when its port_security column no longer matches the annotation.
+
+        NOTE: kube-ovn v1.8 sets port_security only at creation (#1143), so a pod that gets
+        `port_security=true` later never joins its security groups (#2343). Returns the groups
+        whose membership this may change (the port's old and new ones).
+        """
+        allocation = ann.PodNetworkAnnotations.from_annotations(pod.annotations, net.provider_name)
+        if not allocation.allocated or not allocation.ip_address or not allocation.mac_address:
+            return []
+        raw_subnet = self._subnets.get_by_key(allocation.logical_switch)
+        subnet = Subnet.from_dict(raw_subnet) if raw_subnet is not None else net.subnet
+        v4, v6 = split_string_ip(allocation.ip_address)
+        spec = pl.build_port_spec(
+            pod,
+            net,
+            subnet,
+            v4=v4,
+            v6=v6,
+            mac=allocation.mac_address,
+            keep_vm_ip=self._keep_vm_ip,
+        )
+        if port_columns(spec).port_security == tuple(info.port_security):
+            return []
+        LOG.info("pod %s: port security of %s is now %s", pod.key, spec.name, spec.port_security)
+        self._nb.create_port(spec)
+        old = ext.split_sgs(info.external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
+        return [*old, *spec.security_groups, ext.DENY_ALL_SG]
 
     # --- inspectPod ------------------------------------------------------------------------------
 

@@ -286,16 +286,25 @@ def classify_add(
     """kube-ovn `enqueueAddPod` (network-policy fan-out excluded).
 
     `owner_to_delete()` is `is_statefulset_pod_to_del` / `is_vm_pod_to_del` for the pod's owner;
-    it is only called for a dead sts pod or a dead VM pod under keep-vm-ip.
+    it is only called for a dead sts pod or a dead VM pod under keep-vm-ip, and for a terminating
+    sts or VM pod.
+
+    NOTE: kube-ovn schedules the cleanup of a terminating pod only from an update event; a pod
+    first seen terminating (the initial list after a restart) would keep its network until the
+    object is removed, which for a pod on a lost node may be never. Here the add schedules it
+    for when the pod's deletionTimestamp passes, with the update path's owner rules.
     """
     if pod.host_network:
         return IGNORE
+    is_sts = is_statefulset_pod(pod)[0]
+    is_vm = is_vm_pod(pod)[0]
     if not is_pod_alive(pod, now):
-        is_sts = is_statefulset_pod(pod)[0]
-        is_vm = is_vm_pod(pod)[0]
         if is_sts or (is_vm and keep_vm_ip):
             return EnqueueDecision(PodAction.DELETE) if owner_to_delete() else IGNORE
         return EnqueueDecision(PodAction.DELETE)
+    if pod.deletion_timestamp is not None and ((not is_sts and not is_vm) or owner_to_delete()):
+        remaining = (pod.deletion_timestamp - now).total_seconds()
+        return EnqueueDecision(PodAction.DELETE, delay=max(remaining, 0.0))
     allocated = pod.annotations.get(ALLOCATED_ANNOTATION) == "true"
     routed = pod.annotations.get(ROUTED_ANNOTATION) == "true"
     # NOTE: recovers an update lost during a leader change (kube-ovn enqueueAddPod).
@@ -473,10 +482,11 @@ def inspect_pod(
             continue
         if not port_exists(pod_name_to_port_name(name, pod.namespace, provider)):
             lost.append(provider)
-        # NOTE: only `ovn.kubernetes.io/routed` is ever written (handleUpdatePod), so testing
-        # `<provider>.kubernetes.io/routed` as kube-ovn does would re-enqueue every pod with an
-        # OVN attachment on every inspection.
-        elif pod.node_name and not ann.is_routed(pod.annotations):
+        # NOTE: only the `ovn` network is routed and only `ovn.kubernetes.io/routed` is ever
+        # written (handleUpdatePod, which refuses a pod without `ovn.kubernetes.io/allocated`),
+        # so testing every `<provider>.kubernetes.io/routed` as kube-ovn does would re-enqueue a
+        # pod with an OVN attachment (or a multus default-network override) on every pass.
+        elif provider == OVN_PROVIDER and pod.node_name and not ann.is_routed(pod.annotations):
             update = True
     return InspectResult(tuple(lost), update and not lost)
 
@@ -552,8 +562,35 @@ def pod_attachment_requests(pod: Pod) -> list[NetworkSelectionElement]:
     for key in (DEFAULT_NETWORK_ANNOTATION, ATTACHMENT_NETWORK_ANNOTATION):
         value = pod.annotations.get(key, "")
         if value:
-            out.extend(parse_pod_network_annotation(value, pod.namespace))
+            try:
+                out.extend(parse_pod_network_annotation(value, pod.namespace))
+            except InvalidPodNetworkError as exc:
+                # The Warning Event must say which annotation to fix.
+                raise InvalidPodNetworkError(f"invalid annotation {key}: {exc}") from None
     return out
+
+
+def waits_for_nad(pod: Pod, namespace: str, name: str, now: datetime) -> bool:
+    """Is this live pod asking for NAD `namespace/name` without having its network yet?
+
+    Used to re-queue the add when the NAD appears or changes. A malformed selection is False:
+    that pod waits for its own edit, not for a NAD.
+    """
+    if pod.host_network or pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
+        return False
+    if pod.phase in ("Succeeded", "Failed"):
+        return False
+    try:
+        requests = pod_attachment_requests(pod)
+    except InvalidPodNetworkError:
+        return False
+    for attach in requests:
+        if (attach.namespace, attach.name) != (namespace, name):
+            continue
+        providers = (ovn_provider_name(attach), ipam_provider_name(attach))
+        if not any(ann.is_allocated(pod.annotations, p) for p in providers):
+            return True
+    return False
 
 
 def get_pod_attachment_nets(
@@ -632,7 +669,8 @@ def get_pod_kubeovn_nets(
     for net in nets:
         if net.subnet.name in seen:
             # NOTE: retryable, as in kube-ovn: creating a subnet for an attachment's provider
-            # (a cluster change, not a pod change) resolves it.
+            # (a cluster change, not a pod change) resolves it. kube-ovn only logs it; a Warning
+            # Event tells the user why the pod has no network.
             raise RetryableError(
                 f"subnet conflict, the same subnet {net.subnet.name} should not be attached"
                 " repeatedly",
@@ -1156,6 +1194,10 @@ def plan_update_pod(
     data of ConfigMap `kube-system/ovn-external-gw-config` (needed for EIP/SNAT pods).
     Missing either when needed is ResourceNotReadyError. Nothing is planned for underlay
     subnets and custom VPCs.
+
+    dnat_and_snat rules are centralized (no logical_port / external_mac), as kube-ovn v1.8
+    writes them; only a ConfigMap saying `type: distributed` (kube-ovn v1.9+
+    ExternalGatewayType) makes them distributed, on the pod's port with its MAC.
     """
     net = default_ovn_net(nets)
     if net is None:
@@ -1169,7 +1211,9 @@ def plan_update_pod(
     north_gateway = pod.annotations.get(NORTH_GATEWAY_ANNOTATION, "")
     pairs: list[tuple[str, str]] = []
     if enable_eip_snat and (eip or snat):
-        pairs = src_ip_route_pairs(pod_ip, [external_gateway_next_hop(external_gw_config)])
+        pairs = src_ip_route_pairs(
+            pod_ip, external_gateway_next_hop(external_gw_config).split(",")
+        )
     else:
         if subnet.gateway_type == GATEWAY_TYPE_DISTRIBUTED and not north_gateway:
             if node is None:
@@ -1182,17 +1226,36 @@ def plan_update_pod(
     )
     nats: list[NatAction] = []
     if enable_eip_snat:
-        port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
-        mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
+        port = mac = ""
+        if (external_gw_config or {}).get("type") == EXTERNAL_GATEWAY_TYPE_DISTRIBUTED:
+            port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
+            mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
         for ip in pod_ip.split(","):
-            nats.append(NatAction(NAT_TYPE_DNAT_AND_SNAT, ip, eip, cluster_router, mac, port))
-            nats.append(NatAction(NAT_TYPE_SNAT, ip, snat, cluster_router))
+            # NOTE: kube-ovn pairs every pod address with the one external address, which NB
+            # refuses across families; a dual-stack pod gets each family's own (or none).
+            dnat_ip, snat_ip = same_family(eip, ip), same_family(snat, ip)
+            nats.append(NatAction(NAT_TYPE_DNAT_AND_SNAT, ip, dnat_ip, cluster_router, mac, port))
+            nats.append(NatAction(NAT_TYPE_SNAT, ip, snat_ip, cluster_router))
     return UpdatePlan(routes, tuple(nats))
 
 
+EXTERNAL_GATEWAY_TYPE_DISTRIBUTED = "distributed"
+
+
+def same_family(addresses: str, ip: str) -> str:
+    """The first of the comma-separated `addresses` of `ip`'s family ("" when none is)."""
+    family = check_protocol(ip)
+    for part in addresses.split(","):
+        candidate = part.strip()
+        if candidate and check_protocol(candidate) == family:
+            return candidate
+    return ""
+
+
 def external_gateway_next_hop(data: Mapping[str, str] | None) -> str:
-    """The `external-gw-addr` of ConfigMap `ovn-external-gw-config`, mask stripped."""
+    """The `external-gw-addr` of ConfigMap `ovn-external-gw-config`, masks stripped (one
+    address, or "v4,v6" for a dual-stack external network)."""
     value = (data or {}).get("external-gw-addr", "")
     if not value:
         raise ResourceNotReadyError("no available gateway nic address")
-    return value.split("/", 1)[0]
+    return ",".join(part.strip().split("/", 1)[0] for part in value.split(",") if part.strip())

@@ -11,7 +11,8 @@ Contract:
   gateway is never handed out even before the write lands), and, for an OVN subnet (provider
   `ovn` or `<nad>.<ns>.ovn`; an IPAM-only subnet stops after IPAM, as kube-ovn's), ensures its
   logical switch exists, attached to the VPC's router (the cluster router for the default VPC).
-  Idempotent.
+  A custom VPC's router is the one its Vpc's `status.router` names; with no VPC controller here,
+  that router is created on the spot (retried until the Vpc has a router). Idempotent.
 * A Subnet delete (queue `DeleteSubnet`, also for a subnet being deleted) forgets it in IPAM,
   deletes its logical switch and its metric series.
 * Status counts (`v4availableIPs`, `v4usingIPs`, `v6availableIPs`, `v6usingIPs`) come from IPAM
@@ -244,6 +245,10 @@ class SubnetController:
             self.queues.status.add(name)
             return
         router = self._router_of(name, spec)
+        if router and router != self._config.cluster_router:
+            # NOTE: there is no VPC controller here; a custom Vpc's status.router names the
+            # router its subnets hang off, so it is created with the first such subnet.
+            self._nb.ensure_logical_router(router)
         self._nb.ensure_logical_switch(
             name,
             router,

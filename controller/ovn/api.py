@@ -92,6 +92,15 @@ class NatRule:
     external_mac: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class PortGroupInfo:
+    """A security group's port group (external_ids type=security_group) and its member ports."""
+
+    name: str
+    sg: str
+    ports: tuple[str, ...] = ()
+
+
 class NbClient(Protocol):
     # Logical switch ports: CreatePort, DeleteLogicalSwitchPort, ListPodLogicalSwitchPorts.
     def create_port(self, spec: PortSpec) -> None: ...
@@ -131,12 +140,18 @@ class NbClient(Protocol):
 
     def list_nat_rules(self, router: str) -> list[NatRule]: ...
 
-    # Security groups on port groups (ovn.sg.<name>).
+    # Security groups on port groups (ovn.sg.<name>). The deny-all group (kubeovn_deny_all)
+    # also carries its two priority-2003 drop ACLs.
     def create_sg_port_group(self, sg: str) -> None: ...
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]: ...
 
+    # The group's ports and v4/v6 address sets, then the deny-all group's ports (every port
+    # with security groups and port security); `sync_sg_ports("kubeovn_deny_all")` does only
+    # the latter.
     def sync_sg_ports(self, sg: str) -> None: ...
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
 
     # Switches and routers the pod flow needs to exist.
     def ensure_logical_router(self, name: str) -> None: ...

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from controller.constants import DENY_ALL_SECURITY_GROUP
+
 VENDOR_KEY = "vendor"
 POD_KEY = "pod"
 LS_KEY = "ls"
@@ -19,6 +21,9 @@ PG_TYPE_KEY = "type"
 PG_TYPE_SECURITY_GROUP = "security_group"
 PG_SG_KEY = "sg"
 PG_NAME_KEY = "name"
+
+#: kube-ovn's deny-all security group: every port with security groups is in its port group.
+DENY_ALL_SG = DENY_ALL_SECURITY_GROUP
 
 
 def pod_key(pod_namespace: str, pod_name: str) -> str:

@@ -30,6 +30,7 @@ from controller.ovn.api import (
     NotFoundError,
     OvnConflictError,
     OvnError,
+    PortGroupInfo,
     PortInfo,
     PortSpec,
     StaticRoute,
@@ -84,6 +85,7 @@ class FakePortGroup:
     name: str
     ports: set[str] = field(default_factory=set)
     external_ids: dict[str, str] = field(default_factory=dict)
+    acls: list[logic.AclSpec] = field(default_factory=list)
 
 
 @dataclass
@@ -346,26 +348,24 @@ class FakeNbClient:
         logic.check_name(sg, "security group")
 
         def run(st: _State, u: _Undo) -> None:
-            pg = _ensure_pg(st, u, sg)
-            members = [
-                p
-                for p in st.ports.values()
-                if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
-            ]
-            u.set(pg, "ports", {p.name for p in members})
-            ips = [ip for p in members for ip in logic.port_security_ips(p.port_security)]
-            u.put(
-                st.address_sets,
-                ext.sg_address_set_name(sg, "v4"),
-                sorted({i for i in ips if ":" not in i}),
-            )
-            u.put(
-                st.address_sets,
-                ext.sg_address_set_name(sg, "v6"),
-                sorted({i for i in ips if ":" in i}),
-            )
+            if sg != ext.DENY_ALL_SG:
+                _sync_sg(st, u, sg)
+            _sync_deny_all(st, u)
 
         self._txn("sync_sg_ports", run)
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]:
+        with self._lock:
+            return sorted(
+                (
+                    PortGroupInfo(
+                        pg.name, pg.external_ids.get(ext.PG_SG_KEY, ""), tuple(sorted(pg.ports))
+                    )
+                    for pg in self.state.port_groups.values()
+                    if pg.external_ids.get(ext.PG_TYPE_KEY) == ext.PG_TYPE_SECURITY_GROUP
+                ),
+                key=lambda g: g.name,
+            )
 
     # -- switches and routers --------------------------------------------------------------
 
@@ -466,7 +466,35 @@ def _ensure_pg(st: _State, u: _Undo, sg: str) -> FakePortGroup:
             },
         )
         u.put(st.port_groups, name, pg)
+    if sg == ext.DENY_ALL_SG:
+        missing = [acl for acl in logic.deny_all_acls(name) if acl not in pg.acls]
+        if missing:
+            u.set(pg, "acls", [*pg.acls, *missing])
     return pg
+
+
+def _sync_sg(st: _State, u: _Undo, sg: str) -> None:
+    pg = _ensure_pg(st, u, sg)
+    members = [
+        p
+        for p in st.ports.values()
+        if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
+    ]
+    u.set(pg, "ports", {p.name for p in members})
+    ips = [ip for p in members for ip in logic.port_security_ips(p.port_security)]
+    v4, v6 = ext.sg_address_set_name(sg, "v4"), ext.sg_address_set_name(sg, "v6")
+    u.put(st.address_sets, v4, sorted({i for i in ips if ":" not in i}))
+    u.put(st.address_sets, v6, sorted({i for i in ips if ":" in i}))
+
+
+def _sync_deny_all(st: _State, u: _Undo) -> None:
+    pg = _ensure_pg(st, u, ext.DENY_ALL_SG)
+    eligible = {
+        p.name
+        for p in st.ports.values()
+        if logic.deny_all_eligible(p.external_ids, p.port_security)
+    }
+    u.set(pg, "ports", eligible)
 
 
 def _set_memberships(st: _State, u: _Undo, port: str, old: set[str], new: list[str]) -> None:

@@ -54,6 +54,7 @@ from controller.ovn.api import (
     OvnConflictError,
     OvnError,
     OvnTimeoutError,
+    PortGroupInfo,
     PortInfo,
     PortSpec,
     StaticRoute,
@@ -70,6 +71,7 @@ ROUTE = "Logical_Router_Static_Route"
 NAT = "NAT"
 PG = "Port_Group"
 AS = "Address_Set"
+ACL = "ACL"
 
 # Only what the verbs read or write: an IDL over every NB column costs far more to sync.
 MONITORED: dict[str, tuple[str, ...]] = {
@@ -79,8 +81,9 @@ MONITORED: dict[str, tuple[str, ...]] = {
     LRP: ("name", "mac", "networks", "external_ids"),
     ROUTE: ("ip_prefix", "nexthop", "policy", "route_table", "external_ids"),
     NAT: ("type", "external_ip", "logical_ip", "logical_port", "external_mac", "external_ids"),
-    PG: ("name", "ports", "external_ids"),
+    PG: ("name", "ports", "acls", "external_ids"),
     AS: ("name", "addresses", "external_ids"),
+    ACL: ("priority", "direction", "match", "action", "external_ids"),
 }
 
 SLOW_CALL_SECONDS = 0.5  # kube-ovn warns about NB calls slower than 500 ms
@@ -106,6 +109,8 @@ def _row_keys(table: str, row: Row) -> set[Hashable]:
         if ext.VENDOR_KEY in ids:
             keys.add(("vendor", ids[ext.VENDOR_KEY]))
         keys.update(("sg", sg) for sg in ext.associated_sgs(ids))
+        if ids.get(ext.SECURITY_GROUPS_KEY):
+            keys.add(("has_sg",))
         keys.update(("ip", ip) for ip in logic.address_ips(row.addresses))
         return keys
     if table == ROUTE:
@@ -122,6 +127,8 @@ def _row_keys(table: str, row: Row) -> set[Hashable]:
         except InvalidRequestError:
             lip = row.logical_ip
         return {("lip", row.type, lip), ("eip", row.type, row.external_ip)}
+    if table == ACL:
+        return set()  # reached through their port group only
     return {("name", row.name)}
 
 
@@ -281,7 +288,48 @@ class _Ctx:
                     ext.PG_NAME_KEY: name,
                 },
             )
+        if sg == ext.DENY_ALL_SG:
+            self._ensure_acls(pg, logic.deny_all_acls(name))
         return pg
+
+    def _ensure_acls(self, pg: Row, wanted: Sequence[logic.AclSpec]) -> None:
+        have = set()
+        if pg._data is not None:
+            have = {(a.direction, a.priority, a.match, a.action) for a in pg.acls}
+        for acl in wanted:
+            if (acl.direction, acl.priority, acl.match, acl.action) in have:
+                continue
+            row = self.insert(
+                ACL,
+                direction=acl.direction,
+                priority=acl.priority,
+                match=acl.match,
+                action=acl.action,
+            )
+            self.add_ref(pg, "acls", row)
+
+    def sync_deny_all(self) -> None:
+        """kube-ovn updateDenyAllSgPorts: the deny-all group holds every port with SGs."""
+        pg = self.ensure_sg_port_group(ext.DENY_ALL_SG)
+        wanted = {
+            r.uuid: r
+            for r in self.index.rows(LSP, ("has_sg",))
+            if r.uuid not in self.deleted
+            and logic.deny_all_eligible(r.external_ids, r.port_security)
+        }
+        if pg._data is None:
+            if wanted:
+                pg.ports = list(wanted.values())
+            return
+        datum = pg._data.get("ports")
+        current = {atom.value for atom in datum.values} if datum is not None else set()
+        lsps = self.index._tables[LSP].rows
+        for u in current - wanted.keys():
+            row = lsps.get(u)
+            if row is not None:
+                pg.delvalue("ports", row)
+        for u in wanted.keys() - current:
+            pg.addvalue("ports", wanted[u])
 
 
 class _VerbCommand(ovsdbapp_command.BaseCommand):  # type: ignore[misc]
@@ -725,27 +773,25 @@ class OvsdbappNbClient:
         logic.check_name(sg, "security group")
 
         def run(ctx: _Ctx) -> None:
-            pg = ctx.ensure_sg_port_group(sg)
-            members = [
-                r for r in ctx.index.rows(LSP, ("sg", sg)) if logic.sg_eligible(r.port_security)
-            ]
-            wanted = {r.uuid for r in members}
-            current = {r.uuid for r in pg.ports} if pg._data is not None else set()
-            if wanted != current:
-                pg.ports = members
-            ips = [ip for r in members for ip in logic.port_security_ips(r.port_security)]
-            v4 = [i for i in ips if ":" not in i]
-            v6 = [i for i in ips if ":" in i]
-            for family, sel in (("v4", v4), ("v6", v6)):
-                name = ext.sg_address_set_name(sg, family)
-                aset = ctx.named(AS, name)
-                if aset is None:
-                    ids = {ext.PG_SG_KEY: sg}
-                    ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids=ids)
-                elif set(aset.addresses) != set(sel):
-                    aset.addresses = sorted(set(sel))
+            if sg != ext.DENY_ALL_SG:
+                _sync_sg(ctx, sg)
+            ctx.sync_deny_all()
 
         self._transact("sync_sg_ports", run)
+
+    def list_sg_port_groups(self) -> list[PortGroupInfo]:
+        def read() -> list[PortGroupInfo]:
+            out = []
+            for pg in self._idl.tables[PG].rows.values():
+                ids = pg.external_ids
+                if ids.get(ext.PG_TYPE_KEY) != ext.PG_TYPE_SECURITY_GROUP:
+                    continue
+                ports = tuple(sorted(p.name for p in pg.ports))
+                out.append(PortGroupInfo(pg.name, ids.get(ext.PG_SG_KEY, ""), ports))
+            return sorted(out, key=lambda g: g.name)
+
+        result: list[PortGroupInfo] = self._read(read)
+        return result
 
     # -- switches and routers --------------------------------------------------------------
 
@@ -808,6 +854,27 @@ def _router(ctx: _Ctx, name: str) -> Row:
     if lr is None:
         raise NotFoundError(f"logical router {name} not found")
     return lr
+
+
+def _sync_sg(ctx: _Ctx, sg: str) -> None:
+    """kube-ovn syncSgLogicalPort: the group's ports and its v4/v6 address sets."""
+    pg = ctx.ensure_sg_port_group(sg)
+    members = [r for r in ctx.index.rows(LSP, ("sg", sg)) if logic.sg_eligible(r.port_security)]
+    wanted = {r.uuid for r in members}
+    current = {r.uuid for r in pg.ports} if pg._data is not None else set()
+    if wanted != current:
+        pg.ports = members
+    ips = [ip for r in members for ip in logic.port_security_ips(r.port_security)]
+    v4 = [i for i in ips if ":" not in i]
+    v6 = [i for i in ips if ":" in i]
+    for family, sel in (("v4", v4), ("v6", v6)):
+        name = ext.sg_address_set_name(sg, family)
+        aset = ctx.named(AS, name)
+        if aset is None:
+            ids = {ext.PG_SG_KEY: sg}
+            ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids=ids)
+        elif set(aset.addresses) != set(sel):
+            aset.addresses = sorted(set(sel))
 
 
 def _create_port(ctx: _Ctx, spec: PortSpec, cols: logic.PortColumns) -> None:

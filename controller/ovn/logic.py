@@ -20,6 +20,7 @@ from controller.ovn.api import VENDOR, InvalidRequestError, OvnConflictError, Po
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROUTE_POLICIES = ("dst-ip", "src-ip")
 NAT_TYPES = ("snat", "dnat_and_snat")
+SG_DROP_PRIORITY = 2003  # kube-ovn util.SecurityGroupDropPriority
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,33 @@ def port_columns(spec: PortSpec) -> PortColumns:
     return PortColumns(addresses, port_security, ids, canon, sgs)
 
 
+@dataclass(frozen=True, slots=True)
+class AclSpec:
+    """One ACL row a port group carries (columns as ovn-nbctl acl-add writes them)."""
+
+    direction: str
+    priority: int
+    match: str
+    action: str
+
+
+def deny_all_acls(port_group: str) -> tuple[AclSpec, AclSpec]:
+    """kube-ovn CreateSgDenyAllPortGroup: drop all IP traffic to and from the group's ports.
+
+    Members of a security group get this low-priority drop, so only what an SG rule (priority
+    2004 and above) allows passes.
+    """
+    return (
+        AclSpec("to-lport", SG_DROP_PRIORITY, f"outport == @{port_group} && ip", "drop"),
+        AclSpec("from-lport", SG_DROP_PRIORITY, f"inport == @{port_group} && ip", "drop"),
+    )
+
+
+def deny_all_eligible(external_ids: Mapping[str, str], port_security: Sequence[str]) -> bool:
+    """kube-ovn updateDenyAllSgPorts: a port with security groups and usable port_security."""
+    return bool(external_ids.get(ext.SECURITY_GROUPS_KEY, "")) and sg_eligible(port_security)
+
+
 def address_ips(addresses: Iterable[str]) -> set[str]:
     """Canonical IPs in LSP `addresses` entries ("MAC IP..."; "router"/"unknown" carry none)."""
     out: set[str] = set()
@@ -110,10 +138,15 @@ def address_ips(addresses: Iterable[str]) -> set[str]:
 
 
 def port_security_ips(port_security: Iterable[str]) -> list[str]:
-    """IP tokens of port_security entries, as kube-ovn puts them in SG address sets."""
+    """The IPs of port_security entries, for the SG address sets.
+
+    NOTE: kube-ovn copies the tokens as they are, so a dual-stack port ("mac v4/16 v6/64") puts
+    whole subnets into the address set and an SG rule naming it would match every address of
+    the subnet; we store the port's own addresses (the masks are dropped).
+    """
     out: list[str] = []
     for entry in port_security:
-        out.extend(entry.split()[1:])
+        out.extend(token.split("/", 1)[0] for token in entry.split()[1:])
     return out
 
 
@@ -168,6 +201,7 @@ def nat_rule_args(
     lip = nat_logical_ip(policy, logical_ip)
     eip = str(parse_ip(external_ip, "NAT external IP")) if external_ip else ""
     check_nat_extras(policy, logical_mac, port)
+    check_nat_family(lip, eip)
     return lip, eip
 
 
@@ -186,6 +220,14 @@ def nat_logical_ip(policy: str, logical_ip: str) -> str:
     if policy == "snat":
         return canonical_prefix(logical_ip)
     return str(parse_ip(logical_ip, "NAT logical IP"))
+
+
+def check_nat_family(logical_ip: str, external_ip: str) -> None:
+    """NB (and ovn-nbctl) refuse a NAT rule whose two addresses are of different families."""
+    if external_ip and parse_cidr(logical_ip).version != parse_ip(external_ip).version:
+        raise InvalidRequestError(
+            f"NAT external IP {external_ip} and logical IP {logical_ip} differ in family"
+        )
 
 
 def check_nat_extras(policy: str, logical_mac: str, port: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -351,3 +352,30 @@ def test_ports_to_delete_appends_the_compat_port_once() -> None:
 def test_owner_never_checked_for_plain_pods() -> None:
     pl.classify_add(pod(**DEAD), NOW, keep_vm_ip=True, owner_to_delete=never)
     pl.decide_delete(pod(), keep_vm_ip=True, owner_to_delete=never, check_pod_to_del=never)
+
+
+def test_classify_add_schedules_the_cleanup_of_a_terminating_pod() -> None:
+    # seen first in an initial list (e.g. after a restart): no update event may ever follow for
+    # a pod on a lost node, so the add schedules its cleanup for when its deletionTimestamp passes
+    def terminating(factory: Callable[..., Pod], seconds: float) -> Pod:
+        return factory(
+            deletion_timestamp=NOW + timedelta(seconds=seconds), deletion_grace_period_seconds=30
+        )
+
+    def add(the_pod: Pod, owner_gone: bool | None = None) -> EnqueueDecision:
+        def owner() -> bool:
+            assert owner_gone is not None, "unexpected owner check"
+            return owner_gone
+
+        return pl.classify_add(the_pod, NOW, keep_vm_ip=False, owner_to_delete=owner)
+
+    assert add(terminating(pod, 12)) == EnqueueDecision(PodAction.DELETE, delay=12.0)
+    assert add(terminating(pod, -5)) == EnqueueDecision(PodAction.DELETE)  # overdue: at once
+    assert add(terminating(sts_pod, 12), owner_gone=True) == EnqueueDecision(
+        PodAction.DELETE, delay=12.0
+    )
+    assert add(terminating(vm_pod, 3), owner_gone=True) == EnqueueDecision(
+        PodAction.DELETE, delay=3.0
+    )
+    # the StatefulSet still wants this ordinal: the network stays, the pod is handled as usual
+    assert add(terminating(sts_pod, 12), owner_gone=False).action is PodAction.ADD

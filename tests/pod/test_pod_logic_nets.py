@@ -142,6 +142,7 @@ def test_ovn_conflist_attachment_without_provider_subnet_conflicts_with_default(
     with pytest.raises(RetryableError, match="subnet conflict") as info:
         nets_of({"k8s.v1.cni.cncf.io/networks": "net2"})
     assert not isinstance(info.value, InvalidPodNetworkError)
+    assert info.value.reason == "ValidatePodNetworkFailed"  # a Warning Event on the pod
 
 
 def test_ipam_only_attachment() -> None:
@@ -603,10 +604,15 @@ def test_update_plan_distributed_routes_via_node_and_clears_nat() -> None:
         pl.RouteAction("src-ip", "fd00::5", "fd00:100::2", "ovn-cluster"),
     )
     assert got.nats == (
-        pl.NatAction("dnat_and_snat", "10.16.0.5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"),
+        pl.NatAction("dnat_and_snat", "10.16.0.5", "", "ovn-cluster"),
         pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),
-        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"),
+        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster"),
         pl.NatAction("snat", "fd00::5", "", "ovn-cluster"),
+    )
+    # a distributed external gateway puts dnat_and_snat on the pod's port, with its MAC
+    distributed = plan(ALLOCATED, external_gw_config={"type": "distributed"})
+    assert distributed.nats[0] == pl.NatAction(
+        "dnat_and_snat", "10.16.0.5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"
     )
     assert plan(ALLOCATED, enable_eip_snat=False).nats == ()
     with pytest.raises(ResourceNotReadyError, match="node 'n1'"):
@@ -652,3 +658,25 @@ def test_needs_update() -> None:
     assert not pl.needs_update(ns1_pod(ALLOCATED, phase="Succeeded", restart_policy="Never"), NOW)
     with pytest.raises(RetryableError, match="no address has been allocated to ns1/p"):
         pl.needs_update(ns1_pod({}), NOW)
+
+
+def test_update_plan_dual_stack_eip_snat_pair_by_family() -> None:
+    got = plan(
+        {
+            **ALLOCATED,
+            "ovn.kubernetes.io/eip": "172.56.0.9",
+            "ovn.kubernetes.io/snat": "fd00:56::9",
+        },
+        external_gw_config={"external-gw-addr": "172.56.0.1/16,fd00:56::1/64"},
+    )
+    assert got.routes == (
+        pl.RouteAction("src-ip", "10.16.0.5", "172.56.0.1", "ovn-cluster"),
+        pl.RouteAction("src-ip", "fd00::5", "fd00:56::1", "ovn-cluster"),
+    )
+    assert got.nats == (
+        pl.NatAction("dnat_and_snat", "10.16.0.5", "172.56.0.9", "ovn-cluster"),
+        pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),
+        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster"),
+        pl.NatAction("snat", "fd00::5", "fd00:56::9", "ovn-cluster"),
+    )
+    assert pl.external_gateway_next_hop({"external-gw-addr": "172.56.0.1/16"}) == "172.56.0.1"

@@ -322,3 +322,38 @@ def test_malformed_multus_annotation_is_validate_pod_network_failed(env: Env) ->
     assert env.reasons() == ["ValidatePodNetworkFailed"]
     assert env.queues.add.pending() == 0  # permanent until the pod changes
     assert env.ipam.get_pod_address("default/web") == []
+
+
+def test_a_nad_that_appears_later_requeues_the_pods_waiting_for_it(env: Env) -> None:
+    # kube-ovn relies on the retry backoff alone, which grows while the NAD is missing; the NAD
+    # event re-queues the waiting pods at once (and leaves allocated pods alone)
+    env.add_subnet(
+        raw_subnet("attach", "10.20.0.0/16", gateway="10.20.0.1", provider="late.default.ovn")
+    )
+    env.create_pod(raw_pod("early", annotations={"k8s.v1.cni.cncf.io/networks": "late"}))
+    env.create_pod(raw_pod("other", annotations={"k8s.v1.cni.cncf.io/networks": "elsewhere"}))
+    env.create_pod(raw_pod("plain"))
+    env.converge()
+    assert "ovn.kubernetes.io/allocated" not in env.annotations("default/early")
+    assert len(env.queues.add) == 0  # only the rate-limited retries are waiting
+    nad = {
+        "metadata": {"name": "late", "namespace": "default"},
+        "spec": {"config": '{"cniVersion": "0.3.1", "type": "kube-ovn"}'},
+    }
+    env.nads.add(nad)
+    handler = env.controller.nad_event_handler()
+    handler.on_add(nad, False)
+    assert env.drain(env.queues.add) == ["default/early"]
+    env.controller.handle_add_pod("default/early")
+    env.converge()
+    got = env.annotations("default/early")
+    assert got["late.default.ovn.kubernetes.io/ip_address"] == "10.20.0.2"
+    changed = {**nad, "spec": {"config": '{"cniVersion": "0.4.0", "type": "kube-ovn"}'}}
+    handler.on_update(nad, changed)
+    assert len(env.queues.add) == 0  # allocated already: nothing to do
+    env.leader = False
+    handler.on_add(
+        {"metadata": {"name": "elsewhere", "namespace": "default"}, "spec": {"config": "{}"}},
+        False,
+    )
+    assert len(env.queues.add) == 0  # a follower enqueues nothing

@@ -172,6 +172,25 @@ def test_statefulset_pod_keeps_its_network_while_the_sts_wants_it(env: Env) -> N
     assert env.annotations("default/db-1")["ovn.kubernetes.io/ip_address"] == "10.16.0.2"
 
 
+def test_force_deleted_statefulset_pod_keeps_its_ip_cr_and_address(env: Env) -> None:
+    # a force delete: the last state has no deletionTimestamp, so the port goes (kube-ovn), but
+    # the IP CR is kept and so is the address it records (InitIPAM would restore it anyway)
+    env.statefulsets.add(
+        {"metadata": {"name": "db", "namespace": "default"}, "spec": {"replicas": 2}}
+    )
+    allocated(env, "db-1", owner=("apps/v1", "StatefulSet", "db"))
+    ip = env.annotations("default/db-1")["ovn.kubernetes.io/ip_address"]
+    env.remove_pod("default/db-1")
+    env.converge()
+    assert env.nb.get_port("db-1.default") is None
+    assert env.kube.ips["db-1.default"]["spec"]["ipAddress"] == ip
+    assert [a.ip for a in env.ipam.get_pod_address("default/db-1")] == [ip]
+    allocated(env, "other")
+    env.create_pod(raw_pod("db-1", node=NODE, owner=("apps/v1", "StatefulSet", "db")))
+    env.converge()
+    assert env.annotations("default/db-1")["ovn.kubernetes.io/ip_address"] == ip
+
+
 def test_statefulset_scale_down_releases_the_network() -> None:
     from tests.pod_controller.helpers import standard_env
 

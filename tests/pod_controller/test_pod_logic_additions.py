@@ -83,3 +83,26 @@ def test_inspect_pod_skips_terminating_pods() -> None:
     assert pl.inspect_pod(terminating, [net], lambda _: False, NOW, keep_vm_ip=False) == (
         pl.InspectResult()
     )
+
+
+def test_inspect_pod_reroutes_only_pods_with_the_ovn_network() -> None:
+    # handleUpdatePod only routes the `ovn` network (and refuses a pod without it): a pod whose
+    # default network is replaced by an attachment must not be re-queued for routes every pass
+    att = PodNet(ProviderType.ORIGINAL, "net1.ns.ovn", OTHER, True)
+    override = pod(
+        "p", annotations={"net1.ns.ovn.kubernetes.io/allocated": "true"}, node_name="n1"
+    )
+    assert pl.inspect_pod(override, [att], lambda _: True, NOW, keep_vm_ip=False) == (
+        pl.InspectResult()
+    )
+    ovn = PodNet(ProviderType.ORIGINAL, "ovn", DEFAULT, True)
+    both = pod(
+        "p",
+        annotations={
+            "net1.ns.ovn.kubernetes.io/allocated": "true",
+            "ovn.kubernetes.io/allocated": "true",
+        },
+        node_name="n1",
+    )
+    result = pl.inspect_pod(both, [att, ovn], lambda _: True, NOW, keep_vm_ip=False)
+    assert result.needs_update

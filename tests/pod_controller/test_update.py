@@ -91,7 +91,7 @@ def test_eip_and_snat_route_through_the_external_gateway(env: Env) -> None:
     env.converge()
     assert env.routes() == [("src-ip", "10.16.0.2", "172.56.0.1")]
     assert sorted(env.nats()) == [
-        ("dnat_and_snat", "10.16.0.2", "172.56.0.100", "web.default"),
+        ("dnat_and_snat", "10.16.0.2", "172.56.0.100", ""),  # centralized, as kube-ovn v1.8
         ("snat", "10.16.0.2", "172.56.0.200", ""),
     ]
     assert env.annotations("default/web")[ROUTED] == "true"

@@ -1,0 +1,147 @@
+"""Routes and NAT of default-VPC pods end to end (kube-ovn.md 1.7, 1.8, 4.1).
+
+EIP/SNAT pods (with --enable-eip-snat, the default) get dnat_and_snat / snat rules and a src-ip
+route to the external gateway of ConfigMap kube-system/ovn-external-gw-config; north-gateway
+pods a src-ip route to their gateway; everything goes again when the pod is deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.constants import (
+    EIP_ANNOTATION,
+    IP_ADDRESS_ANNOTATION,
+    MAC_ADDRESS_ANNOTATION,
+    NORTH_GATEWAY_ANNOTATION,
+    ROUTED_ANNOTATION,
+    SNAT_ANNOTATION,
+)
+from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
+from tests.e2e.nbrows import nb_rows
+
+pytestmark = pytest.mark.e2e
+
+NS = "default"
+GW_CONFIG = {
+    "metadata": {"name": "ovn-external-gw-config", "namespace": "kube-system"},
+    "data": {"enable-external-gw": "true", "external-gw-addr": "172.56.0.1/16"},
+}
+
+
+def routed(cluster: Cluster, name: str) -> dict[str, str]:
+    return wait_for(
+        lambda: (
+            annotations(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
+            and annotations(cluster.server, "pods", NS, name)
+        ),
+        message=f"pod {name} routed",
+    )
+
+
+def routes(cluster: Cluster, ip: str) -> set[tuple[str, str, str]]:
+    return {
+        (r["ip_prefix"], r["nexthop"], r["policy"] or "dst-ip")
+        for r in nb_rows(cluster.nb_server.remote, "Logical_Router_Static_Route")
+        if r["ip_prefix"] == ip
+    }
+
+
+def nats(cluster: Cluster, ip: str) -> set[tuple[str, str]]:
+    return {
+        (n["type"], n["external_ip"])
+        for n in nb_rows(cluster.nb_server.remote, "NAT")
+        if n["logical_ip"] == ip
+    }
+
+
+def on_cluster_router(cluster: Cluster, table_column: str) -> list[Any]:
+    rows = [r for r in nb_rows(cluster.nb_server.remote, "Logical_Router")]
+    (lr,) = [r for r in rows if r["name"] == "ovn-cluster"]
+    return list(lr[table_column])
+
+
+def test_eip_snat_pod_gets_nat_and_external_gateway_route(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    store = cluster.server.store
+    ctl = start_controller("--enable-eip-snat=true")
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    store.create(
+        "pods",
+        pod(
+            "exposed",
+            node_name=NODE,
+            annotations={EIP_ANNOTATION: "172.56.0.100", SNAT_ANNOTATION: "172.56.0.200"},
+        ),
+    )
+    # without the external gateway config the pod cannot be routed yet ...
+    ip = wait_for(
+        lambda: annotations(cluster.server, "pods", NS, "exposed").get(IP_ADDRESS_ANNOTATION),
+        message="exposed allocated",
+    )
+    assert ROUTED_ANNOTATION not in annotations(cluster.server, "pods", NS, "exposed")
+    # ... and is, once the ConfigMap appears (retried by the update queue)
+    store.create("configmaps", GW_CONFIG)
+    ann = routed(cluster, "exposed")
+    assert routes(cluster, ip) == {(ip, "172.56.0.1", "src-ip")}
+    assert nats(cluster, ip) == {("dnat_and_snat", "172.56.0.100"), ("snat", "172.56.0.200")}
+    dnat = [n for n in nb_rows(cluster.nb_server.remote, "NAT") if n["type"] == "dnat_and_snat"]
+    assert dnat[0]["logical_ip"] == ip
+    # kube-ovn v1.8 (no "type: distributed" in the ConfigMap): centralized NAT, no port/MAC
+    assert dnat[0]["logical_port"] == [] and dnat[0]["external_mac"] == []
+    assert ann[MAC_ADDRESS_ANNOTATION]
+    assert len(on_cluster_router(cluster, "nat")) == 2
+
+    # a plain pod next to it: the node route, no NAT
+    store.create("pods", pod("plain", node_name=NODE))
+    plain_ip = routed(cluster, "plain")[IP_ADDRESS_ANNOTATION]
+    node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    assert routes(cluster, plain_ip) == {(plain_ip, node_ip, "src-ip")}
+    assert nats(cluster, plain_ip) == set()
+    audit_clean(cluster.argv())
+
+    store.delete("pods", NS, "exposed")
+    wait_for(lambda: not routes(cluster, ip) and not nats(cluster, ip), message="route/NAT gone")
+    assert on_cluster_router(cluster, "nat") == []
+    assert routes(cluster, plain_ip) == {(plain_ip, node_ip, "src-ip")}
+    wait_for(lambda: cluster.nb.get_port(f"exposed.{NS}") is None, message="port removed")
+    audit_clean(cluster.argv())
+
+
+def test_north_gateway_route(cluster: Cluster, start_controller: StartController) -> None:
+    store = cluster.server.store
+    ctl = start_controller()
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    store.create(
+        "pods",
+        pod("northern", node_name=NODE, annotations={NORTH_GATEWAY_ANNOTATION: "10.16.0.254"}),
+    )
+    ip = routed(cluster, "northern")[IP_ADDRESS_ANNOTATION]
+    # the north gateway replaces the node route of a distributed subnet
+    assert routes(cluster, ip) == {(ip, "10.16.0.254", "src-ip")}
+    assert nats(cluster, ip) == set()
+    audit_clean(cluster.argv())
+    store.delete("pods", NS, "northern")
+    wait_for(lambda: not routes(cluster, ip), message="north route removed")
+    audit_clean(cluster.argv())
+
+
+def test_eip_snat_disabled(cluster: Cluster, start_controller: StartController) -> None:
+    store = cluster.server.store
+    store.create("configmaps", GW_CONFIG)
+    ctl = start_controller("--enable-eip-snat=false")
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    store.create(
+        "pods", pod("ignored", node_name=NODE, annotations={EIP_ANNOTATION: "172.56.0.101"})
+    )
+    ip = routed(cluster, "ignored")[IP_ADDRESS_ANNOTATION]
+    node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    assert routes(cluster, ip) == {(ip, node_ip, "src-ip")}
+    assert nats(cluster, ip) == set()
+    audit_clean(cluster.argv("--enable-eip-snat=false"))
+    store.delete("pods", NS, "ignored")
+    wait_for(lambda: not routes(cluster, ip), message="route removed")

@@ -1,0 +1,151 @@
+"""Terminating pods end to end (kube-ovn.md 1.2 enqueueUpdatePod): a pod that got its
+`deletionTimestamp` but is never removed (its node is lost, no kubelet confirms) is cleaned up
+once its `terminationGracePeriodSeconds` have passed, through the delaying queue (no thread per
+pod); a pod the kubelet removes earlier is cleaned up at once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from controller.app import Controller
+from controller.constants import IP_ADDRESS_ANNOTATION
+from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.workloads import (
+    NS,
+    allocated,
+    gone,
+    graceful,
+    pod,
+    quiet,
+    settled,
+    statefulset,
+)
+
+pytestmark = pytest.mark.e2e
+
+SUBNET = "ovn-default"
+GRACE = 2
+
+
+@pytest.fixture
+def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
+    graceful(cluster)
+    controller = start_controller()
+    wait_for(controller.workers_started.is_set, message="workers started")
+    return controller
+
+
+def released(ctl: Controller, cluster: Cluster, name: str, ip: str) -> None:
+    wait_for(lambda: cluster.nb.get_port(f"{name}.{NS}") is None, message=f"{name} LSP deleted")
+    gone(cluster, "ips", f"{name}.{NS}")
+    wait_for(lambda: not ctl.ipam.get_ip_owner(ip, SUBNET), message=f"{ip} released")
+
+
+def test_pods_on_a_lost_node_are_cleaned_up_after_their_grace_period(
+    ctl: Controller, cluster: Cluster
+) -> None:
+    store = cluster.server.store
+    names = [f"lost-{i}" for i in range(3)]
+    for name in names:
+        store.create("pods", pod(name, grace=GRACE))
+    ips = {name: allocated(cluster, name)[IP_ADDRESS_ANNOTATION] for name in names}
+    quiet(ctl)
+
+    started = time.monotonic()
+    for name in names:
+        store.delete("pods", NS, name)  # deletionTimestamp set; nobody ever confirms
+    wait_for(
+        lambda: set(ctl.pod_controller.pending_deletes()) == {f"{NS}/{n}" for n in names},
+        message="the terminating pods are pending",
+    )
+    if time.monotonic() - started < GRACE - 0.5:
+        # still within the grace period: the pods keep their network, and their cleanups wait
+        # in the delaying queue (not in a sleeping thread each)
+        assert ctl.pod_queues.delete.pending() == len(names)
+        for name in names:
+            assert cluster.nb.get_port(f"{name}.{NS}") is not None
+    for name in names:
+        released(ctl, cluster, name, ips[name])
+    assert time.monotonic() - started >= GRACE  # not before the grace period ended
+    for name in names:
+        assert get_or_none(cluster.server, "pods", NS, name) is not None  # still terminating
+    quiet(ctl)
+    settled(cluster)
+
+    for name in names:
+        store.finalize_delete("pods", NS, name)  # the node comes back; nothing is left to do
+        gone(cluster, "pods", name, NS)
+    quiet(ctl)
+    settled(cluster)
+
+
+def test_a_pod_removed_within_its_grace_period_is_cleaned_up_at_once(
+    ctl: Controller, cluster: Cluster
+) -> None:
+    store = cluster.server.store
+    store.create("pods", pod("quick", grace=300))
+    ip = allocated(cluster, "quick")[IP_ADDRESS_ANNOTATION]
+    store.delete("pods", NS, "quick")
+    wait_for(lambda: f"{NS}/quick" in ctl.pod_controller.pending_deletes(), message="pending")
+    assert cluster.nb.get_port(f"quick.{NS}") is not None  # 300 s of grace left
+    store.finalize_delete("pods", NS, "quick")  # the kubelet confirms: no need to wait
+    released(ctl, cluster, "quick", ip)  # well within wait_for's deadline, far below 300 s
+    quiet(ctl)
+    settled(cluster)
+
+
+def test_a_statefulset_pod_beyond_the_replicas_is_cleaned_up_after_its_grace(
+    ctl: Controller, cluster: Cluster
+) -> None:
+    store = cluster.server.store
+    owner = statefulset(cluster, "ss", 2)
+    store.create("pods", pod("ss-0", owner=owner, grace=GRACE))
+    store.create("pods", pod("ss-1", owner=owner, grace=GRACE))
+    ip0 = allocated(cluster, "ss-0")[IP_ADDRESS_ANNOTATION]
+    ip1 = allocated(cluster, "ss-1")[IP_ADDRESS_ANNOTATION]
+    store.patch("statefulsets", NS, "ss", {"spec": {"replicas": 1}})
+    wait_for(
+        lambda: (
+            (ctl.informers["statefulsets"].get_indexer().get_by_key(f"{NS}/ss") or {})["spec"][
+                "replicas"
+            ]
+            == 1
+        ),
+        message="scale-down seen",
+    )
+    started = time.monotonic()
+    store.delete("pods", NS, "ss-1")  # terminating on a lost node
+    store.delete("pods", NS, "ss-0")  # ordinal 0 is still wanted: kept whatever happens
+    released(ctl, cluster, "ss-1", ip1)
+    assert time.monotonic() - started >= GRACE
+    quiet(ctl)
+    port = cluster.nb.get_port(f"ss-0.{NS}")
+    assert port is not None and ip0 in port.addresses[0].split()
+    assert ctl.ipam.get_ip_owner(ip0, SUBNET) == f"{NS}/ss-0"
+    settled(cluster)
+
+
+def test_a_pod_terminating_across_a_restart_is_still_cleaned_up_after_its_grace(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    # the new controller sees the terminating pod only in its initial list (an add): no update
+    # event will ever come for a pod on a lost node, so the add must schedule the cleanup
+    graceful(cluster)
+    store = cluster.server.store
+    first = start_controller(identity="controller-a")
+    wait_for(first.workers_started.is_set, message="first controller started")
+    store.create("pods", pod("stuck", grace=GRACE))
+    ip = allocated(cluster, "stuck")[IP_ADDRESS_ANNOTATION]
+    first.stop()
+    assert first.wait(15) == 0
+
+    store.delete("pods", NS, "stuck")  # deletionTimestamp set while no controller runs
+    second = start_controller(identity="controller-b")
+    wait_for(second.workers_started.is_set, message="second controller started")
+    released(second, cluster, "stuck", ip)
+    assert get_or_none(cluster.server, "pods", NS, "stuck") is not None
+    quiet(second)
+    settled(cluster)

@@ -1,0 +1,190 @@
+"""Builders and waits for the workload scenarios of the end-to-end suite (StatefulSets, KubeVirt
+VMs, multus attachments, terminating pods), on top of `tests.e2e.helpers`.
+
+Pods are deleted the way a kubelet-backed API server deletes them: `graceful()` switches the
+emulator to graceful pod deletion, so a delete sets `deletionTimestamp` (an update event) and
+`finish_delete` then removes the object (the final delete event carries the timestamp), which is
+what kube-ovn's StatefulSet / VM keep-IP rules read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from controller.app import Controller
+from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE
+from tests.e2e.conftest import Cluster
+from tests.e2e.helpers import annotations, audit_clean, get_or_none, wait_for
+
+NS = "default"
+
+
+def graceful(cluster: Cluster) -> None:
+    """Pods get `deletionTimestamp` on delete and stay until `finish_delete` (no kubelet)."""
+    cluster.server.store.immediate_pod_delete = False
+
+
+def pod(
+    name: str,
+    namespace: str = NS,
+    *,
+    annotations: dict[str, str] | None = None,
+    owner: dict[str, Any] | None = None,
+    grace: int = 1,
+    node_name: str = "",
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    if owner:
+        meta["ownerReferences"] = [owner]
+    spec: dict[str, Any] = {
+        "containers": [{"name": "app", "image": "busybox"}],
+        "terminationGracePeriodSeconds": grace,
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"metadata": meta, "spec": spec}
+
+
+def delete_pod(cluster: Cluster, name: str, namespace: str = NS) -> None:
+    """A kubelet-confirmed delete: deletionTimestamp first, then the object goes."""
+    store = cluster.server.store
+    store.delete("pods", namespace, name)
+    store.finalize_delete("pods", namespace, name)
+
+
+def statefulset(
+    cluster: Cluster,
+    name: str,
+    replicas: int,
+    *,
+    template_annotations: dict[str, str] | None = None,
+    namespace: str = NS,
+) -> dict[str, Any]:
+    """Create a StatefulSet; returns the ownerReference its pods carry."""
+    template: dict[str, Any] = {"metadata": {"labels": {"app": name}}}
+    if template_annotations:
+        template["metadata"]["annotations"] = dict(template_annotations)
+    sts = cluster.server.store.create(
+        "statefulsets",
+        {
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": template,
+            },
+        },
+    )
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "name": name,
+        "uid": sts["metadata"]["uid"],
+        "controller": True,
+    }
+
+
+def virtual_machine(cluster: Cluster, name: str, namespace: str = NS) -> dict[str, Any]:
+    """Create a kubevirt VirtualMachine; returns the VMI ownerReference of its launcher pods."""
+    cluster.server.store.create(
+        "virtualmachines",
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"running": True, "template": {"metadata": {}}},
+        },
+    )
+    return {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachineInstance",
+        "name": name,
+        "uid": f"vmi-{name}",
+        "controller": True,
+    }
+
+
+def subnet(
+    cluster: Cluster,
+    ctl: Controller,
+    name: str,
+    cidr: str,
+    *,
+    provider: str = "",
+    namespaces: list[str] | None = None,
+) -> None:
+    """Create a subnet and wait until the controller's IPAM knows it."""
+    spec: dict[str, Any] = {"cidrBlock": cidr}
+    if provider:
+        spec["provider"] = provider
+    if namespaces:
+        spec["namespaces"] = namespaces
+    cluster.server.store.create("subnets", {"metadata": {"name": name}, "spec": spec})
+    wait_for(lambda: ctl.ipam.has_subnet(name), message=f"subnet {name} in IPAM")
+
+
+def nad(cluster: Cluster, name: str, config: dict[str, Any], namespace: str = NS) -> None:
+    cluster.server.store.create(
+        "network-attachment-definitions",
+        {
+            "apiVersion": "k8s.cni.cncf.io/v1",
+            "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"config": json.dumps(config)},
+        },
+    )
+
+
+def allocated(
+    cluster: Cluster, name: str, provider: str = "ovn", namespace: str = NS
+) -> dict[str, str]:
+    key = ALLOCATED_ANNOTATION_TEMPLATE.format(provider=provider)
+
+    def done() -> dict[str, str] | None:
+        ann = annotations(cluster.server, "pods", namespace, name)
+        return ann if ann.get(key) == "true" else None
+
+    return wait_for(done, message=f"pod {namespace}/{name} allocated ({provider})")
+
+
+def events(cluster: Cluster, name: str, reason: str, ns: str = NS) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in cluster.server.store.list("events", ns)
+        if e["involvedObject"]["name"] == name and e["reason"] == reason
+    ]
+
+
+def warning(cluster: Cluster, name: str, reason: str, ns: str = NS) -> dict[str, Any]:
+    found = wait_for(lambda: events(cluster, name, reason, ns), message=f"{reason} on {name}")
+    assert found[0]["type"] == "Warning"
+    return found[0]
+
+
+def quiet(ctl: Controller) -> None:
+    """Wait until no pod work is queued or pending (delayed deletes included)."""
+    wait_for(
+        lambda: (
+            all(len(q) == 0 for q in ctl.pod_queues.all())
+            and not ctl.pod_controller.pending_deletes()
+        ),
+        message="pod queues drained",
+    )
+
+
+def gone(cluster: Cluster, resource: str, name: str, namespace: str | None = None) -> None:
+    wait_for(
+        lambda: get_or_none(cluster.server, resource, namespace, name) is None,
+        message=f"{resource} {name} deleted",
+    )
+
+
+def settled(cluster: Cluster, *flags: str) -> None:
+    """The consistency audit (run with the controller's `flags`) is clean and nothing is pending;
+    re-run until the cluster is quiet: the audit's API and NB reads are not one snapshot."""
+    wait_for(
+        lambda: audit_clean(cluster.argv(*flags)) is None, message="audit settled", interval=0.3
+    )
