@@ -156,7 +156,9 @@ class Controller:
         self.gc: GarbageCollector
         self.queue_metrics = PrometheusMetricsProvider(self.registry)
         self.ipam = IPAM()
-        self.key_mutex = KeyMutex()
+        # NOTE: kube-ovn sizes its striped mutex max(2*NumCPU, 2*WorkerNum); fewer stripes make
+        # unrelated pods wait on each other's locks.
+        self.key_mutex = KeyMutex(max(2 * (os.cpu_count() or 1), 2 * config.worker_num))
         self.exit_code: int | None = None
         self._lock = threading.Lock()
         self._stopping = False

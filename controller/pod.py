@@ -476,14 +476,17 @@ class PodController:
             pod_type=pl.get_pod_type(pod),
             node_switch=self._config.node_switch,
         )
+        # NOTE: kube-ovn GETs the IP CR first; when our informer cache has none (a new pod) the
+        # create goes straight out, which saves one API round trip per new pod.
+        name = body["metadata"]["name"]
         try:
-            self._kube.create_or_update_ip(body)
+            self._kube.create_or_update_ip(body, likely_absent=self._ips.get_by_key(name) is None)
         except KubeApiError as exc:
             # NOTE: kube-ovn v1.8 handleAddPod only logs this failure and the pod goes on
             # without its IP CR for good (nothing re-creates it once the pod is annotated). We
             # fail the add before the annotation patch instead, so the retry writes it (the
             # allocation is stable per key, the port create idempotent); later kube-ovn does too.
-            LOG.error("failed to create IP %s: %s", body["metadata"]["name"], exc)
+            LOG.error("failed to create IP %s: %s", name, exc)
             raise
 
     # --- handleUpdatePod -------------------------------------------------------------------------

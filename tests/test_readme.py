@@ -1,4 +1,5 @@
-"""README.md stays true to the code: flags, metrics, Event reasons, the two commands, links.
+"""README.md stays true to the code: flags, metrics, Event reasons, audit kinds, the two
+commands, links.
 
 Each check reads the source of truth (the argparse parser, the Prometheus collectors on a fresh
 registry, `controller.constants`) and compares it with the README's text, in both directions
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller import constants
+from controller import audit, check, constants
 from controller.config import build_parser
 from controller.metrics import ControllerMetrics
 from controller.queues.metrics import PrometheusMetricsProvider
@@ -183,6 +184,32 @@ def test_every_event_reason_is_documented(readme: str) -> None:
     assert "AcquireAddressFailed" in reasons
     missing = sorted(r for r in reasons if f"`{r}`" not in readme)
     assert not missing, f"Event reasons missing from README: {missing}"
+
+
+# --- the `check` audit ---------------------------------------------------------------------------
+
+_KIND = re.compile(r"[a-z]+(?:-[a-z]+)+")
+
+
+def test_audit_kinds_match_the_check_section(readme: str) -> None:
+    kinds = {value for name, value in vars(audit).items() if name.startswith("KIND_")}
+    assert "sg-mismatch" in kinds
+    section = re.sub(r"```.*?```", "", _section(readme, "## The `check` audit"), flags=re.S)
+    documented = {code for code in _CODE.findall(section) if _KIND.fullmatch(code)}
+    missing = sorted(kinds - documented)
+    assert not missing, f"audit finding kinds missing from README's check section: {missing}"
+    stale = sorted(documented - kinds)
+    assert not stale, f"README's check section names kinds the audit does not have: {stale}"
+
+
+def test_check_exit_codes_are_documented(readme: str) -> None:
+    section = _section(readme, "## The `check` audit")
+    for code, meaning in (
+        (check.EXIT_CLEAN, "clean"),
+        (check.EXIT_FINDINGS, "findings"),
+        (check.EXIT_UNAVAILABLE, "the API server or the"),
+    ):
+        assert f"{code} {meaning}" in section, f"check exit code {code} ({meaning}) undocumented"
 
 
 # --- the two commands ----------------------------------------------------------------------------

@@ -20,7 +20,9 @@ Contract of every `KubeApi` implementation (the real adapter in `client.py`, the
   merge patch as `metadata.resourceVersion`, which the API server treats as a precondition
   (`ConflictError` on mismatch).
 * `create_or_update_ip` follows kube-ovn: create when absent, otherwise replace labels and spec
-  and write **only if they differ** (no write, no resourceVersion bump, for a no-op).
+  and write **only if they differ** (no write, no resourceVersion bump, for a no-op). With
+  `likely_absent=True` the adapter POSTs first (one request for a new CR instead of GET + POST)
+  and falls back to read-and-update on AlreadyExists; the outcome does not depend on the hint.
 """
 
 from __future__ import annotations
@@ -151,8 +153,14 @@ class KubeApi(Protocol):
         ...
 
     # --- kubeovn.io/v1 IP -----------------------------------------------------------------------
-    def create_or_update_ip(self, ip_cr: Mapping[str, Any]) -> KubeObject:
-        """Create the IP CR or bring labels and spec in line; no write when already equal."""
+    def create_or_update_ip(
+        self, ip_cr: Mapping[str, Any], *, likely_absent: bool = False
+    ) -> KubeObject:
+        """Create the IP CR or bring labels and spec in line; no write when already equal.
+
+        `likely_absent` is a hint (e.g. the informer cache has no such CR): try the create
+        first and skip the read. The result is the same either way.
+        """
         ...
 
     def delete_ip(self, name: str) -> bool:

@@ -228,15 +228,18 @@ class KubeClient:
         )
 
     # --- IP CRs ---------------------------------------------------------------------------------
-    def create_or_update_ip(self, ip_cr: Mapping[str, Any]) -> KubeObject:
+    def create_or_update_ip(
+        self, ip_cr: Mapping[str, Any], *, likely_absent: bool = False
+    ) -> KubeObject:
         desired = desired_ip(ip_cr)
         name = desired["metadata"]["name"]
-        existing = self.get_ip(name)
+        existing = None if likely_absent else self.get_ip(name)
         if existing is None:
             try:
                 return self._request("POST", IPS, body=desired)
             except AlreadyExistsError:
-                # Lost a create race (another replica, a restart): converge on what is there.
+                # Lost a create race (another replica, a restart) or the hint was wrong:
+                # converge on what is there.
                 existing = self.get_ip(name)
                 if existing is None:
                     raise

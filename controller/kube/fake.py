@@ -266,7 +266,10 @@ class FakeKubeApi:
             return self._merge_patch(self.pods, "pods", _key(namespace, name), patch)
 
     # --- IP CRs ---------------------------------------------------------------------------------
-    def create_or_update_ip(self, ip_cr: Mapping[str, Any]) -> KubeObject:
+    def create_or_update_ip(
+        self, ip_cr: Mapping[str, Any], *, likely_absent: bool = False
+    ) -> KubeObject:
+        del likely_absent  # a hint for the real adapter's request count; no effect here
         desired = desired_ip(ip_cr)
         name = desired["metadata"]["name"]
         with self._lock:

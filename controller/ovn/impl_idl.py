@@ -211,6 +211,14 @@ def _has_ref(parent: Row, column: str, child: Row) -> bool:
     return ovs_data.Atom(ovs_types.UuidType, child.uuid) in datum.values
 
 
+def _committed(row: Row, column: str) -> Any:
+    """The committed value of a column, as `getattr(row, column)` gives it outside a txn."""
+    datum = row._data.get(column) if row._data is not None else None
+    if datum is None:
+        return getattr(row, column)
+    return datum.to_python(row._uuid_to_row)
+
+
 class _Ctx:
     """Per-run state of one transaction: the IDL txn, rows inserted so far, claimed IPs."""
 
@@ -594,13 +602,18 @@ class OvsdbappNbClient:
         return result
 
     def _port_info(self, lsp: Row) -> PortInfo:
-        ls = _Ctx(self._index, None).switch_of(lsp)
+        # NOTE: list_ports reads every port (the gc, twice at start-up): committed datums are
+        # read directly, Row.__getattr__ rebuilds a set column's datum on every access.
+        ids = _committed(lsp, "external_ids")
+        ls = self._index.first(LS, ("name", ids.get(ext.LS_KEY, "")))
+        if ls is None or not _has_ref(ls, "ports", lsp):
+            ls = _Ctx(self._index, None).switch_of(lsp)
         return PortInfo(
-            name=lsp.name,
-            switch=ls.name if ls is not None else "",
-            addresses=tuple(lsp.addresses),
-            port_security=tuple(lsp.port_security),
-            external_ids=dict(lsp.external_ids),
+            name=_committed(lsp, "name"),
+            switch=_committed(ls, "name") if ls is not None else "",
+            addresses=tuple(_committed(lsp, "addresses")),
+            port_security=tuple(_committed(lsp, "port_security")),
+            external_ids=dict(ids),
         )
 
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
@@ -681,10 +694,11 @@ class OvsdbappNbClient:
         logical_mac: str = "",
         port: str = "",
     ) -> None:
-        lip = logic.nat_logical_ip(policy, logical_ip)
-        eip = str(logic.parse_ip(external_ip, "NAT external IP")) if external_ip else ""
-        logic.check_nat_extras(policy, logical_mac, port)
-        logic.check_nat_family(lip, eip)
+        lip, eip = logic.nat_rule_args(policy, logical_ip, external_ip, logical_mac, port)
+        if not eip and self._read(lambda: self._nothing_to_remove(policy, lip, router)):
+            # NOTE: every routed pod without EIP/SNAT comes here twice; an empty transaction
+            # would still cost a round trip through the IDL thread.
+            return
 
         def run(ctx: _Ctx) -> None:
             lr = _router(ctx, router)
@@ -699,13 +713,11 @@ class OvsdbappNbClient:
                 return
             if keep is None:
                 clash = [
-                    r for r in ctx.index.rows(NAT, ("eip", policy, eip)) if _has_ref(lr, "nat", r)
+                    r.logical_ip
+                    for r in ctx.index.rows(NAT, ("eip", policy, eip))
+                    if _has_ref(lr, "nat", r)
                 ]
-                if policy == "dnat_and_snat" and clash:
-                    raise OvnConflictError(
-                        f"router {router} already has a dnat_and_snat for {eip} "
-                        f"(logical IP {clash[0].logical_ip})"
-                    )
+                logic.check_nat_clash(router, policy, eip, clash)
                 extra = {"logical_port": [port], "external_mac": [logical_mac.lower()]}
                 keep = ctx.insert(
                     NAT, type=policy, external_ip=eip, logical_ip=lip, **(extra if port else {})
@@ -718,6 +730,13 @@ class OvsdbappNbClient:
                     keep.external_mac = [logical_mac.lower()]
 
         self._transact("update_nat_rule", run)
+
+    def _nothing_to_remove(self, policy: str, lip: str, router: str) -> bool:
+        """The router exists and has no `policy` NAT for `lip` (call under the IDL lock)."""
+        lr = self._index.first(LR, ("name", router))
+        return lr is not None and not any(
+            _has_ref(lr, "nat", r) for r in self._index.rows(NAT, ("lip", policy, lip))
+        )
 
     def delete_nat_rule(self, logical_ip: str, router: str) -> None:
         lip = logic.canonical_prefix(logical_ip)

@@ -71,8 +71,10 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
     assert ann[LOGICAL_SWITCH_ANNOTATION] == "ovn-default"
     assert ann["ovn.kubernetes.io/network_type"] == "geneve"
     assert ann[POD_NIC_ANNOTATION] == "veth-pair"
-    port = cluster.nb.get_port(f"web.{NS}")
-    assert port is not None and port.switch == "ovn-default"
+    # The assertion reader is a second NB connection: its cache may trail the controller's
+    # commit by a few milliseconds, so wait for the row rather than read it once.
+    port = wait_for(lambda: cluster.nb.get_port(f"web.{NS}"), message="LSP visible to the reader")
+    assert port.switch == "ovn-default"
     assert port.addresses == (f"{mac.lower()} {ip}",)
     assert port.external_ids["pod"] == f"{NS}/web"
     assert port.external_ids["vendor"] == "kube-ovn"
@@ -91,10 +93,12 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
         lambda: annotations(cluster.server, "pods", NS, "web").get(ROUTED_ANNOTATION) == "true",
         message="pod routed",
     )
-    routes = {
-        (r.ip_prefix, r.nexthop, r.policy) for r in cluster.nb.list_static_routes("ovn-cluster")
-    }
-    assert (ip, node_ip, "src-ip") in routes
+    def routes() -> set[tuple[str, str, str]]:
+        return {
+            (r.ip_prefix, r.nexthop, r.policy) for r in cluster.nb.list_static_routes("ovn-cluster")
+        }
+
+    wait_for(lambda: (ip, node_ip, "src-ip") in routes(), message="src-ip route visible")
 
     # item 5: delete removes LSP, IP CR, route and the IPAM entry
     cluster.server.store.delete("pods", NS, "web")

@@ -112,3 +112,27 @@ def test_background_recorder_over_the_real_adapter(emulator: ApiServer, kube: Ku
     assert event["reason"] == "AcquireAddressFailed"
     assert event["involvedObject"]["uid"] == p["metadata"]["uid"]
     assert event["involvedObject"]["kind"] == "Pod"
+
+
+def test_create_or_update_ip_likely_absent_posts_without_a_get(
+    emulator: ApiServer, kube: KubeClient, observed: Observed
+) -> None:
+    # The pod handler passes likely_absent when its IP cache has no such CR: a new pod's IP
+    # then costs one request instead of two.
+    result = kube.create_or_update_ip(ip_cr("p1.default", ip="10.16.0.5"), likely_absent=True)
+
+    assert result["spec"]["ipAddress"] == "10.16.0.5"
+    assert emulator.store.get("ips", None, "p1.default")["spec"]["ipAddress"] == "10.16.0.5"
+    assert [(v, c) for v, _, c, _ in observed] == [("POST", "201")]
+
+
+def test_create_or_update_ip_likely_absent_but_present_still_converges(
+    emulator: ApiServer, kube: KubeClient, observed: Observed
+) -> None:
+    emulator.store.create("ips", ip_cr("p1.default", ip="10.16.0.9"))
+
+    result = kube.create_or_update_ip(ip_cr("p1.default", ip="10.16.0.5"), likely_absent=True)
+
+    assert result["spec"]["ipAddress"] == "10.16.0.5"
+    assert emulator.store.get("ips", None, "p1.default")["spec"]["ipAddress"] == "10.16.0.5"
+    assert [(v, c) for v, _, c, _ in observed] == [("POST", "409"), ("GET", "200"), ("PUT", "200")]

@@ -120,6 +120,18 @@ def test_create_or_update_ip_creates_then_writes_only_on_change(harness: Harness
     assert stored["metadata"]["uid"] == created["metadata"]["uid"]
 
 
+@pytest.mark.parametrize("present", [False, True])
+def test_create_or_update_ip_likely_absent_is_only_a_hint(harness: Harness, present: bool) -> None:
+    if present:
+        harness.api.create_or_update_ip(ip_cr("p1.default", ip="10.16.0.9"))
+
+    result = harness.api.create_or_update_ip(ip_cr("p1.default"), likely_absent=True)
+
+    assert result["spec"]["ipAddress"] == "10.16.0.5"
+    stored = harness.read("ips", "", "p1.default")
+    assert stored is not None and stored["spec"]["ipAddress"] == "10.16.0.5"
+
+
 def test_ip_delete_get_list(harness: Harness) -> None:
     harness.api.create_or_update_ip(ip_cr("a.default"))
     harness.api.create_or_update_ip(ip_cr("b.default", ip="10.16.0.6"))

@@ -219,6 +219,26 @@ def test_request_observer(nb_server: NbServer) -> None:
     assert all(s >= 0 for _, s, _ in seen)
 
 
+def test_removing_an_absent_nat_sends_no_transaction(nb_server: NbServer) -> None:
+    # The update handler calls update_nat_rule(..., "") twice for every pod without EIP/SNAT
+    # (kube-ovn does); with nothing to remove that must not cost an NB round trip.
+    seen: list[str] = []
+    with OvsdbappNbClient.from_addr(
+        nb_server.remote, timeout=3, on_request=lambda m, s, ok: seen.append(m)
+    ) as nb:
+        setup(nb)
+        seen.clear()
+        nb.update_nat_rule("dnat_and_snat", "10.16.0.2", "", LR, "00:00:00:00:00:01", "p1.ns")
+        nb.update_nat_rule("snat", "10.16.0.2", "", LR)
+        assert seen == []
+        nb.update_nat_rule("snat", "10.16.0.2", "172.18.0.1", LR)
+        nb.update_nat_rule("snat", "10.16.0.2", "", LR)  # something to remove: a transaction
+        assert seen == ["update_nat_rule", "update_nat_rule"]
+        assert nb.list_nat_rules(LR) == []
+        with pytest.raises(OvnError):
+            nb.update_nat_rule("snat", "10.16.0.2", "", "no-such-router")
+
+
 def test_connect_to_nothing_fails_fast(short_tmp: Path) -> None:
     start = time.monotonic()
     with pytest.raises(OvnError):

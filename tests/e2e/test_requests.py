@@ -1,0 +1,38 @@
+"""What one new pod costs the API server and the NB, end to end (regression guards for the
+per-pod work bench/e2e.py measures): requests counted from the emulator's request log."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from controller.constants import ROUTED_ANNOTATION
+from controller.sandbox.faults import RequestRecord
+from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.helpers import NODE, annotations, pod, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_new_pod_costs_one_ip_create_and_two_pod_patches(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    controller = start_controller()
+    wait_for(controller.workers_started.is_set, message="workers started")
+    seen: list[RequestRecord] = []
+    cluster.server.add_request_hook(seen.append)
+
+    cluster.server.store.create("pods", pod("p1", node_name=NODE))
+    wait_for(
+        lambda: annotations(cluster.server, "pods", "default", "p1").get(ROUTED_ANNOTATION),
+        message="p1 routed",
+    )
+
+    per_pod = Counter(
+        (r.method, r.resource, r.code)
+        for r in seen
+        if r.resource in ("pods", "ips") and r.verb not in ("watch", "list")
+    )
+    # no GET of the IP CR first: the informer cache says it is new
+    assert per_pod == {("POST", "ips", 201): 1, ("PATCH", "pods", 200): 2}
