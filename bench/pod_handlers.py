@@ -11,9 +11,8 @@ What is measured (all in one run, same machine, same fakes):
 * threaded: `PodController.run_workers(W)` over the same N pods, the test thread playing the
   informer (it feeds the API server's changes back into the cache).
 
-The NB port is `DictNbClient` below (O(1) dict rows: `FakeNbClient` checks duplicate addresses
-by parsing every port of the switch, which makes it quadratic and would swamp the figures) and the
-API server is `FakeKubeApi`, so the figures are the controller's own overhead (models, locking,
+The NB port is `FakeNbClient` (in-memory rows; each verb costs what it touches) and the API
+server is `FakeKubeApi`, so the figures are the controller's own overhead (models, locking,
 queues, logging) and not a prediction of a real cluster, where kube-ovn reports about 0.1-0.2 s
 of handler time per pod (kube-ovn.md 7, #2495). Python threads share the GIL, so the threaded
 ratio shows queueing overhead rather than a speed-up.
@@ -36,70 +35,12 @@ if _ROOT not in sys.path:
 from controller import pod_logic as pl  # noqa: E402
 from controller.ipam import IPAM  # noqa: E402
 from controller.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
-from controller.ovn.api import PortInfo, PortSpec  # noqa: E402
 from controller.queues import RealClock  # noqa: E402
-from tests.pod_controller.helpers import (  # noqa: E402
-    NODE,
-    Env,
-    InPlaceNbClient,
-    raw_pod,
-    standard_env,
-)
-
-
-class DictNbClient(InPlaceNbClient):
-    """The verbs the pod flow uses, as O(1) dict operations (no validation)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lsps: dict[str, PortInfo] = {}
-        self.routes: dict[tuple[str, str], str] = {}
-        self.nat: dict[tuple[str, str], str] = {}
-
-    def create_port(self, spec: PortSpec) -> None:
-        ids = {"vendor": "kube-ovn", "pod": f"{spec.pod_namespace}/{spec.pod_name}"}
-        addresses = (" ".join((spec.mac, *spec.ips)),)
-        self.lsps[spec.name] = PortInfo(spec.name, spec.switch, addresses, external_ids=ids)
-
-    def delete_port(self, name: str) -> None:
-        self.lsps.pop(name, None)
-
-    def get_port(self, name: str) -> PortInfo | None:
-        return self.lsps.get(name)
-
-    def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
-        name = f"{pod_name}.{pod_namespace}"
-        return [name] if name in self.lsps else []
-
-    def list_ports(self, vendor: str = "kube-ovn") -> list[PortInfo]:
-        return list(self.lsps.values())
-
-    def add_static_route(self, policy: str, cidr: str, nexthop: str, router: str) -> None:
-        self.routes[(router, cidr)] = nexthop
-
-    def delete_static_route(self, cidr: str, router: str) -> None:
-        self.routes.pop((router, cidr), None)
-
-    def update_nat_rule(
-        self,
-        policy: str,
-        logical_ip: str,
-        external_ip: str,
-        router: str,
-        logical_mac: str = "",
-        port: str = "",
-    ) -> None:
-        if external_ip:
-            self.nat[(router, logical_ip)] = external_ip
-        else:
-            self.nat.pop((router, logical_ip), None)
-
-    def delete_nat_rule(self, logical_ip: str, router: str) -> None:
-        self.nat.pop((router, logical_ip), None)
+from tests.pod_controller.helpers import NODE, Env, raw_pod, standard_env  # noqa: E402
 
 
 def _env() -> Env:
-    return standard_env(clock=RealClock(), nb_client=DictNbClient())
+    return standard_env(clock=RealClock())
 
 
 def baseline(n: int) -> float:

@@ -66,6 +66,30 @@ def _stdlib_serial(n: int) -> float:
     return time.perf_counter() - start
 
 
+def _run_threaded(
+    what: str,
+    n: int,
+    work: Callable[[int], None],
+    workers: int,
+    produce: Callable[[], None],
+    processed: list[int],
+) -> float:
+    """Time `workers` consumer threads and one producer until all have finished."""
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    producer = threading.Thread(target=produce)
+    producer.start()
+    producer.join()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if sum(processed) != n:
+        raise AssertionError(f"{what} processed {sum(processed)} of {n} items")
+    return elapsed
+
+
 def _workqueue_threaded(make: Factory, n: int, workers: int) -> float:
     q = make()
     processed = [0] * workers
@@ -83,19 +107,7 @@ def _workqueue_threaded(make: Factory, n: int, workers: int) -> float:
             q.add(i)
         q.shut_down()  # workers still drain everything queued, then see shutdown
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    producer = threading.Thread(target=produce)
-    producer.start()
-    producer.join()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - start
-    if sum(processed) != n:
-        raise AssertionError(f"workqueue processed {sum(processed)} of {n} items")
-    return elapsed
+    return _run_threaded("workqueue", n, work, workers, produce, processed)
 
 
 def _stdlib_threaded(n: int, workers: int) -> float:
@@ -117,19 +129,7 @@ def _stdlib_threaded(n: int, workers: int) -> float:
         for _ in range(workers):
             q.put(None)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    producer = threading.Thread(target=produce)
-    producer.start()
-    producer.join()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - start
-    if sum(processed) != n:
-        raise AssertionError(f"queue.Queue processed {sum(processed)} of {n} items")
-    return elapsed
+    return _run_threaded("queue.Queue", n, work, workers, produce, processed)
 
 
 def main(argv: list[str] | None = None) -> int:

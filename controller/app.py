@@ -229,6 +229,10 @@ class Controller:
         if not self._election_running.is_set():
             return False, "leader election not started"
         if not self.leading.is_set():
+            # Only a campaigning replica has a standby state; without election the gap before
+            # the leading thread starts is plain start-up.
+            if not self.config.leader_elect:
+                return False, "starting"
             return True, "follower, standing by"
         if not self.workers_started.is_set():
             return False, "leading: waiting for caches, bootstrap and IPAM"

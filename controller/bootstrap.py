@@ -15,7 +15,9 @@ In kube-ovn's order (`Controller.Run`, kube-ovn.md 5.5):
 3. `init_ipam`: IPAM rebuilt from the Subnets (formatted: gateway excluded), the IP CRs of
    StatefulSet / VirtualMachine pods (their pods may not exist right now), the annotations of
    every alive (or StatefulSet) non-hostNetwork pod, per network with `allocated=true` (missing
-   or stale IP CRs of those pods are written back), and the annotations of allocated nodes.
+   or stale IP CRs of those pods are written back), the IP CRs of alive pods not annotated for
+   that subnet (an add interrupted after its IP CR write; not in v1.8), and the annotations of
+   allocated nodes.
    Logs "take X seconds to initialize IPAM". Every error is logged and skipped, never fatal.
 
 The start-up garbage collection that follows (pods deleted while no controller ran) is
@@ -270,6 +272,10 @@ def init_ipam(
             written += ok[1]
             errors += ok[2]
 
+    reserved = _reserve_interrupted_adds(ipam, ips, pods, now)
+    if reserved:
+        LOG.info("init ipam: kept %d address(es) of interrupted adds", reserved)
+
     for raw in nodes.list():
         node_ann = _meta(raw).get("annotations") or {}
         if node_ann.get(ALLOCATED_ANNOTATION) != "true":
@@ -290,6 +296,47 @@ def init_ipam(
     seconds = time.monotonic() - start
     LOG.info("take %.3f seconds to initialize IPAM", seconds)
     return IpamInitReport(n_subnets, n_ips, n_pods, n_nodes, written, errors, seconds)
+
+
+def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, pods: Indexer, now: datetime) -> int:
+    """Reserve the IP CR address of alive pods whose key holds nothing in that subnet yet.
+
+    NOTE: not in kube-ovn v1.8. A controller killed after an add wrote the IP CR (and maybe the
+    port) but before the annotation patch leaves an alive pod without annotations: forgetting its
+    address here lets another pod draw it, whose port create then fails for good on the leftover
+    port, while the dead controller's patch may still land with that address. Reserved under the
+    pod's key, the address is what the pod's own add gets again (allocation is stable per key).
+    Runs after the annotations, which win any conflict. Returns how many were reserved.
+    """
+    reserved = 0
+    for ip_cr in ips.list():
+        spec = _spec(ip_cr)
+        if spec.get("podType") in KEPT_POD_TYPES:
+            continue  # restored above, pod or not
+        ns, name = str(spec.get("namespace") or ""), str(spec.get("podName") or "")
+        subnet = str(spec.get("subnet") or "")
+        raw = pods.get_by_key(f"{ns}/{name}") if ns and name else None
+        if raw is None:
+            continue  # a node's CR, or an orphan the start-up gc collects
+        try:
+            pod = Pod.from_dict(raw)
+        except MalformedObjectError:
+            continue  # already counted by the pod pass
+        key = pod_key(ns, name)
+        if pod.host_network or not is_pod_alive(pod, now):
+            continue
+        if any(a.subnet == subnet for a in ipam.get_pod_address(key)):
+            continue  # its annotations were restored: they win over a stale CR
+        try:
+            ipam.get_static_address(
+                key, str(spec.get("ipAddress") or ""), str(spec.get("macAddress") or ""), subnet
+            )
+        except IPAMError as exc:
+            cr_name = _meta(ip_cr).get("name")
+            LOG.info("init ipam: not reserving IP %s of %s: %s", cr_name, key, exc)
+            continue
+        reserved += 1
+    return reserved
 
 
 def _restore_pod_net(

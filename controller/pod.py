@@ -42,7 +42,9 @@ Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
   cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
   saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
 * a StatefulSet pod whose IP CR is kept (deleted without a deletionTimestamp, e.g. forced) keeps
-  its IPAM address too; kube-ovn releases it and restores it only at the next restart.
+  its IPAM address too; kube-ovn releases it and restores it only at the next restart;
+* a failed IP CR write fails the add (retried, before the annotation patch); v1.8 only logs it;
+* an add reuses the address and MAC of a port an interrupted add left for the pod.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from controller.errors import (
     ResourceNotReadyError,
 )
 from controller.ipam import IPAM
+from controller.ipam.errors import IPAMError
 from controller.keymutex import KeyMutex
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.kube.errors import KubeApiError
@@ -383,7 +386,11 @@ class PodController:
             self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, exc)
             raise
         try:
-            v4, v6, mac, subnet = pl.acquire_address(self._ipam, plan, self._node_list())
+            reused = self._reuse_leftover_port(pod, net, plan)
+            if reused is not None:
+                v4, v6, mac, subnet = reused
+            else:
+                v4, v6, mac, subnet = pl.acquire_address(self._ipam, plan, self._node_list())
         except Exception as exc:
             self._warn(raw, REASON_ACQUIRE_ADDRESS_FAILED, exc)
             raise
@@ -416,6 +423,48 @@ class PodController:
             annotations, net, allocation, pod_nic_type=self._config.pod_nic_type
         )
 
+    def _reuse_leftover_port(
+        self, pod: Pod, net: PodNet, plan: pl.AddressRequest
+    ) -> tuple[str, str, str, Subnet] | None:
+        """The address of the port an interrupted add left for this pod, taken again in IPAM.
+
+        A controller killed between a pod's port write and its annotation patch leaves the port
+        (and IP CR) behind, and the rebuilt IPAM does not know the address: a fresh random draw
+        would give the pod a second address and MAC while the dead controller's patch, still in
+        flight at the API server, may land afterwards with the first ones. Reusing what the port
+        says keeps every writer agreeing. Only for a random request whose key holds nothing in
+        this subnet yet (a retry in this process keeps IPAM's allocation); None when there is no
+        such port or its address is taken, and the caller draws as usual.
+        """
+        if plan.mode is not pl.AddressMode.RANDOM or net.type is ProviderType.IPAM:
+            return None
+        subnet = plan.subnets[0]
+        if any(a.subnet == subnet.name for a in self._ipam.get_pod_address(plan.key)):
+            return None
+        name = pod_name_to_port_name(
+            pl.get_name_by_pod(pod, self._keep_vm_ip), pod.namespace, net.provider_name
+        )
+        port = self._nb.get_port(name)
+        if (
+            port is None
+            or port.switch != subnet.name
+            or port.external_ids.get(ext.POD_KEY) != plan.key
+            or not port.addresses
+        ):
+            return None
+        mac, *ips = port.addresses[0].split()
+        if not ips or any(self._ipam.get_ip_owner(ip, subnet.name) is not None for ip in ips):
+            return None
+        try:
+            v4, v6, got_mac = self._ipam.get_static_address(
+                plan.key, ",".join(ips), mac, subnet.name
+            )
+        except IPAMError as exc:
+            LOG.info("not reusing port %s of %s: %s", name, plan.key, exc)
+            return None
+        LOG.info("reusing %s %s of the leftover port %s", ",".join(ips), mac, name)
+        return v4, v6, got_mac, subnet
+
     def _write_ip_cr(self, pod: Pod, net: PodNet, subnet: Subnet, ip: str, mac: str) -> None:
         body = pl.build_ip_cr(
             pod_name=pl.get_name_by_pod(pod, self._keep_vm_ip),
@@ -434,8 +483,12 @@ class PodController:
         try:
             self._kube.create_or_update_ip(body, likely_absent=self._ips.get_by_key(name) is None)
         except KubeApiError as exc:
-            # NOTE: kube-ovn handleAddPod only logs this failure; the pod still gets its network.
+            # NOTE: kube-ovn v1.8 handleAddPod only logs this failure and the pod goes on
+            # without its IP CR for good (nothing re-creates it once the pod is annotated). We
+            # fail the add before the annotation patch instead, so the retry writes it (the
+            # allocation is stable per key, the port create idempotent); later kube-ovn does too.
             LOG.error("failed to create IP %s: %s", name, exc)
+            raise
 
     # --- handleUpdatePod -------------------------------------------------------------------------
 

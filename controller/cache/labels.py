@@ -1,9 +1,12 @@
-"""Label selectors (apimachinery `labels.Parse` and `labels.SelectorFromSet`), for listers.
+"""Label selectors (apimachinery `labels.Parse` and `labels.SelectorFromSet`).
 
-A selector is parsed once into a `Selector` and then matched against label mappings. The string
-syntax is the API server's: comma-separated requirements, each one of `key=value`, `key==value`,
-`key!=value`, `key in (a,b)`, `key notin (a,b)`, `key` (exists) or `!key` (does not exist). An
-empty selector matches everything. Malformed input raises `SelectorError`.
+The one parser of the project: the listers use it client side and the API server emulator
+(controller/sandbox/selectors.py) server side. A selector is parsed once into a `Selector` and
+then matched against label mappings. The string syntax is apimachinery's: comma-separated
+requirements, each one of `key=value`, `key==value`, `key!=value`, `key in (a,b)`,
+`key notin (a,b)`, `key` (exists), `!key` (does not exist), `key>n` or `key<n` (integers). Keys
+are qualified names (`prefix/name`), values label values. An empty selector matches everything.
+Malformed input raises `SelectorError` (a `ValueError`).
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ from typing import Literal
 
 from controller.cache.errors import CacheError
 
-Operator = Literal["=", "!=", "in", "notin", "exists", "!"]
+Operator = Literal["=", "!=", "in", "notin", "exists", "!", "gt", "lt"]
 
-_KEY = r"[A-Za-z0-9][-A-Za-z0-9_./]*"
-_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
-_SET_RE = re.compile(rf"^\s*(!?)\s*({_KEY})\s+(in|notin)\s*\(\s*([^)]*)\)\s*$")
-_CMP_RE = re.compile(rf"^\s*({_KEY})\s*(==|=|!=)\s*({_VALUE})\s*$")
+_NAME = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_KEY = rf"(?:{_NAME}/)?{_NAME}"
+_VALUE = rf"(?:{_NAME})?"
+_SET_RE = re.compile(rf"^\s*({_KEY})\s+(in|notin)\s*\(([^()]*)\)\s*$")
+_CMP_RE = re.compile(rf"^\s*({_KEY})\s*(==|=|!=|>|<)\s*(\S*)\s*$")
 _EXISTS_RE = re.compile(rf"^\s*(!?)\s*({_KEY})\s*$")
 _VALUE_RE = re.compile(rf"^{_VALUE}$")
+_INT_RE = re.compile(r"^-?[0-9]+$")
+_CMP_OPS: dict[str, Operator] = {"==": "=", "=": "=", "!=": "!=", ">": "gt", "<": "lt"}
+# apimachinery's limits: a DNS subdomain prefix, a 63-character name and value.
+_MAX_PREFIX, _MAX_NAME = 253, 63
 
 
 class SelectorError(CacheError, ValueError):
@@ -43,8 +51,15 @@ class Requirement:
             return not present
         if self.operator in ("=", "in"):
             return present and labels[self.key] in self.values
-        # "!=" and "notin" match objects that lack the label, as in apimachinery.
-        return not present or labels[self.key] not in self.values
+        if self.operator in ("!=", "notin"):
+            # They match objects that lack the label, as in apimachinery.
+            return not present or labels[self.key] not in self.values
+        # "gt"/"lt": only a label that is an integer compares.
+        value = str(labels[self.key]) if present else ""
+        if not _INT_RE.match(value):
+            return False
+        bound = int(next(iter(self.values)))
+        return int(value) > bound if self.operator == "gt" else int(value) < bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,20 +95,36 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
+def _key(key: str, text: str) -> str:
+    prefix, _, name = key.rpartition("/")
+    if len(prefix) > _MAX_PREFIX or len(name) > _MAX_NAME:
+        raise SelectorError(f"invalid label key {key!r} in requirement {text.strip()!r}")
+    return key
+
+
+def _value(value: str, text: str) -> str:
+    if len(value) > _MAX_NAME or not _VALUE_RE.match(value):
+        raise SelectorError(f"invalid value {value!r} in requirement {text.strip()!r}")
+    return value
+
+
 def _parse_requirement(text: str) -> Requirement:
     if m := _SET_RE.match(text):
-        if m.group(1):
-            raise SelectorError(f"invalid requirement {text.strip()!r}")
-        values = [v.strip() for v in m.group(4).split(",")]
-        if any(not _VALUE_RE.match(v) for v in values):
-            raise SelectorError(f"invalid value in requirement {text.strip()!r}")
-        op: Operator = "in" if m.group(3) == "in" else "notin"
-        return Requirement(m.group(2), op, frozenset(values))
+        # As apimachinery: "()" and a trailing comma stand for the empty value.
+        values = frozenset(_value(v.strip(), text) for v in m.group(3).split(","))
+        op: Operator = "in" if m.group(2) == "in" else "notin"
+        return Requirement(_key(m.group(1), text), op, values)
     if m := _CMP_RE.match(text):
-        cmp: Operator = "!=" if m.group(2) == "!=" else "="
-        return Requirement(m.group(1), cmp, frozenset([m.group(3)]))
+        cmp = _CMP_OPS[m.group(2)]
+        if cmp in ("gt", "lt"):
+            if not _INT_RE.match(m.group(3)):
+                raise SelectorError(f"{m.group(3)!r} is not an integer in {text.strip()!r}")
+            value = m.group(3)
+        else:
+            value = _value(m.group(3), text)
+        return Requirement(_key(m.group(1), text), cmp, frozenset([value]))
     if m := _EXISTS_RE.match(text):
-        return Requirement(m.group(2), "!" if m.group(1) else "exists")
+        return Requirement(_key(m.group(2), text), "!" if m.group(1) else "exists")
     raise SelectorError(f"invalid label selector requirement {text.strip()!r}")
 
 

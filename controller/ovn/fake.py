@@ -2,8 +2,10 @@
 
 It keeps NB-like rows in dicts and applies the same rules (controller/ovn/logic.py) and raises the
 same errors as `OvsdbappNbClient`; tests/ovn/test_contract.py runs one suite against both so they
-cannot drift. Each verb is atomic: it works on a copy of the state and swaps it in only on
-success, like one OVSDB transaction. Thread-safe (one lock).
+cannot drift. Each verb is atomic, like one OVSDB transaction: it writes the state in place
+through an undo log (`_Undo`) and, if it raises, the log puts back every value it overwrote. So a
+verb costs what it touches, not the size of the NB state; the duplicate-address check looks IPs up
+in a per-switch index instead of parsing every port of the switch. Thread-safe (one lock).
 
 Test hooks: `fail_next(method, error)` makes the next call of `method` raise `error` without
 changing anything; `requests` counts calls per method (for "was NB touched at all" checks).
@@ -11,12 +13,11 @@ changing anything; `requests` counts calls per method (for "was NB touched at al
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
@@ -36,6 +37,8 @@ from controller.ovn.api import (
 )
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass
@@ -52,9 +55,12 @@ class FakePort:
 @dataclass
 class FakeSwitch:
     name: str
-    ports: list[str] = field(default_factory=list)
+    # An insertion-ordered set of port names (O(1) removal).
+    ports: dict[str, None] = field(default_factory=dict)
     external_ids: dict[str, str] = field(default_factory=dict)
     other_config: dict[str, str] = field(default_factory=dict)
+    # IP -> the port holding it: the duplicate-address check without parsing every port.
+    ips: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,7 +74,8 @@ class FakeRouterPort:
 class FakeRouter:
     name: str
     ports: dict[str, FakeRouterPort] = field(default_factory=dict)
-    routes: list[StaticRoute] = field(default_factory=list)
+    # (ip_prefix, policy) -> route: a router holds one route per prefix and policy.
+    routes: dict[tuple[str, str], StaticRoute] = field(default_factory=dict)
     nats: list[NatRule] = field(default_factory=list)
     external_ids: dict[str, str] = field(default_factory=dict)
 
@@ -88,6 +95,65 @@ class _State:
     routers: dict[str, FakeRouter] = field(default_factory=dict)
     port_groups: dict[str, FakePortGroup] = field(default_factory=dict)
     address_sets: dict[str, list[str]] = field(default_factory=dict)
+    # pod key -> names of the ports whose external_ids name that pod (list_pod_ports).
+    pod_ports: dict[str, dict[str, None]] = field(default_factory=dict)
+
+
+_MISSING: Any = object()
+
+
+class _Undo:
+    """The undo log of one verb: every write to the state goes through it.
+
+    Each write records how to put the old value back; `rollback` replays them newest first, so a
+    verb that raises half-way leaves the state as it found it (the all-or-nothing of an OVSDB
+    transaction) without copying anything it did not touch.
+    """
+
+    def __init__(self) -> None:
+        self._log: list[Callable[[], None]] = []
+
+    def put(self, d: MutableMapping[K, V], key: K, value: V) -> None:
+        old = d.get(key, _MISSING)
+        self._log.append(lambda: _restore(d, key, old))
+        d[key] = value
+
+    def update(self, d: MutableMapping[K, V], items: Mapping[K, V]) -> None:
+        for key, value in items.items():
+            self.put(d, key, value)
+
+    def pop(self, d: MutableMapping[K, V], key: K) -> V | None:
+        old = d.pop(key, _MISSING)
+        if old is _MISSING:
+            return None
+        self._log.append(lambda: d.__setitem__(key, old))
+        return old  # type: ignore[no-any-return]
+
+    def add(self, s: set[str], item: str) -> None:
+        if item not in s:
+            s.add(item)
+            self._log.append(lambda: s.discard(item))
+
+    def discard(self, s: set[str], item: str) -> None:
+        if item in s:
+            s.discard(item)
+            self._log.append(lambda: s.add(item))
+
+    def set(self, obj: object, attr: str, value: object) -> None:
+        old = getattr(obj, attr)
+        self._log.append(lambda: setattr(obj, attr, old))
+        setattr(obj, attr, value)
+
+    def rollback(self) -> None:
+        while self._log:
+            self._log.pop()()
+
+
+def _restore(d: MutableMapping[Any, Any], key: Any, old: Any) -> None:
+    if old is _MISSING:
+        d.pop(key, None)
+    else:
+        d[key] = old
 
 
 class FakeNbClient:
@@ -105,16 +171,18 @@ class FakeNbClient:
         with self._lock:
             self._failures.setdefault(method, []).append(error)
 
-    def _txn(self, method: str, fn: Callable[[_State], T]) -> T:
+    def _txn(self, method: str, fn: Callable[[_State, _Undo], T]) -> T:
         with self._lock:
             self.requests[method] += 1
             pending = self._failures.get(method)
             if pending:
                 raise pending.pop(0)
-            work = copy.deepcopy(self.state)
-            result = fn(work)
-            self.state = work
-            return result
+            undo = _Undo()
+            try:
+                return fn(self.state, undo)
+            except BaseException:
+                undo.rollback()
+                raise
 
     # -- logical switch ports --------------------------------------------------------------
 
@@ -130,9 +198,9 @@ class FakeNbClient:
         if len({s.name for s, _ in prepared}) != len(prepared):
             raise InvalidRequestError("the same port appears twice in one batch")
 
-        def run(st: _State) -> None:
+        def run(st: _State, u: _Undo) -> None:
             for spec, cols in prepared:
-                _create_port(st, spec, cols)
+                _create_port(st, u, spec, cols)
 
         self._txn(method, run)
 
@@ -144,9 +212,9 @@ class FakeNbClient:
             self._delete("delete_ports" if len(names) > 1 else "delete_port", names)
 
     def _delete(self, method: str, names: Sequence[str]) -> None:
-        def run(st: _State) -> None:
+        def run(st: _State, u: _Undo) -> None:
             for name in names:
-                _drop_port(st, name)
+                _drop_port(st, u, name)
 
         self._txn(method, run)
 
@@ -158,9 +226,7 @@ class FakeNbClient:
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
         key = ext.pod_key(pod_namespace, pod_name)
         with self._lock:
-            return sorted(
-                p.name for p in self.state.ports.values() if p.external_ids.get(ext.POD_KEY) == key
-            )
+            return sorted(self.state.pod_ports.get(key, ()))
 
     def list_ports(self, vendor: str = VENDOR) -> list[PortInfo]:
         with self._lock:
@@ -175,15 +241,10 @@ class FakeNbClient:
     def add_static_route(self, policy: str, cidr: str, nexthop: str, router: str) -> None:
         policy, pairs = logic.route_pairs(policy, cidr, nexthop)
 
-        def run(st: _State) -> None:
+        def run(st: _State, u: _Undo) -> None:
             lr = _router(st, router)
             for prefix, hop in pairs:
-                for i, r in enumerate(lr.routes):
-                    if r.ip_prefix == prefix and r.policy == policy:
-                        lr.routes[i] = StaticRoute(router, prefix, hop, policy)
-                        break
-                else:
-                    lr.routes.append(StaticRoute(router, prefix, hop, policy))
+                u.put(lr.routes, (prefix, policy), StaticRoute(router, prefix, hop, policy))
 
         self._txn("add_static_route", run)
 
@@ -192,17 +253,19 @@ class FakeNbClient:
             return
         prefixes = set(logic.route_prefixes(cidr))
 
-        def run(st: _State) -> None:
+        def run(st: _State, u: _Undo) -> None:
             lr = st.routers.get(router)
             if lr is not None:
-                lr.routes = [r for r in lr.routes if r.ip_prefix not in prefixes]
+                for prefix in prefixes:
+                    for policy in logic.ROUTE_POLICIES:
+                        u.pop(lr.routes, (prefix, policy))
 
         self._txn("delete_static_route", run)
 
     def list_static_routes(self, router: str) -> list[StaticRoute]:
         with self._lock:
             lr = self.state.routers.get(router)
-            routes = list(lr.routes) if lr else []
+            routes = list(lr.routes.values()) if lr else []
         return sorted(routes, key=lambda r: (r.ip_prefix, r.policy, r.nexthop))
 
     # -- NAT -------------------------------------------------------------------------------
@@ -216,12 +279,9 @@ class FakeNbClient:
         logical_mac: str = "",
         port: str = "",
     ) -> None:
-        lip = logic.nat_logical_ip(policy, logical_ip)
-        eip = str(logic.parse_ip(external_ip, "NAT external IP")) if external_ip else ""
-        logic.check_nat_extras(policy, logical_mac, port)
-        logic.check_nat_family(lip, eip)
+        lip, eip = logic.nat_rule_args(policy, logical_ip, external_ip, logical_mac, port)
 
-        def run(st: _State) -> None:
+        def run(st: _State, u: _Undo) -> None:
             lr = _router(st, router)
             keep: NatRule | None = None
             rest = []
@@ -232,28 +292,24 @@ class FakeNbClient:
                     continue
                 rest.append(n)
             if eip and keep is None:
-                clash = [n for n in rest if n.type == policy and n.external_ip == eip]
-                if policy == "dnat_and_snat" and clash:
-                    raise OvnConflictError(
-                        f"router {router} already has a dnat_and_snat for {eip} "
-                        f"(logical IP {clash[0].logical_ip})"
-                    )
+                clash = [n.logical_ip for n in rest if n.type == policy and n.external_ip == eip]
+                logic.check_nat_clash(router, policy, eip, clash)
                 keep = NatRule(router, policy, eip, lip)
             if keep is not None:
                 if port:
                     keep = NatRule(router, policy, eip, lip, port, logical_mac.lower())
                 rest.append(keep)
-            lr.nats = rest
+            u.set(lr, "nats", rest)
 
         self._txn("update_nat_rule", run)
 
     def delete_nat_rule(self, logical_ip: str, router: str) -> None:
         lip = logic.canonical_prefix(logical_ip)
 
-        def run(st: _State) -> None:
+        def run(st: _State, u: _Undo) -> None:
             lr = st.routers.get(router)
             if lr is not None:
-                lr.nats = [n for n in lr.nats if n.logical_ip != lip]
+                u.set(lr, "nats", [n for n in lr.nats if n.logical_ip != lip])
 
         self._txn("delete_nat_rule", run)
 
@@ -267,12 +323,12 @@ class FakeNbClient:
 
     def create_sg_port_group(self, sg: str) -> None:
         logic.check_name(sg, "security group")
-        self._txn("create_sg_port_group", lambda st: _ensure_pg(st, sg) and None)
+        self._txn("create_sg_port_group", lambda st, u: _ensure_pg(st, u, sg) and None)
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]:
         new = list(dict.fromkeys(logic.check_name(s, "security group") for s in security_groups))
 
-        def run(st: _State) -> list[str]:
+        def run(st: _State, u: _Undo) -> list[str]:
             p = st.ports.get(port)
             if p is None:
                 raise NotFoundError(f"logical switch port {port} not found")
@@ -280,10 +336,10 @@ class FakeNbClient:
             changed = sorted(set(old) ^ set(new))
             stale = set(old) | ext.associated_sgs(p.external_ids)
             for sg in changed:
-                p.external_ids[ext.associated_sg_key(sg)] = "true" if sg in new else "false"
-            p.external_ids[ext.SECURITY_GROUPS_KEY] = ext.join_sgs(new)
+                u.put(p.external_ids, ext.associated_sg_key(sg), "true" if sg in new else "false")
+            u.put(p.external_ids, ext.SECURITY_GROUPS_KEY, ext.join_sgs(new))
             eligible = new if logic.sg_eligible(p.port_security) else []
-            _set_memberships(st, port, stale, eligible)
+            _set_memberships(st, u, port, stale, eligible)
             return changed
 
         return self._txn("reconcile_port_sg", run)
@@ -291,10 +347,10 @@ class FakeNbClient:
     def sync_sg_ports(self, sg: str) -> None:
         logic.check_name(sg, "security group")
 
-        def run(st: _State) -> None:
+        def run(st: _State, u: _Undo) -> None:
             if sg != ext.DENY_ALL_SG:
-                _sync_sg(st, sg)
-            _sync_deny_all(st)
+                _sync_sg(st, u, sg)
+            _sync_deny_all(st, u)
 
         self._txn("sync_sg_ports", run)
 
@@ -316,8 +372,9 @@ class FakeNbClient:
     def ensure_logical_router(self, name: str) -> None:
         logic.check_name(name, "logical router")
 
-        def run(st: _State) -> None:
-            st.routers.setdefault(name, FakeRouter(name, external_ids={ext.VENDOR_KEY: VENDOR}))
+        def run(st: _State, u: _Undo) -> None:
+            if name not in st.routers:
+                u.put(st.routers, name, FakeRouter(name, external_ids={ext.VENDOR_KEY: VENDOR}))
 
         self._txn("ensure_logical_router", run)
 
@@ -329,45 +386,52 @@ class FakeNbClient:
         ids = {**dict(external_ids), ext.VENDOR_KEY: VENDOR}
         networks = logic.router_port_networks(cidr, gateway) if router else []
 
-        def run(st: _State) -> None:
-            ls = st.switches.setdefault(name, FakeSwitch(name))
-            ls.external_ids.update(ids)
-            ls.other_config.update(other)
+        def run(st: _State, u: _Undo) -> None:
+            ls = st.switches.get(name)
+            if ls is None:
+                ls = FakeSwitch(name)
+                u.put(st.switches, name, ls)
+            u.update(ls.external_ids, ids)
+            u.update(ls.other_config, other)
             if not router:
                 return
             lr = _router(st, router)
             lsp_name, lrp_name = ext.router_port_names(name, router)
             lrp = lr.ports.get(lrp_name)
             if lrp is None:
-                lr.ports[lrp_name] = FakeRouterPort(
-                    lrp_name, logic.router_port_mac(lrp_name), networks
+                u.put(
+                    lr.ports,
+                    lrp_name,
+                    FakeRouterPort(lrp_name, logic.router_port_mac(lrp_name), networks),
                 )
             else:
-                lrp.networks = networks
+                u.set(lrp, "networks", networks)
             p = st.ports.get(lsp_name)
             if p is None:
-                st.ports[lsp_name] = FakePort(lsp_name, name, ["router"], [], {}, "router")
-                ls.ports.append(lsp_name)
-                p = st.ports[lsp_name]
-            p.type = "router"
-            p.addresses = ["router"]
-            p.options["router-port"] = lrp_name
-            p.external_ids.update({ext.VENDOR_KEY: VENDOR, ext.LS_KEY: name})
+                p = FakePort(lsp_name, name, ["router"], [], {}, "router")
+                u.put(st.ports, lsp_name, p)
+                u.put(ls.ports, lsp_name, None)
+            u.set(p, "type", "router")
+            _set_addresses(st, u, p, ["router"])
+            u.put(p.options, "router-port", lrp_name)
+            u.update(p.external_ids, {ext.VENDOR_KEY: VENDOR, ext.LS_KEY: name})
 
         self._txn("ensure_logical_switch", run)
 
     def delete_logical_switch(self, name: str) -> None:
-        def run(st: _State) -> None:
-            ls = st.switches.pop(name, None)
+        def run(st: _State, u: _Undo) -> None:
+            ls = u.pop(st.switches, name)
             if ls is None:
                 return
             for pname in ls.ports:
-                p = st.ports.pop(pname)
+                p = st.ports[pname]
+                _unindex_pod(st, u, p)
+                u.pop(st.ports, pname)
                 for pg in st.port_groups.values():
-                    pg.ports.discard(pname)
+                    u.discard(pg.ports, pname)
                 if p.type == "router":
                     for lr in st.routers.values():
-                        lr.ports.pop(p.options.get("router-port", ""), None)
+                        u.pop(lr.ports, p.options.get("router-port", ""))
 
         self._txn("delete_logical_switch", run)
 
@@ -389,11 +453,11 @@ def _router(st: _State, name: str) -> FakeRouter:
     return lr
 
 
-def _ensure_pg(st: _State, sg: str) -> FakePortGroup:
+def _ensure_pg(st: _State, u: _Undo, sg: str) -> FakePortGroup:
     name = ext.sg_port_group_name(sg)
     pg = st.port_groups.get(name)
     if pg is None:
-        pg = st.port_groups[name] = FakePortGroup(
+        pg = FakePortGroup(
             name,
             external_ids={
                 ext.PG_TYPE_KEY: ext.PG_TYPE_SECURITY_GROUP,
@@ -401,56 +465,93 @@ def _ensure_pg(st: _State, sg: str) -> FakePortGroup:
                 ext.PG_NAME_KEY: name,
             },
         )
+        u.put(st.port_groups, name, pg)
     if sg == ext.DENY_ALL_SG:
-        for acl in logic.deny_all_acls(name):
-            if acl not in pg.acls:
-                pg.acls.append(acl)
+        missing = [acl for acl in logic.deny_all_acls(name) if acl not in pg.acls]
+        if missing:
+            u.set(pg, "acls", [*pg.acls, *missing])
     return pg
 
 
-def _sync_sg(st: _State, sg: str) -> None:
-    pg = _ensure_pg(st, sg)
+def _sync_sg(st: _State, u: _Undo, sg: str) -> None:
+    pg = _ensure_pg(st, u, sg)
     members = [
         p
         for p in st.ports.values()
         if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
     ]
-    pg.ports = {p.name for p in members}
+    u.set(pg, "ports", {p.name for p in members})
     ips = [ip for p in members for ip in logic.port_security_ips(p.port_security)]
-    st.address_sets[ext.sg_address_set_name(sg, "v4")] = sorted({i for i in ips if ":" not in i})
-    st.address_sets[ext.sg_address_set_name(sg, "v6")] = sorted({i for i in ips if ":" in i})
+    v4, v6 = ext.sg_address_set_name(sg, "v4"), ext.sg_address_set_name(sg, "v6")
+    u.put(st.address_sets, v4, sorted({i for i in ips if ":" not in i}))
+    u.put(st.address_sets, v6, sorted({i for i in ips if ":" in i}))
 
 
-def _sync_deny_all(st: _State) -> None:
-    pg = _ensure_pg(st, ext.DENY_ALL_SG)
-    pg.ports = {
+def _sync_deny_all(st: _State, u: _Undo) -> None:
+    pg = _ensure_pg(st, u, ext.DENY_ALL_SG)
+    eligible = {
         p.name
         for p in st.ports.values()
         if logic.deny_all_eligible(p.external_ids, p.port_security)
     }
+    u.set(pg, "ports", eligible)
 
 
-def _set_memberships(st: _State, port: str, old: set[str], new: list[str]) -> None:
+def _set_memberships(st: _State, u: _Undo, port: str, old: set[str], new: list[str]) -> None:
     for sg in old - set(new):
         pg = st.port_groups.get(ext.sg_port_group_name(sg))
         if pg is not None:
-            pg.ports.discard(port)
+            u.discard(pg.ports, port)
     for sg in new:
-        _ensure_pg(st, sg).ports.add(port)
+        u.add(_ensure_pg(st, u, sg).ports, port)
 
 
-def _drop_port(st: _State, name: str) -> None:
-    p = st.ports.pop(name, None)
+def _set_addresses(st: _State, u: _Undo, p: FakePort, addresses: list[str]) -> None:
+    """Write a port's `addresses`, keeping its switch's IP index in step."""
+    ls = st.switches.get(p.switch)
+    if ls is not None:
+        for ip in logic.address_ips(p.addresses):
+            if ls.ips.get(ip) == p.name:
+                u.pop(ls.ips, ip)
+        for ip in logic.address_ips(addresses):
+            u.put(ls.ips, ip, p.name)
+    u.set(p, "addresses", addresses)
+
+
+def _index_pod(st: _State, u: _Undo, p: FakePort) -> None:
+    key = p.external_ids.get(ext.POD_KEY)
+    if key is not None:
+        ports = st.pod_ports.get(key)
+        if ports is None:
+            ports = {}
+            u.put(st.pod_ports, key, ports)
+        u.put(ports, p.name, None)
+
+
+def _unindex_pod(st: _State, u: _Undo, p: FakePort) -> None:
+    key = p.external_ids.get(ext.POD_KEY)
+    ports = st.pod_ports.get(key) if key is not None else None
+    if key is not None and ports is not None:
+        u.pop(ports, p.name)
+        if not ports:
+            u.pop(st.pod_ports, key)
+
+
+def _drop_port(st: _State, u: _Undo, name: str) -> None:
+    p = st.ports.get(name)
     if p is None:
         return
+    _set_addresses(st, u, p, [])
+    _unindex_pod(st, u, p)
+    u.pop(st.ports, name)
     ls = st.switches.get(p.switch)
-    if ls is not None and name in ls.ports:
-        ls.ports.remove(name)
+    if ls is not None:
+        u.pop(ls.ports, name)
     for pg in st.port_groups.values():
-        pg.ports.discard(name)
+        u.discard(pg.ports, name)
 
 
-def _create_port(st: _State, spec: PortSpec, cols: logic.PortColumns) -> None:
+def _create_port(st: _State, u: _Undo, spec: PortSpec, cols: logic.PortColumns) -> None:
     ls = st.switches.get(spec.switch)
     if ls is None:
         raise NotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
@@ -461,26 +562,28 @@ def _create_port(st: _State, spec: PortSpec, cols: logic.PortColumns) -> None:
         )
     for ip in cols.ips:
         kind = "IPv6" if ":" in ip else "IPv4"
-        for other in ls.ports:
-            if other != spec.name and ip in logic.address_ips(st.ports[other].addresses):
-                raise DuplicateAddressError(
-                    f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
-                    f"logical switch port '{other}'"
-                )
+        other = ls.ips.get(ip)
+        if other is not None and other != spec.name:
+            raise DuplicateAddressError(
+                f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
+                f"logical switch port '{other}'"
+            )
     if existing is None:
         existing = FakePort(spec.name, spec.switch, [], [], {})
-        st.ports[spec.name] = existing
-        ls.ports.append(spec.name)
+        u.put(st.ports, spec.name, existing)
+        u.put(ls.ports, spec.name, None)
         old_sgs: set[str] = set()
     else:
         old_sgs = ext.associated_sgs(existing.external_ids)
-    existing.addresses = list(cols.addresses)
-    existing.port_security = list(cols.port_security)
-    existing.external_ids.update(cols.external_ids)
+    _set_addresses(st, u, existing, list(cols.addresses))
+    u.set(existing, "port_security", list(cols.port_security))
+    _unindex_pod(st, u, existing)
+    u.update(existing.external_ids, cols.external_ids)
+    _index_pod(st, u, existing)
     if cols.security_groups:
         for sg in old_sgs - set(cols.security_groups):
-            existing.external_ids[ext.associated_sg_key(sg)] = "false"
-        _set_memberships(st, spec.name, old_sgs, list(cols.security_groups))
+            u.put(existing.external_ids, ext.associated_sg_key(sg), "false")
+        _set_memberships(st, u, spec.name, old_sgs, list(cols.security_groups))
 
 
 def _conforms(client: FakeNbClient) -> NbClient:

@@ -694,10 +694,7 @@ class OvsdbappNbClient:
         logical_mac: str = "",
         port: str = "",
     ) -> None:
-        lip = logic.nat_logical_ip(policy, logical_ip)
-        eip = str(logic.parse_ip(external_ip, "NAT external IP")) if external_ip else ""
-        logic.check_nat_extras(policy, logical_mac, port)
-        logic.check_nat_family(lip, eip)
+        lip, eip = logic.nat_rule_args(policy, logical_ip, external_ip, logical_mac, port)
         if not eip and self._read(lambda: self._nothing_to_remove(policy, lip, router)):
             # NOTE: every routed pod without EIP/SNAT comes here twice; an empty transaction
             # would still cost a round trip through the IDL thread.
@@ -716,13 +713,11 @@ class OvsdbappNbClient:
                 return
             if keep is None:
                 clash = [
-                    r for r in ctx.index.rows(NAT, ("eip", policy, eip)) if _has_ref(lr, "nat", r)
+                    r.logical_ip
+                    for r in ctx.index.rows(NAT, ("eip", policy, eip))
+                    if _has_ref(lr, "nat", r)
                 ]
-                if policy == "dnat_and_snat" and clash:
-                    raise OvnConflictError(
-                        f"router {router} already has a dnat_and_snat for {eip} "
-                        f"(logical IP {clash[0].logical_ip})"
-                    )
+                logic.check_nat_clash(router, policy, eip, clash)
                 extra = {"logical_port": [port], "external_mac": [logical_mac.lower()]}
                 keep = ctx.insert(
                     NAT, type=policy, external_ip=eip, logical_ip=lip, **(extra if port else {})

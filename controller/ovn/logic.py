@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from controller.ovn import external_ids as ext
-from controller.ovn.api import VENDOR, InvalidRequestError, PortSpec
+from controller.ovn.api import VENDOR, InvalidRequestError, OvnConflictError, PortSpec
 
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROUTE_POLICIES = ("dst-ip", "src-ip")
@@ -192,6 +192,25 @@ def route_pairs(policy: str, cidr: str, nexthop: str) -> tuple[str, list[tuple[s
 
 def route_prefixes(cidr: str) -> list[str]:
     return [canonical_prefix(c) for c in cidr.split(",") if c.strip()]
+
+
+def nat_rule_args(
+    policy: str, logical_ip: str, external_ip: str, logical_mac: str, port: str
+) -> tuple[str, str]:
+    """Check update_nat_rule's arguments; return (logical IP, external IP or "") as stored."""
+    lip = nat_logical_ip(policy, logical_ip)
+    eip = str(parse_ip(external_ip, "NAT external IP")) if external_ip else ""
+    check_nat_extras(policy, logical_mac, port)
+    check_nat_family(lip, eip)
+    return lip, eip
+
+
+def check_nat_clash(router: str, policy: str, eip: str, clashing: Sequence[str]) -> None:
+    """A new dnat_and_snat may not take an external IP other logical IPs (`clashing`) hold."""
+    if policy == "dnat_and_snat" and clashing:
+        raise OvnConflictError(
+            f"router {router} already has a dnat_and_snat for {eip} (logical IP {clashing[0]})"
+        )
 
 
 def nat_logical_ip(policy: str, logical_ip: str) -> str:

@@ -985,37 +985,41 @@ class ObjectStore:
             table.cond.notify_all()
             return watcher
 
-    def drop_watches(self, resource: ResourceType | str | None = None) -> int:
-        """End open watches abruptly (all, or one resource's); returns how many."""
+    def _tables_of(self, resource: ResourceType | str | None) -> Iterable[_Table]:
+        return self._tables.values() if resource is None else [self._table(resource)]
+
+    def _end_watches(
+        self, resource: ResourceType | str | None, end: Callable[[Watcher], None]
+    ) -> int:
+        """Apply `end` to every open watch (all, or one resource's) and wake them; how many."""
         count = 0
         with self._lock:
-            tables = (self._tables.values() if resource is None
-                      else [self._table(resource)])
-            for table in tables:
+            for table in self._tables_of(resource):
                 for w in table.watchers:
-                    w.dropped = True
+                    end(w)
                     count += 1
                 table.cond.notify_all()
         return count
+
+    def drop_watches(self, resource: ResourceType | str | None = None) -> int:
+        """End open watches abruptly (all, or one resource's); returns how many."""
+
+        def drop(w: Watcher) -> None:
+            w.dropped = True
+
+        return self._end_watches(resource, drop)
 
     def expire_watches(self, resource: ResourceType | str | None = None) -> int:
         """Send a 410 ERROR to open watches (all, or one resource's); returns how many."""
-        count = 0
-        with self._lock:
-            tables = (self._tables.values() if resource is None
-                      else [self._table(resource)])
-            for table in tables:
-                for w in table.watchers:
-                    w.forced_error = too_old(w.cursor, self._rv)
-                    count += 1
-                table.cond.notify_all()
-        return count
+
+        def expire(w: Watcher) -> None:
+            w.forced_error = too_old(w.cursor, self._rv)
+
+        return self._end_watches(resource, expire)
 
     def watcher_count(self, resource: ResourceType | str | None = None) -> int:
         with self._lock:
-            if resource is None:
-                return sum(len(t.watchers) for t in self._tables.values())
-            return len(self._table(resource).watchers)
+            return sum(len(t.watchers) for t in self._tables_of(resource))
 
     def wait_for(
         self,

@@ -79,3 +79,19 @@ def test_check_subcommand_runs_the_audit(
     ]
     assert main(argv) == 2
     assert "check: " in capsys.readouterr().out
+
+
+def test_without_leader_election_not_ready_until_workers_start() -> None:
+    # A replica that never campaigns has no standby state: it must not report ready in the
+    # moment between starting its leading thread and that thread taking over (a bench saw a
+    # 200 there, before IPAM was rebuilt).
+    from controller.app import Controller
+    from controller.config import parse_args
+
+    ctl = Controller(parse_args(["--leader-elect=false", "--ovn-nb-addr=unix:/nonexistent"], {}))
+    ctl._election_running.set()
+    assert ctl.ready()[0] is False
+    ctl.leading.set()
+    assert ctl.ready() == (False, "leading: waiting for caches, bootstrap and IPAM")
+    ctl.workers_started.set()
+    assert ctl.ready() == (True, "ok")

@@ -316,17 +316,15 @@ def test_duplicate_report_names_every_holder_and_source() -> None:
 # --- what the flows legitimately leave behind ------------------------------------------------
 
 
+def kept_address(c: Cluster, name: str, n: int, pod_type: str) -> None:
+    """A kept StatefulSet/VM address in the default subnet: its IP CR and its port, no pod."""
+    ip = f"10.16.0.{n}"
+    c.ip_cr(f"{name}.default", name, "default", ip, mac(n), "ovn-default", pod_type=pod_type)
+    c.port(f"{name}.default", "ovn-default", mac(n), ip, pod=f"default/{name}")
+
+
 def kept_sts_without_pod(c: Cluster) -> None:
-    c.ip_cr(
-        "web-0.default",
-        "web-0",
-        "default",
-        "10.16.0.9",
-        mac(9),
-        "ovn-default",
-        pod_type="StatefulSet",
-    )
-    c.port("web-0.default", "ovn-default", mac(9), "10.16.0.9", pod="default/web-0")
+    kept_address(c, "web-0", 9, "StatefulSet")
 
 
 def dead_sts_pod(c: Cluster) -> None:
@@ -486,16 +484,7 @@ def test_vm_pods_share_the_vm_address_under_keep_vm_ip() -> None:
     for name in ("virt-launcher-vm1-aaaaa", "virt-launcher-vm1-bbbbb"):  # a live migration
         pod = c.add_pod(name, "10.16.0.8", mac(8), objects=False, routed=False, node="")
         c.pods[pod.key] = dataclasses.replace(pod, owner_references=vmi)
-    c.ip_cr(
-        "vm1.default",
-        "vm1",
-        "default",
-        "10.16.0.8",
-        mac(8),
-        "ovn-default",
-        pod_type="VirtualMachine",
-    )
-    c.port("vm1.default", "ovn-default", mac(8), "10.16.0.8", pod="default/vm1")
+    kept_address(c, "vm1", 8, "VirtualMachine")
 
     assert run(c, Config(enable_keep_vm_ip=True)).settled
     # without keep-vm-ip, each launcher pod is its own owner: the same address twice
@@ -539,16 +528,7 @@ def test_default_subnet_is_the_helper_default() -> None:
 
 
 def _kept_web_1(c: Cluster) -> None:
-    c.ip_cr(
-        "web-1.default",
-        "web-1",
-        "default",
-        "10.16.0.9",
-        mac(9),
-        "ovn-default",
-        pod_type="StatefulSet",
-    )
-    c.port("web-1.default", "ovn-default", mac(9), "10.16.0.9", pod="default/web-1")
+    kept_address(c, "web-1", 9, "StatefulSet")
 
 
 @pytest.mark.parametrize(
@@ -587,16 +567,7 @@ def test_dead_statefulset_pod_keeps_its_address_only_while_the_statefulset_wants
 
 def test_kept_vm_address_needs_its_vm() -> None:
     c = clean_cluster()
-    c.ip_cr(
-        "vm1.default",
-        "vm1",
-        "default",
-        "10.16.0.8",
-        mac(8),
-        "ovn-default",
-        pod_type="VirtualMachine",
-    )
-    c.port("vm1.default", "ovn-default", mac(8), "10.16.0.8", pod="default/vm1")
+    kept_address(c, "vm1", 8, "VirtualMachine")
     config = Config(enable_keep_vm_ip=True)
     c.vms = [VirtualMachine("default", "vm1")]
     assert run(c, config).settled

@@ -60,3 +60,20 @@ def test_list_without_namespace_index_scans() -> None:
 def test_bad_selectors_raise(bad: str) -> None:
     with pytest.raises(SelectorError):
         parse(bad)
+
+
+def test_numeric_comparisons_and_apimachinery_value_sets() -> None:
+    sel = parse("size>3,size<10")
+    assert sel.matches({"size": "5"})
+    assert not sel.matches({"size": "11"})
+    assert not sel.matches({"size": "big"})
+    assert not sel.matches({})
+    # "()" and a trailing comma stand for the empty value, as in apimachinery.
+    assert parse("app in ()").matches({"app": ""})
+    assert parse("app notin (web,)").matches({"app": "db"})
+
+
+@pytest.mark.parametrize("bad", ["size>x", "a/b/c", "k" * 64, "app=" + "v" * 64, "app<1.5"])
+def test_bad_keys_values_and_bounds_raise(bad: str) -> None:
+    with pytest.raises(SelectorError):
+        parse(bad)

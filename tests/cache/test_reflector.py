@@ -178,24 +178,25 @@ def test_list_failures_back_off_exponentially_with_jitter(lw: FakeListerWatcher)
         assert len(lw.list_calls) == 3
 
 
-def test_watch_start_refused_backs_off_and_rewatches_without_relist(
-    lw: FakeListerWatcher,
+@pytest.mark.parametrize(
+    ("error", "lists"),
+    [
+        # refused: back off and re-watch from the same version, without a relist
+        (ConnectionFailedError("Connection refused", refused=True), 1),
+        # any other failure to start the watch: relist after the backoff
+        (StatusError(500, "InternalError"), 2),
+    ],
+    ids=["refused-rewatches", "500-relists"],
+)
+def test_watch_start_failure_backs_off_then_rewatches_or_relists(
+    lw: FakeListerWatcher, error: Exception, lists: int
 ) -> None:
-    lw.watch_errors.append(ConnectionFailedError("Connection refused", refused=True))
+    lw.watch_errors.append(error)
     with Harness(lw) as h:
         wait_until(lambda: h.clock.waiters() == 1)
         h.clock.step(h.clock.waits[0])
         h.wait_watching(2)
-        assert len(lw.list_calls) == 1
-
-
-def test_watch_start_500_relists_after_backoff(lw: FakeListerWatcher) -> None:
-    lw.watch_errors.append(StatusError(500, "InternalError"))
-    with Harness(lw) as h:
-        wait_until(lambda: h.clock.waiters() == 1)
-        h.clock.step(h.clock.waits[0])
-        h.wait_watching(2)
-        assert len(lw.list_calls) == 2
+        assert len(lw.list_calls) == lists
 
 
 def test_bookmarks_only_move_the_resource_version(lw: FakeListerWatcher) -> None:

@@ -87,6 +87,14 @@ def run_for(
             check()
 
 
+def a_leads_then_b_follows(a: Candidate, b: Candidate, clock: FakeClock) -> None:
+    """Start `a` until it leads, then `b`, until both loops are parked on the clock."""
+    a.thread.start()
+    assert a.started.wait(5)
+    b.thread.start()
+    settle(clock, 2)
+
+
 def test_config_validation_uses_client_go_messages(server: LeaseServer) -> None:
     cb = LeaderCallbacks(lambda e: None, lambda: None)
     lock = FakeLock(server, "a")
@@ -122,10 +130,7 @@ def test_release_on_stop_lets_the_follower_take_over_at_once(
     candidates: list[Candidate], clock: FakeClock, server: LeaseServer
 ) -> None:
     a, b = candidates
-    a.thread.start()
-    assert a.started.wait(5)
-    b.thread.start()
-    settle(clock, 2)
+    a_leads_then_b_follows(a, b, clock)
     a.stop.set()
     a.thread.join(5)
     assert a.stopped.is_set() and a.lost is not None and a.lost.is_set()
@@ -141,10 +146,7 @@ def test_killed_leader_is_replaced_after_the_lease_expires_never_both(
     candidates: list[Candidate], clock: FakeClock, server: LeaseServer
 ) -> None:
     a, b = candidates
-    a.thread.start()
-    assert a.started.wait(5)
-    b.thread.start()
-    settle(clock, 2)
+    a_leads_then_b_follows(a, b, clock)
     run_for(clock, 10, parked=2)
     a.kill()
     killed_at = clock.now()
@@ -169,10 +171,7 @@ def test_partitioned_leader_steps_down_before_anyone_else_leads(
     candidates: list[Candidate], clock: FakeClock, server: LeaseServer
 ) -> None:
     a, b = candidates
-    a.thread.start()
-    assert a.started.wait(5)
-    b.thread.start()
-    settle(clock, 2)
+    a_leads_then_b_follows(a, b, clock)
     run_for(clock, 10, parked=2)
     a.lock.partitioned = True  # a keeps running but can no longer reach the API server
     alive = [a, b]
@@ -230,10 +229,7 @@ def test_run_without_ever_leading_still_calls_on_stopped_leading(
     candidates: list[Candidate], clock: FakeClock
 ) -> None:
     a, b = candidates
-    a.thread.start()
-    assert a.started.wait(5)
-    b.thread.start()
-    settle(clock, 2)
+    a_leads_then_b_follows(a, b, clock)
     b.stop.set()
     b.thread.join(5)
     assert b.stopped.is_set() and not b.started.is_set()

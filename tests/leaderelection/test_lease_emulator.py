@@ -90,14 +90,19 @@ class Monitor:
         self._thread.join(5)
 
 
+def a_leads_then_b_follows(a: Replica, b: Replica) -> None:
+    """Start `a` until it leads, then `b` until it has seen `a` as the leader."""
+    a.thread.start()
+    assert a.started.wait(5)
+    b.thread.start()
+    wait_until(lambda: b.elector.get_leader() == "a")
+
+
 def test_one_leader_and_release_hands_over_at_once(server: ApiServer) -> None:
     a, b = Replica(server, "a"), Replica(server, "b")
     monitor = Monitor([a, b])
     try:
-        a.thread.start()
-        assert a.started.wait(5)
-        b.thread.start()
-        wait_until(lambda: b.elector.get_leader() == "a")
+        a_leads_then_b_follows(a, b)
         spec = lease_spec(server)
         assert spec["holderIdentity"] == "a" and spec["leaseDurationSeconds"] == 2
         assert spec["renewTime"].endswith("Z") and len(spec["renewTime"]) == 27
@@ -119,10 +124,7 @@ def test_killed_leader_is_replaced_within_the_lease_duration(server: ApiServer) 
     a, b = Replica(server, "a", release=False), Replica(server, "b")
     monitor = Monitor([a, b])
     try:
-        a.thread.start()
-        assert a.started.wait(5)
-        b.thread.start()
-        wait_until(lambda: b.elector.get_leader() == "a")
+        a_leads_then_b_follows(a, b)
         a.stop.set()  # dies without releasing
         a.thread.join(5)
         killed_at = time.monotonic()

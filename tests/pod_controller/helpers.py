@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from controller.cache import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
 from controller.config import Config
@@ -33,8 +33,6 @@ from controller.queues import (
     default_controller_rate_limiter,
 )
 from controller.worker import process_next_work_item
-
-T = TypeVar("T")
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 ROUTER = "ovn-cluster"
@@ -94,23 +92,6 @@ def raw_subnet(
     }
 
 
-class InPlaceNbClient(FakeNbClient):
-    """`FakeNbClient` without its per-transaction deep copy of the whole NB state.
-
-    NOTE: the fake copies every row on every verb (all-or-nothing semantics), which makes a
-    200-pod run quadratic (~30 s). Only for tests that inject no NB failures: a verb that fails
-    half-way would leave its partial writes here.
-    """
-
-    def _txn(self, method: str, fn: Callable[[Any], T]) -> T:
-        with self._lock:
-            self.requests[method] += 1
-            pending = self._failures.get(method)
-            if pending:
-                raise pending.pop(0)
-            return fn(self.state)
-
-
 def _queue(
     name: str, clock: Clock, provider: MetricsProvider | None = None
 ) -> RateLimitingQueue[str]:
@@ -127,7 +108,6 @@ class Env:
     metrics: ControllerMetrics | None = None
     now: datetime = NOW
     leader: bool = True
-    in_place_nb: bool = False
     queue_metrics: MetricsProvider | None = None
     nb_client: FakeNbClient | None = None  # a FakeNbClient subclass to use instead
 
@@ -136,7 +116,7 @@ class Env:
         if self.nb_client is not None:
             self.nb: FakeNbClient = self.nb_client
         else:
-            self.nb = InPlaceNbClient() if self.in_place_nb else FakeNbClient()
+            self.nb = FakeNbClient()
         self.ipam = IPAM()
         self.recorder = FakeEventRecorder()
         self.pods = indexer()

@@ -45,7 +45,7 @@ def ip_of(env: Env, key: str) -> str:
 
 
 def test_three_workers_two_hundred_pods() -> None:
-    env = standard_env(clock=RealClock(), in_place_nb=True)
+    env = standard_env(clock=RealClock())
     env.add_namespace("other")
     stop = threading.Event()
     threads = env.controller.run_workers(3, stop)

@@ -46,6 +46,17 @@ class Reader:
         return self("workqueue_adds_total")
 
 
+def queue_duration_bounds(registry: CollectorRegistry) -> list[float]:
+    """The bucket bounds ("le") of the queue-duration histogram, in order."""
+    return [
+        float(s.labels["le"])
+        for metric in registry.collect()
+        if metric.name == "workqueue_queue_duration_seconds"
+        for s in metric.samples
+        if s.name.endswith("_bucket")
+    ]
+
+
 def test_adds_and_depth_follow_dirty_items(
     make: Make, clock: FakeClock, registry: CollectorRegistry, provider: PrometheusMetricsProvider
 ) -> None:
@@ -217,13 +228,7 @@ def test_histogram_buckets_are_component_base_exponential(
     q = make(Queue, name="pods", clock=clock, metrics_provider=provider)
     q.add("a")
     q.get()
-    bounds = [
-        float(s.labels["le"])
-        for metric in registry.collect()
-        if metric.name == "workqueue_queue_duration_seconds"
-        for s in metric.samples
-        if s.name.endswith("_bucket")
-    ]
+    bounds = queue_duration_bounds(registry)
     assert bounds == [*DURATION_BUCKETS, float("inf")]
 
 
@@ -323,13 +328,7 @@ def test_controller_runtime_flavour_labels_and_buckets(make: Make, clock: FakeCl
     assert registry.get_sample_value("workqueue_adds_total", labels) == 2.0
     assert registry.get_sample_value("workqueue_retries_total", labels) == 1.0
     q.get()
-    bounds = [
-        float(s.labels["le"])
-        for metric in registry.collect()
-        if metric.name == "workqueue_queue_duration_seconds"
-        for s in metric.samples
-        if s.name.endswith("_bucket")
-    ]
+    bounds = queue_duration_bounds(registry)
     assert bounds == [*DURATION_BUCKETS, 100.0, 1000.0, float("inf")]
 
 

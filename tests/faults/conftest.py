@@ -1,0 +1,101 @@
+"""Fixtures of the fault-injection suite, on top of the end-to-end ones (tests/e2e/conftest.py).
+
+* `cluster` / `start_controller`: re-exported from the e2e suite (emulator + standalone NB);
+* `raft_cluster`: the same `Cluster`, but its NB database is a 3-member Raft cluster
+  (`NbCluster`; `cluster.nb_server` is then the `NbCluster`);
+* `controller_process`: starts the real `python -m cmd.controller` as a child process (so a test
+  can SIGKILL it); every child still running is killed at teardown;
+* `auditor`: the verdict's reader (`helpers.Auditor`) over the standalone cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.sandbox import ApiServer
+from controller.sandbox.ovsdb import NbCluster
+from tests.e2e.conftest import Cluster, cluster, start_controller
+from tests.e2e.helpers import node
+from tests.faults.helpers import Auditor
+
+__all__ = ["cluster", "start_controller"]
+
+ROOT = Path(__file__).resolve().parents[2]
+# Faults leave orphans only the periodic gc can collect: run it (and inspection) often.
+FAULT_FLAGS = ("--gc-interval=1", "--inspect-interval=1", "--ovn-timeout=3")
+
+
+
+class ControllerProcess(Protocol):
+    """Starts `python -m cmd.controller` with the cluster's flags plus `extra`."""
+
+    started: list[subprocess.Popen[bytes]]
+
+    def __call__(self, *extra: str, identity: str = ...) -> subprocess.Popen[bytes]: ...
+
+
+
+@pytest.fixture
+def raft_cluster() -> Iterator[Cluster]:
+    with tempfile.TemporaryDirectory(prefix="faults") as d:
+        workdir = Path(d)
+        nb_cluster = NbCluster(workdir / "nb", size=3).start()
+        server = ApiServer(bookmark_interval=0.5).start()
+        server.store.create("nodes", node())
+        kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
+        reader = None
+        try:
+            reader = OvsdbappNbClient.from_addr(nb_cluster.remote, timeout=10.0)
+            yield Cluster(server, nb_cluster, kubeconfig, reader)  # type: ignore[arg-type]
+        finally:
+            if reader is not None:
+                reader.close()
+            server.stop()
+            nb_cluster.stop()
+
+
+@pytest.fixture
+def auditor(cluster: Cluster) -> Iterator[Auditor]:
+    reader = Auditor(cluster)
+    try:
+        yield reader
+    finally:
+        reader.close()
+
+
+@pytest.fixture
+def controller_process(cluster: Cluster, tmp_path: Path) -> Iterator[ControllerProcess]:
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*extra: str, identity: str = "proc-a") -> subprocess.Popen[bytes]:
+        env = {**os.environ, "POD_NAME": identity, "KUBE_NAMESPACE": "kube-system"}
+        log = (tmp_path / f"{identity}-{len(procs)}.log").open("wb")
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cmd.controller", *cluster.argv(*extra)],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        finally:
+            log.close()  # the child holds its own descriptor
+        procs.append(proc)
+        return proc
+
+    launcher: Any = start
+    launcher.started = procs
+    yield launcher
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)

@@ -1,0 +1,70 @@
+"""Fault injection on the OVN Northbound side (issue 9, item 3): the standalone ovsdb-server
+killed and restarted, and a Raft NB cluster losing its leader, each in the middle of a burst of
+pod creates and deletes. The verdict is the consistency audit, settled."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.sandbox.ovsdb import NbCluster
+from tests.e2e.conftest import Cluster, StartController, launch_controller
+from tests.e2e.helpers import wait_for
+from tests.faults.conftest import FAULT_FLAGS
+from tests.faults.helpers import (
+    Auditor,
+    assert_burst_converged,
+    assert_ipam_released,
+    nb_failures,
+    run_burst,
+    wait_settled,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+
+
+def test_nb_server_killed_and_restarted_mid_burst(
+    cluster: Cluster, start_controller: StartController, auditor: Auditor
+) -> None:
+    ctl = start_controller(*FAULT_FLAGS)
+    wait_for(ctl.workers_started.is_set, message="workers started")
+    store = cluster.server.store
+
+    def restart_nb() -> None:
+        wait_until(
+            lambda: nb_failures(ctl.registry) >= 2, 20, "handlers failing on the dead NB"
+        )
+        cluster.nb_server.start()
+
+    # killed without a goodbye (transactions in flight are lost or never answered) and down from
+    # the middle of the burst until handlers have failed on it
+    burst = run_burst(store, fault=cluster.nb_server.kill, after=restart_nb)
+    wait_settled(auditor)
+    assert_burst_converged(store, burst)
+    assert_ipam_released(ctl.ipam.get_pod_address, burst)
+
+
+def test_raft_nb_cluster_loses_its_leader_mid_burst(raft_cluster: Cluster) -> None:
+    nb = raft_cluster.nb_server
+    assert isinstance(nb, NbCluster)
+    ctl = launch_controller(raft_cluster, *FAULT_FLAGS)
+    auditor = Auditor(raft_cluster)
+    try:
+        wait_for(ctl.workers_started.is_set, timeout=20, message="workers started")
+        store = raft_cluster.server.store
+        killed: list[int] = []
+
+        def kill_leader() -> None:
+            leader = nb.wait_for_leader(10)
+            nb.kill(leader)
+            killed.append(leader)
+            nb.wait_for_leader(15)  # the two others elect a new one
+
+        burst = run_burst(store, fault=kill_leader)
+        assert killed and nb.leader() not in (None, killed[0])
+        wait_settled(auditor)
+        assert_burst_converged(store, burst)
+        assert_ipam_released(ctl.ipam.get_pod_address, burst)
+    finally:
+        auditor.close()
+        ctl.stop()
