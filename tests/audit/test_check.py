@@ -72,13 +72,6 @@ def ip_cr(name: str, ip: str, mac: str, subnet_name: str, namespace: str = "defa
 
 
 @pytest.fixture
-def nb_server(short_tmp: Path) -> Iterator[NbServer]:
-    server = NbServer(short_tmp).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def cluster(apiserver: ApiServer, nb_server: NbServer) -> Iterator[OvsdbappNbClient]:
     """A clean cluster: subnets, one node, two routed pods, all their IP CRs, LSPs, routes."""
     store = apiserver.store

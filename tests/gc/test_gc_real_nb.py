@@ -4,9 +4,6 @@ ovn-nbctl, not through the client's own cache)."""
 from __future__ import annotations
 
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,15 +12,6 @@ from controller.sandbox.ovsdb import NbServer
 from tests.gc.helpers import LR, World, allocated, raw_pod
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def nb_server() -> Iterator[NbServer]:
-    # unix socket paths must stay under 107 bytes; pytest's tmp_path can be longer.
-    with tempfile.TemporaryDirectory(prefix="gct") as d:
-        server = NbServer(Path(d)).start()
-        yield server
-        server.stop()
 
 
 def nbctl(remote: str, *args: str) -> list[str]:

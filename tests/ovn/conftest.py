@@ -1,11 +1,10 @@
-"""Fixtures for the OVN NB client: a throwaway ovsdb-server per test, and the two clients."""
+"""Fixtures for the OVN NB client: the two clients, over the shared per-test `nb_server`
+(tests/fixtures/nb.py)."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -16,20 +15,6 @@ from controller.sandbox.ovsdb import NbServer
 from tests.ovn.helpers import FakeView, NbctlView, NbView
 
 TIMEOUT = 5.0
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    # unix socket paths must stay under 107 bytes; pytest's tmp_path can be longer.
-    with tempfile.TemporaryDirectory(prefix="nbt") as d:
-        yield Path(d)
-
-
-@pytest.fixture
-def nb_server(short_tmp: Path) -> Iterator[NbServer]:
-    server = NbServer(short_tmp).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
