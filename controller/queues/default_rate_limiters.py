@@ -57,25 +57,19 @@ def _seconds(what: str, value: float) -> float:
     return float(value)
 
 
-class ItemExponentialFailureRateLimiter:
-    """Per-item exponential backoff: base, 2*base, 4*base, ... capped at max_delay."""
+class _PerItemFailures:
+    """The failure count per item that the per-item limiters base their delay on."""
 
-    def __init__(self, base_delay: float, max_delay: float) -> None:
-        self._base = _seconds("base_delay", base_delay)
-        self._max = _seconds("max_delay", max_delay)
-        self._base_ns = self._base * 1e9
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._failures: dict[Hashable, int] = {}
 
-    def when(self, item: Hashable) -> float:
+    def _record_failure(self, item: Hashable) -> int:
+        """Count one more failure of `item`; returns how many it had before this one."""
         with self._lock:
-            exp = self._failures.get(item, 0)
-            self._failures[item] = exp + 1
-        if self._base_ns == 0:
-            return 0.0
-        if exp >= _OVERFLOW_EXP or self._base_ns * 2.0**exp > _MAX_INT64:
-            return self._max
-        return min(self._base * 2.0**exp, self._max)
+            before = self._failures.get(item, 0)
+            self._failures[item] = before + 1
+        return before
 
     def num_requeues(self, item: Hashable) -> int:
         with self._lock:
@@ -86,7 +80,25 @@ class ItemExponentialFailureRateLimiter:
             self._failures.pop(item, None)
 
 
-class ItemFastSlowRateLimiter:
+class ItemExponentialFailureRateLimiter(_PerItemFailures):
+    """Per-item exponential backoff: base, 2*base, 4*base, ... capped at max_delay."""
+
+    def __init__(self, base_delay: float, max_delay: float) -> None:
+        self._base = _seconds("base_delay", base_delay)
+        self._max = _seconds("max_delay", max_delay)
+        self._base_ns = self._base * 1e9
+        super().__init__()
+
+    def when(self, item: Hashable) -> float:
+        exp = self._record_failure(item)
+        if self._base_ns == 0:
+            return 0.0
+        if exp >= _OVERFLOW_EXP or self._base_ns * 2.0**exp > _MAX_INT64:
+            return self._max
+        return min(self._base * 2.0**exp, self._max)
+
+
+class ItemFastSlowRateLimiter(_PerItemFailures):
     """Per-item: `fast_delay` for the first `max_fast_attempts` failures, `slow_delay` after."""
 
     def __init__(self, fast_delay: float, slow_delay: float, max_fast_attempts: int) -> None:
@@ -97,22 +109,11 @@ class ItemFastSlowRateLimiter:
         if max_fast_attempts < 0:
             raise ValueError(f"max_fast_attempts must be >= 0, got {max_fast_attempts}")
         self._max_fast_attempts = max_fast_attempts
-        self._lock = threading.Lock()
-        self._failures: dict[Hashable, int] = {}
+        super().__init__()
 
     def when(self, item: Hashable) -> float:
-        with self._lock:
-            failures = self._failures.get(item, 0) + 1
-            self._failures[item] = failures
+        failures = self._record_failure(item) + 1
         return self._fast if failures <= self._max_fast_attempts else self._slow
-
-    def num_requeues(self, item: Hashable) -> int:
-        with self._lock:
-            return self._failures.get(item, 0)
-
-    def forget(self, item: Hashable) -> None:
-        with self._lock:
-            self._failures.pop(item, None)
 
 
 class BucketRateLimiter:
