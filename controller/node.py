@@ -66,6 +66,21 @@ def _name(obj: Any) -> str:
     return name if isinstance(name, str) else ""
 
 
+def node_ip_cr(name: str, ip: str, mac: str, join_name: str) -> dict[str, Any]:
+    """The IP CR `node-<name>` of a node's join address (podName = node, namespace "")."""
+    return build_ip_cr(
+        pod_name=name,
+        ip=ip,
+        mac=mac,
+        subnet=join_name,
+        namespace="",
+        node_name=name,
+        provider=OVN_PROVIDER,
+        pod_type="",
+        node_switch=join_name,
+    )
+
+
 def _annotations(obj: Any) -> Mapping[str, str]:
     return ((obj.get("metadata") or {}).get("annotations") or {}) if obj else {}
 
@@ -152,19 +167,7 @@ class NodeController:
             PORT_NAME_ANNOTATION: key,
             ALLOCATED_ANNOTATION: "true",
         }
-        cr = desired_ip(
-            build_ip_cr(
-                pod_name=name,
-                ip=ip,
-                mac=mac,
-                subnet=join_name,
-                namespace="",
-                node_name=name,
-                provider=OVN_PROVIDER,
-                pod_type="",
-                node_switch=join_name,
-            )
-        )
+        cr = desired_ip(node_ip_cr(name, ip, mac, join_name))
         cached = self._ips.get_by_key(key)
         if cached is None or ip_update(cached, cr) is not None:
             self._kube.create_or_update_ip(cr)

@@ -21,6 +21,7 @@ from controller.model import (
     Subnet,
     VirtualMachine,
 )
+from controller.node import node_ip_cr
 from controller.ovn.api import VENDOR, NatRule, PortInfo, StaticRoute
 from controller.pod_logic import build_ip_cr
 
@@ -69,7 +70,7 @@ class Cluster:
                 }
             ),
         )
-        self.ip_cr(f"node-{name}", name, "", ip, mac_, "join", node=name)
+        self.ips[f"node-{name}"] = node_ip_cr(name, ip, mac_, JOIN.name)
         self.port(f"node-{name}", "join", mac_, ip, pod="")
 
     def ip_cr(

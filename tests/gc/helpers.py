@@ -20,6 +20,7 @@ from controller.ipam import IPAM
 from controller.kube.fake import FakeKubeApi
 from controller.metrics import ControllerMetrics
 from controller.naming import pod_name_to_port_name
+from controller.node import node_ip_cr
 from controller.ovn.api import NbClient, PortSpec
 from controller.ovn.fake import FakeNbClient
 from controller.pod_logic import build_ip_cr
@@ -181,19 +182,7 @@ class World:
         port = f"node-{name}"
         self.ipam.get_static_address(port, ip, mac, JOIN)
         self.nb.create_port(PortSpec(port, JOIN, mac, (ip,)))
-        self.kube.create_or_update_ip(
-            build_ip_cr(
-                pod_name=name,
-                ip=ip,
-                mac=mac,
-                subnet=JOIN,
-                namespace="",
-                node_name=name,
-                provider="ovn",
-                pod_type="",
-                node_switch=JOIN,
-            )
-        )
+        self.kube.create_or_update_ip(node_ip_cr(name, ip, mac, JOIN))
         if api:
             self.kube.add_node({"metadata": {"name": name}})
         return port
