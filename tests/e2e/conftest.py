@@ -19,7 +19,7 @@ from controller.app import Controller, run_controller
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox import ApiServer
 from controller.sandbox.ovsdb import NbServer
-from tests.e2e.helpers import node
+from tests.e2e.helpers import node, wait_for
 
 LEASE_FLAGS = (
     "--leader-elect-lease-duration=3",
@@ -97,3 +97,11 @@ def start_controller(cluster: Cluster) -> Iterator[StartController]:
     yield start
     for controller in started:
         controller.stop()
+
+
+@pytest.fixture
+def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
+    """One controller with the default flags, its workers running (a module may override)."""
+    controller = start_controller()
+    wait_for(controller.workers_started.is_set, message="workers started")
+    return controller

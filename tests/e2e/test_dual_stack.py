@@ -14,11 +14,11 @@ from controller.constants import (
     IP_ADDRESS_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,
     PORT_SECURITY_ANNOTATION,
-    ROUTED_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
+from tests.e2e.workloads import routed
 
 pytestmark = pytest.mark.e2e
 
@@ -34,16 +34,6 @@ def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
     controller = start_controller(*DUAL_FLAGS)
     wait_for(controller.workers_started.is_set, message="workers started")
     return controller
-
-
-def routed(cluster: Cluster, name: str) -> dict[str, str]:
-    return wait_for(
-        lambda: (
-            annotations(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
-            and annotations(cluster.server, "pods", NS, name)
-        ),
-        message=f"pod {name} routed",
-    )
 
 
 def src_routes(cluster: Cluster) -> set[tuple[str, str]]:

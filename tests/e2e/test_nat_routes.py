@@ -22,6 +22,7 @@ from controller.constants import (
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
 from tests.e2e.nbrows import nb_rows
+from tests.e2e.workloads import routed
 
 pytestmark = pytest.mark.e2e
 
@@ -30,16 +31,6 @@ GW_CONFIG = {
     "metadata": {"name": "ovn-external-gw-config", "namespace": "kube-system"},
     "data": {"enable-external-gw": "true", "external-gw-addr": "172.56.0.1/16"},
 }
-
-
-def routed(cluster: Cluster, name: str) -> dict[str, str]:
-    return wait_for(
-        lambda: (
-            annotations(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
-            and annotations(cluster.server, "pods", NS, name)
-        ),
-        message=f"pod {name} routed",
-    )
 
 
 def routes(cluster: Cluster, ip: str) -> set[tuple[str, str, str]]:

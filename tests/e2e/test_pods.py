@@ -3,8 +3,6 @@ the real controller in-process, the API server emulator and a real NB ovsdb-serv
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from controller.app import Controller
@@ -19,7 +17,7 @@ from controller.constants import (
     POD_NIC_ANNOTATION,
     ROUTED_ANNOTATION,
 )
-from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import (
     NODE,
     annotations,
@@ -29,35 +27,11 @@ from tests.e2e.helpers import (
     pod,
     wait_for,
 )
+from tests.e2e.workloads import allocated, events
 
 pytestmark = pytest.mark.e2e
 
 NS = "default"
-
-
-@pytest.fixture
-def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    controller = start_controller()
-    wait_for(controller.workers_started.is_set, message="workers started")
-    return controller
-
-
-def allocated(cluster: Cluster, name: str, ns: str = NS) -> dict[str, str]:
-    return wait_for(
-        lambda: (
-            annotations(cluster.server, "pods", ns, name).get(ALLOCATED_ANNOTATION) == "true"
-            and annotations(cluster.server, "pods", ns, name)
-        ),
-        message=f"pod {ns}/{name} allocated",
-    )
-
-
-def events(cluster: Cluster, name: str, reason: str, ns: str = NS) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in cluster.server.store.list("events", ns)
-        if e["involvedObject"]["name"] == name and e["reason"] == reason
-    ]
 
 
 def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cluster) -> None:

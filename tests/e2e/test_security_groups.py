@@ -20,30 +20,13 @@ from controller.constants import (
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import annotations, audit_clean, pod, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
+from tests.e2e.workloads import allocated
 
 pytestmark = pytest.mark.e2e
 
 NS = "default"
 SG_ANNOTATION = "ovn.kubernetes.io/security_groups"
 DENY_ALL_PG = "ovn.sg.kubeovn_deny_all"
-
-
-@pytest.fixture
-def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    controller = start_controller()
-    wait_for(controller.workers_started.is_set, message="workers started")
-    return controller
-
-
-def allocated(cluster: Cluster, name: str) -> dict[str, str]:
-    return wait_for(
-        lambda: (
-            annotations(cluster.server, "pods", NS, name).get("ovn.kubernetes.io/allocated")
-            == "true"
-            and annotations(cluster.server, "pods", NS, name)
-        ),
-        message=f"pod {name} allocated",
-    )
 
 
 def pg_ports(cluster: Cluster, pg: str) -> set[str]:

@@ -18,32 +18,15 @@ from controller.constants import (
     EIP_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
-    ROUTED_ANNOTATION,
 )
-from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import NODE, annotations, audit_clean, get_or_none, pod, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
+from tests.e2e.workloads import routed
 
 pytestmark = pytest.mark.e2e
 
 NS = "default"
-
-
-@pytest.fixture
-def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    controller = start_controller()
-    wait_for(controller.workers_started.is_set, message="workers started")
-    return controller
-
-
-def routed(cluster: Cluster, name: str) -> dict[str, str]:
-    return wait_for(
-        lambda: (
-            annotations(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
-            and annotations(cluster.server, "pods", NS, name)
-        ),
-        message=f"pod {name} routed",
-    )
 
 
 def routes_and_nats(cluster: Cluster, ip: str) -> list[dict[str, Any]]:

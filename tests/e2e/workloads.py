@@ -1,5 +1,6 @@
 """Builders and waits for the workload scenarios of the end-to-end suite (StatefulSets, KubeVirt
-VMs, multus attachments, terminating pods), on top of `tests.e2e.helpers`.
+VMs, multus attachments, terminating pods), on top of `tests.e2e.helpers`; the waits
+(`allocated`, `routed`, `events`) serve the other scenarios too.
 
 Pods are deleted the way a kubelet-backed API server deletes them: `graceful()` switches the
 emulator to graceful pod deletion, so a delete sets `deletionTimestamp` (an update event) and
@@ -13,7 +14,7 @@ import json
 from typing import Any
 
 from controller.app import Controller
-from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE
+from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
 from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import annotations, audit_clean, get_or_none, wait_for
 
@@ -148,6 +149,14 @@ def allocated(
         return ann if ann.get(key) == "true" else None
 
     return wait_for(done, message=f"pod {namespace}/{name} allocated ({provider})")
+
+
+def routed(cluster: Cluster, name: str, namespace: str = NS) -> dict[str, str]:
+    def done() -> dict[str, str] | None:
+        ann = annotations(cluster.server, "pods", namespace, name)
+        return ann if ann.get(ROUTED_ANNOTATION) == "true" else None
+
+    return wait_for(done, message=f"pod {namespace}/{name} routed")
 
 
 def events(cluster: Cluster, name: str, reason: str, ns: str = NS) -> list[dict[str, Any]]:
