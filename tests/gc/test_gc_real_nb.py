@@ -3,26 +3,18 @@ ovn-nbctl, not through the client's own cache)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.ovsdb import NbServer
+from tests.fixtures.nb import nbctl as nbctl_text
 from tests.gc.helpers import LR, World, allocated, raw_pod
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def nbctl(remote: str, *args: str) -> list[str]:
-    out = subprocess.run(
-        ["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=15,
-    ).stdout
-    return [line for line in out.splitlines() if line]
+    return [line for line in nbctl_text(remote, *args).splitlines() if line]
 
 
 def test_orphans_go_and_live_pods_stay_on_a_real_nb(nb_server: NbServer) -> None:

@@ -7,10 +7,10 @@ test sees what is really stored in the database.
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any, Protocol
 
 from controller.ovn.fake import FakeNbClient
+from tests.fixtures.nb import nbctl
 
 
 class NbView(Protocol):
@@ -73,22 +73,7 @@ class NbctlView:
         self.remote = remote
 
     def _rows(self, table: str, *conditions: str) -> list[dict[str, Any]]:
-        out = subprocess.run(
-            [
-                "ovn-nbctl",
-                f"--db={self.remote}",
-                "--timeout=10",
-                "--format=json",
-                "find",
-                table,
-                *conditions,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=15,
-        )
-        doc = json.loads(out.stdout)
+        doc = json.loads(nbctl(self.remote, "--format=json", "find", table, *conditions))
         return [
             {h: _decode(v) for h, v in zip(doc["headings"], row, strict=True)}
             for row in doc["data"]

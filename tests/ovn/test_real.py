@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from controller.ovn.api import DuplicateAddressError, OvnError, OvnTimeoutError, PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.ovsdb import NbCluster, NbServer, SandboxPki
+from tests.fixtures.nb import nbctl
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -45,16 +45,6 @@ def eventually(fn: Callable[[], object], deadline_s: float) -> object:
         except OvnError:
             if time.monotonic() > deadline:
                 raise
-
-
-def nbctl(remote: str, *args: str) -> str:
-    return subprocess.run(
-        ["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=15,
-    ).stdout
 
 
 def test_server_restart_mid_run(nb_server: NbServer, caplog: pytest.LogCaptureFixture) -> None:
