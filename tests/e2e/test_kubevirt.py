@@ -17,10 +17,10 @@ from tests.e2e.workloads import (
     allocated,
     delete_pod,
     gone,
-    graceful,
     pod,
     quiet,
     settled,
+    start_graceful,
     virtual_machine,
 )
 
@@ -29,13 +29,6 @@ pytestmark = pytest.mark.e2e
 SUBNET = "ovn-default"
 VM_ANNOTATION = "ovn.kubernetes.io/virtualmachine"
 KEEP = "--keep-vm-ip=true"
-
-
-def start(cluster: Cluster, start_controller: StartController, *flags: str) -> Controller:
-    graceful(cluster)
-    controller = start_controller(*flags)
-    wait_for(controller.workers_started.is_set, message="workers started")
-    return controller
 
 
 def assert_vm_network(ctl: Controller, cluster: Cluster, vm: str, ip: str, mac: str) -> None:
@@ -50,7 +43,7 @@ def assert_vm_network(ctl: Controller, cluster: Cluster, vm: str, ip: str, mac: 
 def test_vm_keeps_its_address_across_launcher_pods_until_deleted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start(cluster, start_controller, KEEP)
+    ctl = start_graceful(cluster, start_controller, KEEP)
     store = cluster.server.store
     owner = virtual_machine(cluster, "vm1")
     store.create("pods", pod("virt-launcher-vm1-aaaaa", owner=owner))
@@ -91,7 +84,7 @@ def test_vm_address_survives_a_restart_while_the_vm_has_no_live_pod(
 ) -> None:
     # "failed": kube-ovn #2709, a VM pod (restartPolicy Never) that failed is not alive, so
     # rebuilding IPAM from live pods alone forgets the VM's address
-    first = start(cluster, start_controller, KEEP)
+    first = start_graceful(cluster, start_controller, KEEP)
     store = cluster.server.store
     owner = virtual_machine(cluster, "vm2")
     launcher = pod("virt-launcher-vm2-aaaaa", owner=owner)
@@ -120,7 +113,7 @@ def test_vm_address_survives_a_restart_while_the_vm_has_no_live_pod(
 def test_without_keep_vm_ip_a_launcher_pod_is_an_ordinary_pod(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start(cluster, start_controller)
+    ctl = start_graceful(cluster, start_controller)
     store = cluster.server.store
     owner = virtual_machine(cluster, "vm3")
     store.create("pods", pod("virt-launcher-vm3-aaaaa", owner=owner))
@@ -142,7 +135,7 @@ def test_without_keep_vm_ip_a_launcher_pod_is_an_ordinary_pod(
 def test_gc_releases_a_stopped_vms_address_once_the_vm_is_deleted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start(cluster, start_controller, KEEP, "--gc-interval=0.3")
+    ctl = start_graceful(cluster, start_controller, KEEP, "--gc-interval=0.3")
     store = cluster.server.store
     owner = virtual_machine(cluster, "vm4")
     store.create("pods", pod("virt-launcher-vm4-aaaaa", owner=owner))

@@ -26,11 +26,11 @@ from tests.e2e.workloads import (
     allocated,
     delete_pod,
     gone,
-    graceful,
     nad,
     pod,
     quiet,
     settled,
+    start_graceful,
     statefulset,
     subnet,
     warning,
@@ -70,10 +70,7 @@ def key(provider: str, name: str) -> str:
 
 @pytest.fixture
 def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    graceful(cluster)
-    controller = start_controller("--gc-interval=0.3")
-    wait_for(controller.workers_started.is_set, message="workers started")
-    return controller
+    return start_graceful(cluster, start_controller, "--gc-interval=0.3")
 
 
 @pytest.fixture

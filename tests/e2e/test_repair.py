@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from controller.app import Controller
 from controller.constants import IP_ADDRESS_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
@@ -15,10 +14,10 @@ from tests.e2e.helpers import get_or_none, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
-    graceful,
     pod,
     quiet,
     settled,
+    start_graceful,
     statefulset,
     virtual_machine,
 )
@@ -77,9 +76,7 @@ def test_gc_deletes_an_orphan_only_on_the_second_pass_that_sees_it(
 def test_inspection_recreates_lost_statefulset_and_vm_ports(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    graceful(cluster)
-    ctl: Controller = start_controller(KEEP)  # --inspect-interval=1
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = start_graceful(cluster, start_controller, KEEP)  # --inspect-interval=1
     store = cluster.server.store
     store.create("pods", pod("db-0", owner=statefulset(cluster, "db", 1)))
     store.create("pods", pod("virt-launcher-vm1-aaaaa", owner=virtual_machine(cluster, "vm1")))

@@ -28,6 +28,7 @@ from tests.e2e.workloads import (
     pod,
     quiet,
     settled,
+    start_graceful,
     statefulset,
     subnet,
     warning,
@@ -40,10 +41,7 @@ SUBNET = "ovn-default"
 
 @pytest.fixture
 def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    graceful(cluster)
-    controller = start_controller()
-    wait_for(controller.workers_started.is_set, message="workers started")
-    return controller
+    return start_graceful(cluster, start_controller)
 
 
 def cached_sts(ctl: Controller, name: str) -> dict[str, Any]:
@@ -207,9 +205,7 @@ def test_restart_after_scale_down_releases_the_kept_address(
 def test_periodic_gc_keeps_a_kept_statefulset_port(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    graceful(cluster)
-    ctl = start_controller("--gc-interval=0.2")
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = start_graceful(cluster, start_controller, "--gc-interval=0.2")
     owner = statefulset(cluster, "gk", 1)
     cluster.server.store.create("pods", pod("gk-0", owner=owner))
     ip = allocated(cluster, "gk-0")[IP_ADDRESS_ANNOTATION]
@@ -252,9 +248,7 @@ def test_force_deleted_pod_gets_its_address_back(ctl: Controller, cluster: Clust
 def test_gc_releases_a_force_deleted_pods_address_after_scale_down(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    graceful(cluster)
-    ctl = start_controller("--gc-interval=0.3")
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = start_graceful(cluster, start_controller, "--gc-interval=0.3")
     store = cluster.server.store
     owner = statefulset(cluster, "fz", 1)
     store.create("pods", pod("fz-0", owner=owner))
@@ -272,9 +266,7 @@ def test_gc_releases_a_force_deleted_pods_address_after_scale_down(
 def test_gc_releases_a_kept_address_once_the_statefulset_is_deleted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    graceful(cluster)
-    ctl = start_controller("--gc-interval=0.3")
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = start_graceful(cluster, start_controller, "--gc-interval=0.3")
     store = cluster.server.store
     owner = statefulset(cluster, "gd", 1)
     store.create("pods", pod("gd-0", owner=owner))

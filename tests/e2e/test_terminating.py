@@ -21,6 +21,7 @@ from tests.e2e.workloads import (
     pod,
     quiet,
     settled,
+    start_graceful,
     statefulset,
 )
 
@@ -32,10 +33,7 @@ GRACE = 2
 
 @pytest.fixture
 def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    graceful(cluster)
-    controller = start_controller()
-    wait_for(controller.workers_started.is_set, message="workers started")
-    return controller
+    return start_graceful(cluster, start_controller)
 
 
 def released(ctl: Controller, cluster: Cluster, name: str, ip: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from controller.app import Controller
 from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
-from tests.e2e.conftest import Cluster
+from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import annotations, audit_clean, get_or_none, wait_for
 
 NS = "default"
@@ -47,6 +47,16 @@ def pod(
     if node_name:
         spec["nodeName"] = node_name
     return {"metadata": meta, "spec": spec}
+
+
+def start_graceful(
+    cluster: Cluster, start_controller: StartController, *flags: str
+) -> Controller:
+    """`graceful(cluster)`, then a controller started with `flags`, its workers running."""
+    graceful(cluster)
+    controller = start_controller(*flags)
+    wait_for(controller.workers_started.is_set, message="workers started")
+    return controller
 
 
 def delete_pod(cluster: Cluster, name: str, namespace: str = NS) -> None:
