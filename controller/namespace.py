@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.cache.keys import object_name
 from controller.config import Config
 from controller.constants import (
     CIDR_ANNOTATION,
@@ -42,12 +43,6 @@ NAMESPACE_KEYS = (LOGICAL_SWITCH_ANNOTATION, CIDR_ANNOTATION, EXCLUDE_IPS_ANNOTA
 
 def _obj(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def _name(obj: Any) -> str:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) else ""
 
 
 def _namespaces_of(subnet: Any) -> list[str]:
@@ -71,7 +66,7 @@ def desired_namespace_annotations(
             if namespace in _namespaces_of(s)
             and not (s.get("metadata") or {}).get("deletionTimestamp")
         ),
-        key=_name,
+        key=object_name,
     )
     if not bound:
         if default_subnet is None:
@@ -79,7 +74,7 @@ def desired_namespace_annotations(
         bound = [default_subnet]
     names, cidrs, excludes = [], [], []
     for subnet in bound:
-        name = _name(subnet)
+        name = object_name(subnet)
         try:
             spec = format_subnet_spec(name, subnet.get("spec") or {})
         except MalformedObjectError as exc:
@@ -114,8 +109,8 @@ class NamespaceController:
 
     # --- namespace informer ----------------------------------------------------------------------
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        if self._is_leader() and _name(obj):
-            self.queue.add(_name(obj))
+        if self._is_leader() and object_name(obj):
+            self.queue.add(object_name(obj))
 
     def on_update(self, old: Any, new: Any) -> None:
         if not self._is_leader():
@@ -125,7 +120,7 @@ class NamespaceController:
         if any(old_ann.get(k) != new_ann.get(k) for k in NAMESPACE_KEYS) or not all(
             k in new_ann for k in NAMESPACE_KEYS
         ):
-            self.queue.add(_name(new))
+            self.queue.add(object_name(new))
 
     def on_delete(self, obj: Any) -> None:
         """Nothing to clean up: the annotations go with the namespace."""
@@ -138,7 +133,7 @@ class NamespaceController:
             names: set[str] = set()
             for obj in objs:
                 obj = _obj(obj)  # noqa: PLW2901
-                if _name(obj) == self._config.default_logical_switch:
+                if object_name(obj) == self._config.default_logical_switch:
                     names.update(self._namespaces.list_keys())
                 names.update(_namespaces_of(obj))
             for name in sorted(names):

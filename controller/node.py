@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.cache.keys import object_name
 from controller.config import Config
 from controller.constants import (
     ALLOCATED_ANNOTATION,
@@ -58,12 +59,6 @@ NODE_KEYS = (
     PORT_NAME_ANNOTATION,
     ALLOCATED_ANNOTATION,
 )
-
-
-def _name(obj: Any) -> str:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) else ""
 
 
 def node_ip_cr(name: str, ip: str, mac: str, join_name: str) -> dict[str, Any]:
@@ -117,8 +112,8 @@ class NodeController:
 
     # --- informer callbacks ----------------------------------------------------------------------
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        if self._is_leader() and _name(obj):
-            self.queues.add.add(_name(obj))
+        if self._is_leader() and object_name(obj):
+            self.queues.add.add(object_name(obj))
 
     def on_update(self, old: Any, new: Any) -> None:
         if not self._is_leader():
@@ -127,15 +122,15 @@ class NodeController:
         if new_ann.get(ALLOCATED_ANNOTATION) != "true" or any(
             old_ann.get(k) != new_ann.get(k) for k in NODE_KEYS
         ):
-            self.queues.add.add(_name(new))
+            self.queues.add.add(object_name(new))
 
     def on_delete(self, obj: Any) -> None:
         if not self._is_leader():
             return
         if isinstance(obj, DeletedFinalStateUnknown):
             obj = obj.obj
-        if _name(obj):
-            self.queues.delete.add(_name(obj))
+        if object_name(obj):
+            self.queues.delete.add(object_name(obj))
 
     def all_allocated(self) -> bool:
         """True when every cached node says allocated=true (the pod workers wait for it)."""

@@ -50,6 +50,14 @@ def object_meta(obj: Any) -> Mapping[str, Any]:
     return meta
 
 
+def object_name(obj: Any) -> str:
+    """`metadata.name` of a raw object, or "" when it has none (never raises: for event handlers
+    that must skip malformed objects rather than fail)."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
 def meta_namespace_key_func(obj: Any) -> str:
     """`namespace/name`, or `name` when the namespace is empty."""
     if type(obj) is dict:

@@ -10,6 +10,7 @@ from controller.cache import (
     meta_namespace_key_func,
     split_meta_namespace_key,
 )
+from controller.cache.keys import object_name
 from tests.cache.fakes import make_pod
 
 
@@ -49,3 +50,18 @@ def test_split_key(key: str, expected: tuple[str, str]) -> None:
 def test_split_key_rejects_extra_slashes() -> None:
     with pytest.raises(KeyFuncError, match='unexpected key format: "a/b/c"'):
         split_meta_namespace_key("a/b/c")
+
+
+@pytest.mark.parametrize(
+    ("obj", "name"),
+    [
+        ({"metadata": {"name": "n1"}}, "n1"),
+        ({"metadata": {"name": 7}}, ""),
+        ({"metadata": None}, ""),
+        ({"spec": {}}, ""),
+        (None, ""),
+        ("n1", ""),
+    ],
+)
+def test_object_name_is_empty_for_malformed_objects(obj: object, name: str) -> None:
+    assert object_name(obj) == name
