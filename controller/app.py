@@ -405,6 +405,7 @@ class Controller:
                 cluster=cluster,
                 nb=nb,
                 ipam=self.ipam,
+                recorder=self.recorder,
                 queues=SubnetQueues(
                     add=self._queue(QUEUE_ADD_SUBNET),
                     delete=self._queue(QUEUE_DELETE_SUBNET),
