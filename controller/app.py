@@ -308,7 +308,7 @@ class Controller:
         self.recorder = BackgroundEventRecorder(
             kube,
             component=EVENT_COMPONENT,
-            host=os.environ.get("KUBE_NODE_NAME", ""),
+            host=cfg.node_name,
             on_drop=self.metrics.event_dropped,
         )
         self.metrics_server = MetricsServer(

@@ -15,8 +15,9 @@ block, `--default-exclude-ips` = that gateway, `--node-switch-gateway` likewise.
 `OVN_NB_SERVICE_HOST`/`OVN_NB_SERVICE_PORT`.
 
 Environment (downward API only): `POD_NAME` (leader-election identity, falling back to
-`HOSTNAME`), `KUBE_NAMESPACE` (lease namespace, default `kube-system`), `ENABLE_SSL`, `OVN_DB_IPS`,
-`OVN_NB_SERVICE_HOST`, `OVN_NB_SERVICE_PORT`.
+`HOSTNAME`), `KUBE_NAMESPACE` (lease namespace, default `kube-system`), `KUBE_NODE_NAME` (the
+`source.host` of recorded Events, kube-ovn's variable; empty when unset), `ENABLE_SSL`,
+`OVN_DB_IPS`, `OVN_NB_SERVICE_HOST`, `OVN_NB_SERVICE_PORT`.
 
 Every invalid value raises `ConfigError` with a message naming the flag; argparse's own errors
 (unknown flag, missing value, bad int) are wrapped in it too, so `main` can print and exit 2.
@@ -107,6 +108,7 @@ class Config:
     leader_elect_resource_namespace: str = DEFAULT_CONTROLLER_NAMESPACE
     pod_name: str = ""
     pod_namespace: str = DEFAULT_CONTROLLER_NAMESPACE
+    node_name: str = ""
     # observability
     metrics_addr: str = "0.0.0.0"
     metrics_port: int = 10660
@@ -494,6 +496,7 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         leader_elect_resource_namespace=ns.leader_elect_resource_namespace or pod_namespace,
         pod_name=pod_name,
         pod_namespace=pod_namespace,
+        node_name=environ.get("KUBE_NODE_NAME", ""),
         metrics_addr=ns.metrics_addr,
         metrics_port=ns.metrics_port,
         log_level=ns.log_level,

@@ -173,6 +173,7 @@ def test_subnet_namespace_and_node_lifecycle(
         message="ValidateLogicalSwitchFailed event",
     )
     assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "Subnet"
+    assert event["source"] == {"component": "ovn-controller", "host": NODE}  # KUBE_NODE_NAME
     assert ctl.subnet_controller is not None
     assert ctl.subnet_controller.queues.add.num_requeues("sub-bad") == 0
     assert not ctl.ipam.has_subnet("sub-bad")

@@ -253,6 +253,11 @@ def test_leader_election_falls_back_to_hostname_then_errors() -> None:
     assert parse("check", env={}).command == "check"
 
 
+def test_node_name_from_env() -> None:
+    assert parse(env={"POD_NAME": "p", "KUBE_NODE_NAME": "node-7"}).node_name == "node-7"
+    assert parse().node_name == ""
+
+
 def test_pprof_port_is_an_alias_of_metrics_port() -> None:
     assert parse("--pprof-port=9999").metrics_port == 9999
     assert parse("--metrics-port=0").metrics_port == 0
