@@ -630,7 +630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     setup_logging(config.log_level, config.log_format)
     if config.command == COMMAND_CHECK:
-        return run_check(config)
+        return run_check(config, strict=config.strict)
     LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
     controller = Controller(config)
 
