@@ -308,7 +308,7 @@ class Controller:
         self.recorder = BackgroundEventRecorder(
             kube,
             component=EVENT_COMPONENT,
-            host=os.environ.get("KUBE_NODE_NAME", ""),
+            host=cfg.node_name,
             on_drop=self.metrics.event_dropped,
         )
         self.metrics_server = MetricsServer(
@@ -405,6 +405,7 @@ class Controller:
                 cluster=cluster,
                 nb=nb,
                 ipam=self.ipam,
+                recorder=self.recorder,
                 queues=SubnetQueues(
                     add=self._queue(QUEUE_ADD_SUBNET),
                     delete=self._queue(QUEUE_DELETE_SUBNET),
@@ -629,7 +630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     setup_logging(config.log_level, config.log_format)
     if config.command == COMMAND_CHECK:
-        return run_check(config)
+        return run_check(config, strict=config.strict)
     LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
     controller = Controller(config)
 

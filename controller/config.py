@@ -15,8 +15,11 @@ block, `--default-exclude-ips` = that gateway, `--node-switch-gateway` likewise.
 `OVN_NB_SERVICE_HOST`/`OVN_NB_SERVICE_PORT`.
 
 Environment (downward API only): `POD_NAME` (leader-election identity, falling back to
-`HOSTNAME`), `KUBE_NAMESPACE` (lease namespace, default `kube-system`), `ENABLE_SSL`, `OVN_DB_IPS`,
-`OVN_NB_SERVICE_HOST`, `OVN_NB_SERVICE_PORT`.
+`HOSTNAME`), `KUBE_NAMESPACE` (lease namespace, default `kube-system`), `KUBE_NODE_NAME` (the
+`source.host` of recorded Events, kube-ovn's variable; empty when unset), `ENABLE_SSL`,
+`OVN_DB_IPS`, `OVN_NB_SERVICE_HOST`, `OVN_NB_SERVICE_PORT`.
+
+`--strict` belongs to the `check` command (pending pods fail the audit); with `run` it is an error.
 
 Every invalid value raises `ConfigError` with a message naming the flag; argparse's own errors
 (unknown flag, missing value, bad int) are wrapped in it too, so `main` can print and exit 2.
@@ -107,11 +110,14 @@ class Config:
     leader_elect_resource_namespace: str = DEFAULT_CONTROLLER_NAMESPACE
     pod_name: str = ""
     pod_namespace: str = DEFAULT_CONTROLLER_NAMESPACE
+    node_name: str = ""
     # observability
     metrics_addr: str = "0.0.0.0"
     metrics_port: int = 10660
     log_level: str = "info"
     log_format: str = "text"
+    # the `check` command only
+    strict: bool = False
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -163,6 +169,7 @@ _BOOL_FLAGS = (
     "--enable-namespace-controller",
     "--enable-node-controller",
     "--leader-elect",
+    "--strict",
 )
 
 
@@ -263,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
     g.add_argument("--log-format", default="text", type=str.lower, choices=LOG_FORMATS)
+
+    g = p.add_argument_group("check")
+    boolean("--strict", False, "check: pods not allocated or routed yet count as findings")
     return p
 
 
@@ -392,6 +402,8 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
     """
     ns = build_parser().parse_args(_normalize_bool_flags(argv))
 
+    if ns.strict and ns.command != COMMAND_CHECK:
+        raise ConfigError("--strict only applies to the check command")
     if ns.worker_num < 1:
         raise ConfigError(f"--worker-num must be >= 1, got {ns.worker_num}")
     _positive("--ovn-timeout", ns.ovn_timeout)
@@ -494,8 +506,10 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         leader_elect_resource_namespace=ns.leader_elect_resource_namespace or pod_namespace,
         pod_name=pod_name,
         pod_namespace=pod_namespace,
+        node_name=environ.get("KUBE_NODE_NAME", ""),
         metrics_addr=ns.metrics_addr,
         metrics_port=ns.metrics_port,
         log_level=ns.log_level,
         log_format=ns.log_format,
+        strict=ns.strict,
     )

@@ -138,13 +138,15 @@ SECURITY_GROUP_HIGHEST_PRIORITY: Final = 2300
 SECURITY_GROUP_ALLOW_PRIORITY: Final = 2004
 SECURITY_GROUP_DROP_PRIORITY: Final = 2003
 
-# --- Event reasons (all Warning events on the Pod) ------------------------------------------
+# --- Event reasons (Warning events on the Pod, unless said otherwise) -----------------------
 
 REASON_VALIDATE_POD_NETWORK_FAILED: Final = "ValidatePodNetworkFailed"
 REASON_ACQUIRE_ADDRESS_FAILED: Final = "AcquireAddressFailed"
 REASON_GET_VLAN_INFO_FAILED: Final = "GetVlanInfoFailed"
 REASON_CREATE_OVN_PORT_FAILED: Final = "CreateOVNPortFailed"
 REASON_NODE_ADDRESS_CONFLICT_WITH_SUBNET: Final = "NodeAddressConflictWithSubnet"
+#: Warning on a Subnet whose spec cannot be formatted (bad cidrBlock, gateway or excludeIps).
+REASON_VALIDATE_LOGICAL_SWITCH_FAILED: Final = "ValidateLogicalSwitchFailed"
 EVENT_TYPE_WARNING: Final = "Warning"
 EVENT_TYPE_NORMAL: Final = "Normal"
 

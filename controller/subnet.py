@@ -6,6 +6,10 @@ Contract:
   to their network address, the gateway defaulted to the first address of each block and always
   added to `excludeIps`, `protocol`, `provider` (`ovn`), `vpc` (`ovn-cluster`) and `gatewayType`
   (`distributed`) defaulted. Bad CIDRs or gateways raise `MalformedObjectError`.
+* A Subnet whose spec cannot be formatted gets a Warning Event `ValidateLogicalSwitchFailed`
+  (kube-ovn's reason) and the handler raises `PermanentError`: the worker forgets the key instead
+  of retrying it with backoff forever, since only an edit of the spec can fix it (and that edit
+  re-queues it like any spec change).
 * A Subnet add/update (queue `AddSubnet`) writes the formatted spec back when it differs,
   registers the subnet in IPAM (`add_or_update_subnet` with the formatted exclude list, so the
   gateway is never handed out even before the write lands), and, for an OVN subnet (provider
@@ -35,12 +39,15 @@ from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHan
 from controller.config import Config
 from controller.constants import (
     DEFAULT_VPC,
+    EVENT_TYPE_WARNING,
     GATEWAY_TYPE_DISTRIBUTED,
+    KUBEOVN_API_VERSION,
     OVN_PROVIDER,
+    REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
 )
-from controller.errors import MalformedObjectError, ResourceNotReadyError
+from controller.errors import MalformedObjectError, PermanentError, ResourceNotReadyError
 from controller.ipam import IPAM, SubnetNotFoundError
-from controller.kube.api import KubeApi
+from controller.kube.api import EventRecorder, KubeApi, ObjectRef
 from controller.kube.cluster import ClusterApi
 from controller.metrics import ControllerMetrics
 from controller.netutil import check_protocol, first_ip, parse_cidr, parse_ip
@@ -153,6 +160,7 @@ class SubnetController:
         cluster: ClusterApi,
         nb: NbClient,
         ipam: IPAM,
+        recorder: EventRecorder,
         queues: SubnetQueues,
         is_leader: Callable[[], bool],
         metrics: ControllerMetrics | None = None,
@@ -165,6 +173,7 @@ class SubnetController:
         self._cluster = cluster
         self._nb = nb
         self._ipam = ipam
+        self._recorder = recorder
         self.queues = queues
         self._is_leader = is_leader
         self._metrics = metrics
@@ -231,7 +240,15 @@ class SubnetController:
         if (cached.get("metadata") or {}).get("deletionTimestamp"):
             self.handle_delete_subnet(name)
             return
-        spec = format_subnet_spec(name, cached.get("spec") or {})
+        try:
+            spec = format_subnet_spec(name, cached.get("spec") or {})
+        except MalformedObjectError as exc:
+            ref = ObjectRef.from_object(
+                cached, default_kind="Subnet", default_api_version=KUBEOVN_API_VERSION
+            )
+            reason = REASON_VALIDATE_LOGICAL_SWITCH_FAILED
+            self._recorder.event(ref, EVENT_TYPE_WARNING, reason, exc.message)
+            raise PermanentError(exc.message, reason=reason) from exc
         if spec != (cached.get("spec") or {}):
             LOG.info("format subnet %s spec", name)
             self._cluster.replace_subnet({**cached, "spec": spec})

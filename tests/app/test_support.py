@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -19,12 +21,13 @@ from controller.constants import (
 )
 from controller.errors import MalformedObjectError, ResourceNotReadyError
 from controller.ipam import IPAM
-from controller.kube.fake import FakeKubeApi
+from controller.kube.fake import FakeEventRecorder, FakeKubeApi
 from controller.namespace import desired_namespace_annotations
 from controller.node import NodeController, NodeQueues
 from controller.ovn.fake import FakeNbClient
-from controller.queues import RateLimitingQueue, default_controller_rate_limiter
-from controller.subnet import format_subnet_spec
+from controller.queues import FakeClock, RateLimitingQueue, default_controller_rate_limiter
+from controller.subnet import SubnetController, SubnetQueues, format_subnet_spec
+from controller.worker import process_next_work_item
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 
@@ -83,6 +86,86 @@ def test_format_subnet_spec_dual_stack() -> None:
 def test_format_subnet_spec_rejects_bad_input(spec: dict[str, Any]) -> None:
     with pytest.raises(MalformedObjectError):
         format_subnet_spec("bad", spec)
+
+
+# --- subnet controller ---------------------------------------------------------------------------
+
+
+class RecordingCluster:
+    """The one `ClusterApi` call the subnet add handler makes: writing the formatted spec back."""
+
+    def __init__(self) -> None:
+        self.replaced: list[dict[str, Any]] = []
+
+    def replace_subnet(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        self.replaced.append(dict(body))
+        return dict(body)
+
+
+def test_malformed_subnet_is_one_warning_event_not_a_retry_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    queues = SubnetQueues(
+        *(RateLimitingQueue[str](default_controller_rate_limiter(), clock=clock) for _ in "ads")
+    )
+    bad = {
+        "metadata": {"name": "bad", "uid": "u-1", "resourceVersion": "7"},
+        "spec": {"cidrBlock": "10.1.0.0/33"},
+    }
+    subnets, nb, cluster = indexer(bad), FakeNbClient(), RecordingCluster()
+    recorder = FakeEventRecorder()
+    nb.ensure_logical_router("ovn-cluster")
+    ctl = SubnetController(
+        config=CONFIG,
+        subnets=subnets,
+        vpcs=indexer(),
+        kube=FakeKubeApi(),
+        cluster=cluster,  # type: ignore[arg-type]
+        nb=nb,
+        ipam=IPAM(),
+        recorder=recorder,
+        queues=queues,
+        is_leader=lambda: True,
+    )
+    handled: list[str] = []
+
+    def handler(name: str) -> None:
+        handled.append(name)
+        ctl.handle_add_subnet(name)
+
+    def process() -> None:
+        assert process_next_work_item(queues.add, handler, name="AddSubnet", clock=clock)
+
+    ctl.on_add(bad)
+    with caplog.at_level(logging.INFO):
+        process()
+        clock.step(3600.0)  # far beyond any backoff: a retried key would be back by now
+    assert (len(queues.add), queues.add.pending(), queues.add.num_requeues("bad")) == (0, 0, 0)
+    assert handled == ["bad"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    [event] = recorder.events
+    assert (event.ref.kind, event.ref.api_version, event.ref.name, event.ref.uid) == (
+        "Subnet",
+        "kubeovn.io/v1",
+        "bad",
+        "u-1",
+    )
+    assert (event.type, event.reason) == ("Warning", "ValidateLogicalSwitchFailed")
+    assert "10.1.0.0/33" in event.message
+    assert "bad" not in nb.list_logical_switches() and cluster.replaced == []
+
+    # the fix is an update of the Subnet, which queues it again like any spec change
+    fixed = {**bad, "metadata": {**bad["metadata"], "resourceVersion": "8"}}
+    fixed["spec"] = {"cidrBlock": "10.1.0.0/24"}
+    subnets.update(fixed)
+    ctl.on_update(bad, fixed)
+    process()
+    assert "bad" in nb.list_logical_switches()
+    assert cluster.replaced[0]["spec"]["gateway"] == "10.1.0.1"
+    assert len(recorder.events) == 1
+    for q in queues.all():
+        q.shut_down()
 
 
 # --- namespace annotations -----------------------------------------------------------------------

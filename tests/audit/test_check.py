@@ -7,12 +7,14 @@ would leave it; then damage is injected and the report must name it.
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from controller.app import main
 from controller.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNAVAILABLE, check, run_check
 from controller.config import Config
 from controller.kube.errors import KubeUnavailableError
@@ -187,6 +189,40 @@ def test_clean_then_damaged(
     assert "\n  port web-0.default: kube-ovn port (default/web-0, " in report
     assert "lsp-missing (1):\n  pod default/c: no logical switch port c.default\n" in report
     assert "ipam-disagrees (1):\n  pod default/" in report
+
+
+def test_strict_flag_counts_pending_pods(
+    apiserver: ApiServer,
+    nb_server: NbServer,
+    cluster: OvsdbappNbClient,
+    short_tmp: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a scheduled pod the controller has not allocated yet: pending, not a finding
+    apiserver.store.create(
+        "pods",
+        {
+            "metadata": {"name": "new", "namespace": "default"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "pause"}]},
+            "status": {"phase": "Pending"},
+        },
+    )
+    argv = [
+        "check",
+        f"--kubeconfig={apiserver.write_kubeconfig(short_tmp / 'kubeconfig')}",
+        f"--ovn-nb-addr={nb_server.remote}",
+        "--ovn-timeout=5",
+    ]
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:  # main() installs its own root handler and level
+        assert main(argv) == EXIT_CLEAN
+        assert "pod-not-allocated (1):" in capsys.readouterr().out
+        assert main([*argv, "--strict"]) == EXIT_FINDINGS
+        assert "pod-not-allocated (1):" in capsys.readouterr().out
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def test_unreachable_api_server(nb_server: NbServer, short_tmp: Path) -> None:

@@ -37,6 +37,7 @@ NOT_EXPOSED = {
     "--kubeconfig",  # in-cluster config
     "--leader-elect-resource-namespace",  # the release namespace, where the Role grants the Lease
     "--pprof-port",  # kube-ovn's alias of --metrics-port
+    "--strict",  # an option of the one-shot `check` command, not of the controller
     "--help",
     "-h",
 }

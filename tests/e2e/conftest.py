@@ -19,7 +19,7 @@ from controller.app import Controller, run_controller
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox import ApiServer
 from controller.sandbox.ovsdb import NbServer
-from tests.e2e.helpers import node, wait_for
+from tests.e2e.helpers import NODE, node, wait_for
 
 LEASE_FLAGS = (
     "--leader-elect-lease-duration=3",
@@ -72,7 +72,7 @@ def launch_controller(
     cluster: Cluster, *extra: str, identity: str = "controller-a"
 ) -> Controller:
     """Start the real controller in-process against `cluster` (the caller stops it)."""
-    env = {"POD_NAME": identity, "KUBE_NAMESPACE": "kube-system"}
+    env = {"POD_NAME": identity, "KUBE_NAMESPACE": "kube-system", "KUBE_NODE_NAME": NODE}
     return run_controller(cluster.argv(*extra), env, startup_wait=10.0, status_delay=0.1)
 
 

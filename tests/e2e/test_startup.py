@@ -160,6 +160,26 @@ def test_subnet_namespace_and_node_lifecycle(
     wait_for(lambda: get_or_none(server, "ips", None, "node-node2") is None, message="IP CR gone")
     assert ctl.ipam.get_pod_address("node-node2") == []
 
+    # a malformed subnet is a Warning Event on it (cluster-scoped: namespace "default") and is
+    # not retried; fixing its spec is an update, which converges it
+    store.create("subnets", {"metadata": {"name": "sub-bad"}, "spec": {"cidrBlock": "10.78.0/24"}})
+    [event] = wait_for(
+        lambda: [
+            e
+            for e in store.list("events", "default")
+            if e["involvedObject"]["name"] == "sub-bad"
+            and e["reason"] == "ValidateLogicalSwitchFailed"
+        ],
+        message="ValidateLogicalSwitchFailed event",
+    )
+    assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "Subnet"
+    assert event["source"] == {"component": "ovn-controller", "host": NODE}  # KUBE_NODE_NAME
+    assert ctl.subnet_controller is not None
+    assert ctl.subnet_controller.queues.add.num_requeues("sub-bad") == 0
+    assert not ctl.ipam.has_subnet("sub-bad")
+    store.patch("subnets", None, "sub-bad", {"spec": {"cidrBlock": "10.78.0.0/24"}})
+    wait_for(lambda: "sub-bad" in cluster.nb.list_logical_switches(), message="switch sub-bad")
+
 
 def test_support_controllers_can_be_switched_off(
     cluster: Cluster, start_controller: StartController

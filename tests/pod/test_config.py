@@ -253,6 +253,20 @@ def test_leader_election_falls_back_to_hostname_then_errors() -> None:
     assert parse("check", env={}).command == "check"
 
 
+def test_node_name_from_env() -> None:
+    assert parse(env={"POD_NAME": "p", "KUBE_NODE_NAME": "node-7"}).node_name == "node-7"
+    assert parse().node_name == ""
+
+
+def test_strict_is_a_check_only_boolean() -> None:
+    assert parse("check").strict is False
+    assert parse("check", "--strict").strict is True
+    assert parse("--strict", "check").command == "check"  # a bare boolean eats no word
+    assert parse("check", "--strict=false").strict is False
+    with pytest.raises(ConfigError, match="--strict only applies to the check command"):
+        parse("--strict")
+
+
 def test_pprof_port_is_an_alias_of_metrics_port() -> None:
     assert parse("--pprof-port=9999").metrics_port == 9999
     assert parse("--metrics-port=0").metrics_port == 0
