@@ -34,7 +34,7 @@ from controller.errors import MalformedObjectError, ResourceNotReadyError
 from controller.kube.api import KubeApi
 from controller.queues import RateLimitingQueue
 from controller.subnet import format_subnet_spec
-from controller.worker import run_worker
+from controller.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 
@@ -164,12 +164,4 @@ class NamespaceController:
         LOG.info("namespace %s uses logical switch(es) %s", name, wanted[LOGICAL_SWITCH_ANNOTATION])
 
     def run_workers(self, stop: threading.Event) -> list[threading.Thread]:
-        t = threading.Thread(
-            target=run_worker,
-            args=(self.queue, self.handle_add_namespace),
-            kwargs={"name": self.queue.name, "stop": stop},
-            name=f"{self.queue.name}-0",
-            daemon=True,
-        )
-        t.start()
-        return [t]
+        return start_workers([(self.queue, self.handle_add_namespace, 1)], stop)

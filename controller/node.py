@@ -46,7 +46,7 @@ from controller.ovn.api import NbClient, PortSpec
 from controller.pod_logic import build_ip_cr
 from controller.queues import RateLimitingQueue
 from controller.subnet import format_subnet_spec
-from controller.worker import run_worker
+from controller.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 
@@ -197,19 +197,10 @@ class NodeController:
         LOG.info("node %s deleted: released %s", name, key)
 
     def run_workers(self, worker_num: int, stop: threading.Event) -> list[threading.Thread]:
-        threads = []
-        for queue, handler, count in (
-            (self.queues.add, self.handle_add_node, worker_num),
-            (self.queues.delete, self.handle_delete_node, 1),
-        ):
-            for i in range(count):
-                t = threading.Thread(
-                    target=run_worker,
-                    args=(queue, handler),
-                    kwargs={"name": queue.name, "stop": stop},
-                    name=f"{queue.name}-{i}",
-                    daemon=True,
-                )
-                t.start()
-                threads.append(t)
-        return threads
+        return start_workers(
+            [
+                (self.queues.add, self.handle_add_node, worker_num),
+                (self.queues.delete, self.handle_delete_node, 1),
+            ],
+            stop,
+        )

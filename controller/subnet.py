@@ -54,7 +54,7 @@ from controller.netutil import check_protocol, first_ip, parse_cidr, parse_ip
 from controller.ovn.api import NbClient
 from controller.pod_logic import is_ovn_provider
 from controller.queues import RateLimitingQueue
-from controller.worker import run_worker
+from controller.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 
@@ -325,21 +325,11 @@ class SubnetController:
 
     # --- workers ---------------------------------------------------------------------------------
     def run_workers(self, worker_num: int, stop: threading.Event) -> list[threading.Thread]:
-        plan = [
-            (self.queues.add, self.handle_add_subnet, 1),
-            (self.queues.delete, self.handle_delete_subnet, 1),
-            (self.queues.status, self.handle_update_subnet_status, worker_num),
-        ]
-        threads = []
-        for queue, handler, count in plan:
-            for i in range(count):
-                t = threading.Thread(
-                    target=run_worker,
-                    args=(queue, handler),
-                    kwargs={"name": queue.name, "stop": stop},
-                    name=f"{queue.name}-{i}",
-                    daemon=True,
-                )
-                t.start()
-                threads.append(t)
-        return threads
+        return start_workers(
+            [
+                (self.queues.add, self.handle_add_subnet, 1),
+                (self.queues.delete, self.handle_delete_subnet, 1),
+                (self.queues.status, self.handle_update_subnet_status, worker_num),
+            ],
+            stop,
+        )

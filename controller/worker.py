@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
 
 from controller.errors import ControllerError, PermanentError, RetryableError
@@ -55,6 +55,13 @@ class WorkQueue(Protocol[T]):
     def add_rate_limited(self, item: T) -> None: ...
 
     def add_after(self, item: T, seconds: float) -> None: ...
+
+
+class NamedWorkQueue(WorkQueue[T], Protocol[T]):
+    """A work queue with the name its workers and metrics go by."""
+
+    @property
+    def name(self) -> str | None: ...
 
 
 class MonotonicClock(Protocol):
@@ -172,3 +179,23 @@ def run_worker(
             continue
         if not more:
             return
+
+
+def start_workers(
+    plan: Iterable[tuple[NamedWorkQueue[T], Callable[[T], None], int]],
+    stop: threading.Event,
+) -> list[threading.Thread]:
+    """Start `count` daemon `run_worker` threads per (queue, handler, count), named by queue."""
+    threads = []
+    for queue, handler, count in plan:
+        for i in range(count):
+            t = threading.Thread(
+                target=run_worker,
+                args=(queue, handler),
+                kwargs={"name": queue.name, "stop": stop},
+                name=f"{queue.name}-{i}",
+                daemon=True,
+            )
+            t.start()
+            threads.append(t)
+    return threads
