@@ -308,9 +308,6 @@ class SharedIndexInformer:
     def get_indexer(self) -> Indexer:
         return self._indexer
 
-    def get_store(self) -> Indexer:
-        return self._indexer
-
     def lister(self, resource: str) -> Lister:
         """A `Lister` over this cache; `resource` is the singular kind for not-found errors."""
         return Lister(self._indexer, resource)
