@@ -52,14 +52,14 @@ class KeyMutex:
     def __len__(self) -> int:
         return len(self._locks)
 
-    def _lock_for(self, key: str) -> threading.Lock:
-        if not isinstance(key, str):
-            raise TypeError(f"key must be a str, not {type(key).__name__}")
-        return self._locks[fnv1a_32(key.encode("utf-8")) % len(self._locks)]
-
     def stripe(self, key: str) -> int:
         """Index of the lock `key` maps to (collisions share an index)."""
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a str, not {type(key).__name__}")
         return fnv1a_32(key.encode("utf-8")) % len(self._locks)
+
+    def _lock_for(self, key: str) -> threading.Lock:
+        return self._locks[self.stripe(key)]
 
     def lock(self, key: str) -> None:
         self._lock_for(key).acquire()

@@ -307,9 +307,12 @@ class LeaderElector:
 
     def _set_observed(self, record: LeaderElectionRecord, now: float) -> None:
         with self._state:
-            self._observed_record = record
-            self._observed_raw = record.raw()
-            self._observed_time = now
+            self._set_observed_locked(record, record.raw(), now)
+
+    def _set_observed_locked(self, record: LeaderElectionRecord, raw: bytes, now: float) -> None:
+        self._observed_record = record
+        self._observed_raw = raw
+        self._observed_time = now
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -423,11 +426,12 @@ class LeaderElector:
         except LockError as err:
             LOG.error("%s: error retrieving lease lock: %s", self.name, err)
             return False
+        current_raw = current.raw()
         with self._state:
-            if current.raw() != self._observed_raw:
-                self._observed_record = current
-                self._observed_raw = current.raw()
-                self._observed_time = now
+            # The observed time moves only when the record changed: expiry is judged by how long
+            # it has stayed the same on our clock, never by the timestamps inside it.
+            if current_raw != self._observed_raw:
+                self._set_observed_locked(current, current_raw, now)
             held_by_other = current.holder_identity not in ("", identity) and (
                 self._lease_valid_locked(now)
             )

@@ -149,10 +149,6 @@ class RealFIFO:
             self._closed = True
             self._cond.notify_all()
 
-    def is_closed(self) -> bool:
-        with self._cond:
-            return self._closed
-
     def _synced_locked(self) -> bool:
         if not self._synced and self._populated and self._initial_population_count == 0:
             self._synced = True

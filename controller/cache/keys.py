@@ -50,12 +50,17 @@ def object_meta(obj: Any) -> Mapping[str, Any]:
     return meta
 
 
-def object_name(obj: Any) -> str:
-    """`metadata.name` of a raw object, or "" when it has none (never raises: for event handlers
-    that must skip malformed objects rather than fail)."""
+def meta_str(obj: Any, field: str) -> str:
+    """A string field of a raw object's `metadata`, or "" when absent or malformed (never raises:
+    for event handlers and listers that must skip malformed objects rather than fail)."""
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) else ""
+    value = meta.get(field) if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def object_name(obj: Any) -> str:
+    """`metadata.name` of a raw object, or "" when it has none (never raises)."""
+    return meta_str(obj, "name")
 
 
 def meta_namespace_key_func(obj: Any) -> str:
@@ -98,13 +103,7 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
 
 def resource_version(obj: Any) -> str:
     """`metadata.resourceVersion` of an object, `""` when absent or not an object."""
-    if not isinstance(obj, Mapping):
-        return ""
-    meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
-        return ""
-    rv = meta.get("resourceVersion")
-    return rv if isinstance(rv, str) else ""
+    return meta_str(obj, "resourceVersion")
 
 
 def has_meta(obj: Any) -> bool:

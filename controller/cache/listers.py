@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.cache.errors import NotFoundError, UnknownIndexError
-from controller.cache.keys import Object
+from controller.cache.keys import Object, meta_str
 from controller.cache.labels import Selector, as_selector
 from controller.cache.store import NAMESPACE_INDEX, Indexer
 
@@ -30,12 +30,6 @@ def _labels_of(obj: Any) -> Mapping[str, str]:
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     labels = meta.get("labels") if isinstance(meta, Mapping) else None
     return labels if isinstance(labels, Mapping) else {}
-
-
-def _namespace_of(obj: Any) -> str:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    ns = meta.get("namespace") if isinstance(meta, Mapping) else None
-    return ns if isinstance(ns, str) else ""
 
 
 class Lister:
@@ -71,7 +65,9 @@ class Lister:
                 candidates = self._indexer.by_index(NAMESPACE_INDEX, namespace)
             except UnknownIndexError:
                 LOG.debug("no namespace index for %s, scanning the whole cache", self.resource)
-                candidates = [o for o in self._indexer.list() if _namespace_of(o) == namespace]
+                candidates = [
+                    o for o in self._indexer.list() if meta_str(o, "namespace") == namespace
+                ]
         else:
             candidates = self._indexer.list()
         if sel.empty():

@@ -171,7 +171,8 @@ class RetryWithDeadline:
         return False
 
 
-def default_watch_error_handler(name: str, err: BaseException) -> None:
+def log_watch_error(name: str, err: BaseException) -> None:
+    """client-go's DefaultWatchErrorHandler: an expired watch is routine, anything else is not."""
     if is_expired(err):
         LOG.info("%s: watch closed: %s", name, err)
     else:
@@ -199,7 +200,6 @@ class Reflector:
         backoff: Backoff | None = None,
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
-        watch_error_handler: Callable[[str, BaseException], None] | None = None,
     ) -> None:
         self.name = name
         self._lw = lister_watcher
@@ -215,7 +215,6 @@ class Reflector:
         self._internal_retry = RetryWithDeadline(
             max_internal_error_retry_duration, INTERNAL_ERROR_RESET_PERIOD, clock
         )
-        self._watch_error_handler = watch_error_handler or default_watch_error_handler
         self._lock = threading.Lock()
         self._last_sync_rv = ""
         self._rv_unavailable = False
@@ -246,7 +245,7 @@ class Reflector:
             except Exception as err:
                 if stop.is_set():
                     break
-                self._watch_error_handler(self.name, err)
+                log_watch_error(self.name, err)
             if stop.is_set() or self._clock.wait(stop, self._delay()):
                 break
         LOG.debug("%s: stopped", self.name)

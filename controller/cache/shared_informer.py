@@ -286,7 +286,6 @@ class SharedIndexInformer:
         self._rng = rng or random.Random()
         self._min_watch_timeout = min_watch_timeout
         self._page_size = page_size
-        self._watch_error_handler: Callable[[str, BaseException], None] | None = None
         self._state_lock = threading.Lock()
         # NOTE: held while a delta is applied and notified, and while a handler joins late, so a
         # late handler's replay of the cache and the live events never interleave.
@@ -308,9 +307,6 @@ class SharedIndexInformer:
     def get_indexer(self) -> Indexer:
         return self._indexer
 
-    def get_store(self) -> Indexer:
-        return self._indexer
-
     def lister(self, resource: str) -> Lister:
         """A `Lister` over this cache; `resource` is the singular kind for not-found errors."""
         return Lister(self._indexer, resource)
@@ -326,12 +322,6 @@ class SharedIndexInformer:
             if self._started:
                 raise InformerStoppedError("informer has already started")
             self._transform = transform
-
-    def set_watch_error_handler(self, handler: Callable[[str, BaseException], None]) -> None:
-        with self._state_lock:
-            if self._started:
-                raise InformerStoppedError("informer has already started")
-            self._watch_error_handler = handler
 
     # -- handlers -------------------------------------------------------------------------
 
@@ -454,7 +444,6 @@ class SharedIndexInformer:
                 page_size=self._page_size,
                 clock=self._clock,
                 rng=self._rng,
-                watch_error_handler=self._watch_error_handler,
             )
             self._started = True
         with self._block_deltas:

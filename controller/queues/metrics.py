@@ -288,10 +288,6 @@ class PrometheusMetricsProvider:
             registry=registry,
         )
 
-    @property
-    def flavour(self) -> str:
-        return self._flavour
-
     def _labels(self, name: str) -> dict[str, str]:
         if self._flavour == CONTROLLER_RUNTIME:
             return {"name": name, "controller": name}

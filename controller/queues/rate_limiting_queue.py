@@ -39,10 +39,6 @@ class RateLimitingQueue(DelayingQueue[T]):
         super().__init__(name=name, clock=clock, metrics_provider=metrics_provider)
         self._rate_limiter = rate_limiter
 
-    @property
-    def rate_limiter(self) -> RateLimiter:
-        return self._rate_limiter
-
     def add_rate_limited(self, item: T) -> None:
         """Add `item` after the delay the rate limiter assigns it (counts as a retry)."""
         self.add_after(item, self._rate_limiter.when(item))
