@@ -23,7 +23,6 @@ from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn.api import (
     VENDOR,
-    DuplicateAddressError,
     InvalidRequestError,
     NatRule,
     NbClient,
@@ -561,13 +560,9 @@ def _create_port(st: _State, u: _Undo, spec: PortSpec, cols: logic.PortColumns) 
             f"logical switch port {spec.name} already exists on switch {existing.switch}"
         )
     for ip in cols.ips:
-        kind = "IPv6" if ":" in ip else "IPv4"
         other = ls.ips.get(ip)
         if other is not None and other != spec.name:
-            raise DuplicateAddressError(
-                f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
-                f"logical switch port '{other}'"
-            )
+            raise logic.duplicate_address(spec.switch, ip, other)
     if existing is None:
         existing = FakePort(spec.name, spec.switch, [], [], {})
         u.put(st.ports, spec.name, existing)

@@ -46,7 +46,6 @@ from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn.api import (
     VENDOR,
-    DuplicateAddressError,
     InvalidRequestError,
     NatRule,
     NbClient,
@@ -913,23 +912,16 @@ def _create_port(ctx: _Ctx, spec: PortSpec, cols: logic.PortColumns) -> None:
                 f"logical switch port {spec.name} already exists on switch {current.name}"
             )
     for ip in cols.ips:
-        kind = "IPv6" if ":" in ip else "IPv4"
         for other in ctx.index.rows(LSP, ("ip", ip)):
             if (
                 other.name != spec.name
                 and other.uuid not in ctx.deleted
                 and _has_ref(ls, "ports", other)
             ):
-                raise DuplicateAddressError(
-                    f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
-                    f"logical switch port '{other.name}'"
-                )
+                raise logic.duplicate_address(spec.switch, ip, other.name)
         owner = ctx.claims.setdefault((ls.uuid, ip), spec.name)
         if owner != spec.name:
-            raise DuplicateAddressError(
-                f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
-                f"logical switch port '{owner}'"
-            )
+            raise logic.duplicate_address(spec.switch, ip, owner)
     if lsp is None:
         lsp = ctx.insert(
             LSP,

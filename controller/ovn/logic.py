@@ -15,7 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from controller.ovn import external_ids as ext
-from controller.ovn.api import VENDOR, InvalidRequestError, OvnConflictError, PortSpec
+from controller.ovn.api import (
+    VENDOR,
+    DuplicateAddressError,
+    InvalidRequestError,
+    OvnConflictError,
+    PortSpec,
+)
 
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROUTE_POLICIES = ("dst-ip", "src-ip")
@@ -117,6 +123,15 @@ def deny_all_acls(port_group: str) -> tuple[AclSpec, AclSpec]:
     return (
         AclSpec("to-lport", SG_DROP_PRIORITY, f"outport == @{port_group} && ip", "drop"),
         AclSpec("from-lport", SG_DROP_PRIORITY, f"inport == @{port_group} && ip", "drop"),
+    )
+
+
+def duplicate_address(switch: str, ip: str, holder: str) -> DuplicateAddressError:
+    """The error both clients raise when `ip` is already held by port `holder` on `switch`."""
+    kind = "IPv6" if ":" in ip else "IPv4"
+    return DuplicateAddressError(
+        f"Error on switch {switch}: duplicate {kind} address '{ip}' found on "
+        f"logical switch port '{holder}'"
     )
 
 
