@@ -456,14 +456,7 @@ def _ensure_pg(st: _State, u: _Undo, sg: str) -> FakePortGroup:
     name = ext.sg_port_group_name(sg)
     pg = st.port_groups.get(name)
     if pg is None:
-        pg = FakePortGroup(
-            name,
-            external_ids={
-                ext.PG_TYPE_KEY: ext.PG_TYPE_SECURITY_GROUP,
-                ext.PG_SG_KEY: sg,
-                ext.PG_NAME_KEY: name,
-            },
-        )
+        pg = FakePortGroup(name, external_ids=ext.sg_port_group_ids(sg))
         u.put(st.port_groups, name, pg)
     if sg == ext.DENY_ALL_SG:
         missing = [acl for acl in logic.deny_all_acls(name) if acl not in pg.acls]
@@ -480,10 +473,8 @@ def _sync_sg(st: _State, u: _Undo, sg: str) -> None:
         if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
     ]
     u.set(pg, "ports", {p.name for p in members})
-    ips = [ip for p in members for ip in logic.port_security_ips(p.port_security)]
-    v4, v6 = ext.sg_address_set_name(sg, "v4"), ext.sg_address_set_name(sg, "v6")
-    u.put(st.address_sets, v4, sorted({i for i in ips if ":" not in i}))
-    u.put(st.address_sets, v6, sorted({i for i in ips if ":" in i}))
+    for family, addresses in logic.sg_address_sets(p.port_security for p in members).items():
+        u.put(st.address_sets, ext.sg_address_set_name(sg, family), addresses)
 
 
 def _sync_deny_all(st: _State, u: _Undo) -> None:

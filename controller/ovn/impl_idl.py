@@ -286,15 +286,7 @@ class _Ctx:
         name = ext.sg_port_group_name(sg)
         pg = self.named(PG, name)
         if pg is None:
-            pg = self.insert(
-                PG,
-                name=name,
-                external_ids={
-                    ext.PG_TYPE_KEY: ext.PG_TYPE_SECURITY_GROUP,
-                    ext.PG_SG_KEY: sg,
-                    ext.PG_NAME_KEY: name,
-                },
-            )
+            pg = self.insert(PG, name=name, external_ids=ext.sg_port_group_ids(sg))
         if sg == ext.DENY_ALL_SG:
             self._ensure_acls(pg, logic.deny_all_acls(name))
         return pg
@@ -887,17 +879,14 @@ def _sync_sg(ctx: _Ctx, sg: str) -> None:
     current = {r.uuid for r in pg.ports} if pg._data is not None else set()
     if wanted != current:
         pg.ports = members
-    ips = [ip for r in members for ip in logic.port_security_ips(r.port_security)]
-    v4 = [i for i in ips if ":" not in i]
-    v6 = [i for i in ips if ":" in i]
-    for family, sel in (("v4", v4), ("v6", v6)):
+    for family, addresses in logic.sg_address_sets(r.port_security for r in members).items():
         name = ext.sg_address_set_name(sg, family)
         aset = ctx.named(AS, name)
         if aset is None:
             ids = {ext.PG_SG_KEY: sg}
-            ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids=ids)
-        elif set(aset.addresses) != set(sel):
-            aset.addresses = sorted(set(sel))
+            ctx.insert(AS, name=name, addresses=addresses, external_ids=ids)
+        elif set(aset.addresses) != set(addresses):
+            aset.addresses = addresses
 
 
 def _create_port(ctx: _Ctx, spec: PortSpec, cols: logic.PortColumns) -> None:

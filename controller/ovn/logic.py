@@ -165,6 +165,12 @@ def port_security_ips(port_security: Iterable[str]) -> list[str]:
     return out
 
 
+def sg_address_sets(port_securities: Iterable[Sequence[str]]) -> dict[str, list[str]]:
+    """An SG's "v4" and "v6" address set contents (sorted, unique) from its members."""
+    ips = {ip for ps in port_securities for ip in port_security_ips(ps)}
+    return {"v4": sorted(i for i in ips if ":" not in i), "v6": sorted(i for i in ips if ":" in i)}
+
+
 def sg_eligible(port_security: Sequence[str]) -> bool:
     """kube-ovn syncs a port into SG port groups only if port_security has a MAC and an IP."""
     return any(len(entry.split()) >= 2 for entry in port_security)
