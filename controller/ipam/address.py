@@ -15,15 +15,12 @@ from socket import AF_INET, AF_INET6, inet_pton
 
 from netaddr.strategy import ipv4, ipv6  # type: ignore[import-untyped]
 
+from controller.constants import PROTOCOL_DUAL, PROTOCOL_IPV4, PROTOCOL_IPV6
 from controller.ipam.errors import InvalidAddressError, InvalidCIDRError
 
 V4 = 4
 V6 = 6
 _BITS = {V4: 32, V6: 128}
-
-PROTOCOL_IPV4 = "IPv4"
-PROTOCOL_IPV6 = "IPv6"
-PROTOCOL_DUAL = "Dual"
 
 
 @dataclass(frozen=True, slots=True)
