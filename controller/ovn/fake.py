@@ -331,15 +331,10 @@ class FakeNbClient:
             p = st.ports.get(port)
             if p is None:
                 raise NotFoundError(f"logical switch port {port} not found")
-            old = ext.split_sgs(p.external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
-            changed = sorted(set(old) ^ set(new))
-            stale = set(old) | ext.associated_sgs(p.external_ids)
-            for sg in changed:
-                u.put(p.external_ids, ext.associated_sg_key(sg), "true" if sg in new else "false")
-            u.put(p.external_ids, ext.SECURITY_GROUPS_KEY, ext.join_sgs(new))
-            eligible = new if logic.sg_eligible(p.port_security) else []
-            _set_memberships(st, u, port, stale, eligible)
-            return changed
+            change = logic.sg_change(p.external_ids, p.port_security, new)
+            u.update(p.external_ids, change.external_ids)
+            _set_memberships(st, u, port, change.stale, change.groups)
+            return change.changed
 
         return self._txn("reconcile_port_sg", run)
 

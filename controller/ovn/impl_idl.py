@@ -779,7 +779,10 @@ class OvsdbappNbClient:
             lsp = ctx.named(LSP, port)
             if lsp is None:
                 raise NotFoundError(f"logical switch port {port} not found")
-            return _reconcile_sgs(ctx, lsp, new, update_ids=True)
+            change = logic.sg_change(lsp.external_ids, lsp.port_security, new)
+            ctx.set_keys(lsp, "external_ids", change.external_ids)
+            _set_memberships(ctx, lsp, change.stale, change.groups)
+            return change.changed
 
         changed: list[str] = self._transact("reconcile_port_sg", run)
         return changed
@@ -943,21 +946,6 @@ def _set_memberships(ctx: _Ctx, lsp: Row, old: Iterable[str], new: list[str]) ->
         pg = ctx.ensure_sg_port_group(sg)
         if pg._data is None or not _has_ref(pg, "ports", lsp):
             ctx.add_ref(pg, "ports", lsp)
-
-
-def _reconcile_sgs(ctx: _Ctx, lsp: Row, new: list[str], *, update_ids: bool) -> list[str]:
-    ids = lsp.external_ids
-    old = ext.split_sgs(ids.get(ext.SECURITY_GROUPS_KEY, ""))
-    changed = sorted(set(old) ^ set(new))
-    for sg in changed:
-        lsp.setkey("external_ids", ext.associated_sg_key(sg), "true" if sg in new else "false")
-    csv = ext.join_sgs(new)
-    if ids.get(ext.SECURITY_GROUPS_KEY) != csv:
-        lsp.setkey("external_ids", ext.SECURITY_GROUPS_KEY, csv)
-    stale = set(old) | ext.associated_sgs(ids)
-    eligible = new if logic.sg_eligible(lsp.port_security) else []
-    _set_memberships(ctx, lsp, stale, eligible)
-    return changed
 
 
 def _attach_router(ctx: _Ctx, ls: Row, switch: str, router: str, networks: list[str]) -> None:

@@ -165,6 +165,29 @@ def port_security_ips(port_security: Iterable[str]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class SgChange:
+    """What reconcile_port_sg does to one port: the external_ids it sets and the groups it
+    leaves (`stale` minus `groups`) and joins."""
+
+    changed: list[str]  # SGs added or removed, sorted (the verb's result)
+    external_ids: dict[str, str]
+    stale: set[str]  # groups the port may be in now
+    groups: list[str]  # groups it must be in (none without usable port security)
+
+
+def sg_change(
+    external_ids: Mapping[str, str], port_security: Sequence[str], new: list[str]
+) -> SgChange:
+    """kube-ovn's SG update of a port: mark added/removed SGs, store the new list."""
+    old = ext.split_sgs(external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
+    changed = sorted(set(old) ^ set(new))
+    ids = {ext.associated_sg_key(sg): "true" if sg in new else "false" for sg in changed}
+    ids[ext.SECURITY_GROUPS_KEY] = ext.join_sgs(new)
+    stale = set(old) | ext.associated_sgs(dict(external_ids))
+    return SgChange(changed, ids, stale, new if sg_eligible(port_security) else [])
+
+
 def sg_address_sets(port_securities: Iterable[Sequence[str]]) -> dict[str, list[str]]:
     """An SG's "v4" and "v6" address set contents (sorted, unique) from its members."""
     ips = {ip for ps in port_securities for ip in port_security_ips(ps)}
