@@ -84,7 +84,7 @@ def port_columns(spec: PortSpec) -> PortColumns:
                 raise InvalidRequestError(
                     f"port {spec.name}: dual-stack port security needs both subnet CIDRs"
                 )
-            nets = {parse_cidr(c).version: parse_cidr(c) for c in spec.cidrs}
+            nets = {n.version: n for n in map(parse_cidr, spec.cidrs)}
             try:
                 masked = [f"{ip}/{nets[ip.version].prefixlen}" for ip in ips]
             except KeyError:
