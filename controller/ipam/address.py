@@ -92,7 +92,7 @@ def parse_cidr_block(text: str, *, subnet: str = "") -> dict[int, Network]:
 
     Unlike kube-ovn, "v6,v4" is accepted as dual too; two blocks of one family are rejected.
     """
-    parts = [p for p in text.split(",")]
+    parts = text.split(",")
     if not text.strip() or len(parts) > 2:
         raise InvalidCIDRError(f"invalid CIDR block {text!r}", subnet=subnet, address=text)
     networks: dict[int, Network] = {}
@@ -135,7 +135,7 @@ def parse_exclude(entry: str, *, subnet: str = "") -> tuple[int, int, int]:
 
 def parse_ip_list(text: str, *, subnet: str = "") -> dict[int, int]:
     """A static request, ``"v4"``, ``"v6"`` or ``"v4,v6"`` (either order) -> {version: int}."""
-    parts = [p for p in text.split(",")]
+    parts = text.split(",")
     if not text.strip() or len(parts) > 2:
         raise InvalidAddressError(f"invalid IP list {text!r}", subnet=subnet, address=text)
     ips: dict[int, int] = {}
