@@ -15,15 +15,12 @@ from socket import AF_INET, AF_INET6, inet_pton
 
 from netaddr.strategy import ipv4, ipv6  # type: ignore[import-untyped]
 
+from controller.constants import PROTOCOL_DUAL, PROTOCOL_IPV4, PROTOCOL_IPV6
 from controller.ipam.errors import InvalidAddressError, InvalidCIDRError
 
 V4 = 4
 V6 = 6
 _BITS = {V4: 32, V6: 128}
-
-PROTOCOL_IPV4 = "IPv4"
-PROTOCOL_IPV6 = "IPv6"
-PROTOCOL_DUAL = "Dual"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +92,7 @@ def parse_cidr_block(text: str, *, subnet: str = "") -> dict[int, Network]:
 
     Unlike kube-ovn, "v6,v4" is accepted as dual too; two blocks of one family are rejected.
     """
-    parts = [p for p in text.split(",")]
+    parts = text.split(",")
     if not text.strip() or len(parts) > 2:
         raise InvalidCIDRError(f"invalid CIDR block {text!r}", subnet=subnet, address=text)
     networks: dict[int, Network] = {}
@@ -138,7 +135,7 @@ def parse_exclude(entry: str, *, subnet: str = "") -> tuple[int, int, int]:
 
 def parse_ip_list(text: str, *, subnet: str = "") -> dict[int, int]:
     """A static request, ``"v4"``, ``"v6"`` or ``"v4,v6"`` (either order) -> {version: int}."""
-    parts = [p for p in text.split(",")]
+    parts = text.split(",")
     if not text.strip() or len(parts) > 2:
         raise InvalidAddressError(f"invalid IP list {text!r}", subnet=subnet, address=text)
     ips: dict[int, int] = {}

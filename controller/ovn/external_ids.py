@@ -40,6 +40,11 @@ def sg_port_group_name(sg: str) -> str:
     return f"ovn.sg.{sg}".replace("-", ".")
 
 
+def sg_port_group_ids(sg: str) -> dict[str, str]:
+    """external_ids of a security group's port group (kube-ovn CreateSgPortGroup)."""
+    return {PG_TYPE_KEY: PG_TYPE_SECURITY_GROUP, PG_SG_KEY: sg, PG_NAME_KEY: sg_port_group_name(sg)}
+
+
 def sg_address_set_name(sg: str, family: str) -> str:
     """kube-ovn GetSgV4/V6AssociatedName: "ovn.sg.<sg>.associated.v4|v6", "-" -> "."."""
     if family not in ("v4", "v6"):

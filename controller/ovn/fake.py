@@ -23,7 +23,6 @@ from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn.api import (
     VENDOR,
-    DuplicateAddressError,
     InvalidRequestError,
     NatRule,
     NbClient,
@@ -332,15 +331,10 @@ class FakeNbClient:
             p = st.ports.get(port)
             if p is None:
                 raise NotFoundError(f"logical switch port {port} not found")
-            old = ext.split_sgs(p.external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
-            changed = sorted(set(old) ^ set(new))
-            stale = set(old) | ext.associated_sgs(p.external_ids)
-            for sg in changed:
-                u.put(p.external_ids, ext.associated_sg_key(sg), "true" if sg in new else "false")
-            u.put(p.external_ids, ext.SECURITY_GROUPS_KEY, ext.join_sgs(new))
-            eligible = new if logic.sg_eligible(p.port_security) else []
-            _set_memberships(st, u, port, stale, eligible)
-            return changed
+            change = logic.sg_change(p.external_ids, p.port_security, new)
+            u.update(p.external_ids, change.external_ids)
+            _set_memberships(st, u, port, change.stale, change.groups)
+            return change.changed
 
         return self._txn("reconcile_port_sg", run)
 
@@ -457,14 +451,7 @@ def _ensure_pg(st: _State, u: _Undo, sg: str) -> FakePortGroup:
     name = ext.sg_port_group_name(sg)
     pg = st.port_groups.get(name)
     if pg is None:
-        pg = FakePortGroup(
-            name,
-            external_ids={
-                ext.PG_TYPE_KEY: ext.PG_TYPE_SECURITY_GROUP,
-                ext.PG_SG_KEY: sg,
-                ext.PG_NAME_KEY: name,
-            },
-        )
+        pg = FakePortGroup(name, external_ids=ext.sg_port_group_ids(sg))
         u.put(st.port_groups, name, pg)
     if sg == ext.DENY_ALL_SG:
         missing = [acl for acl in logic.deny_all_acls(name) if acl not in pg.acls]
@@ -481,10 +468,8 @@ def _sync_sg(st: _State, u: _Undo, sg: str) -> None:
         if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
     ]
     u.set(pg, "ports", {p.name for p in members})
-    ips = [ip for p in members for ip in logic.port_security_ips(p.port_security)]
-    v4, v6 = ext.sg_address_set_name(sg, "v4"), ext.sg_address_set_name(sg, "v6")
-    u.put(st.address_sets, v4, sorted({i for i in ips if ":" not in i}))
-    u.put(st.address_sets, v6, sorted({i for i in ips if ":" in i}))
+    for family, addresses in logic.sg_address_sets(p.port_security for p in members).items():
+        u.put(st.address_sets, ext.sg_address_set_name(sg, family), addresses)
 
 
 def _sync_deny_all(st: _State, u: _Undo) -> None:
@@ -561,13 +546,9 @@ def _create_port(st: _State, u: _Undo, spec: PortSpec, cols: logic.PortColumns) 
             f"logical switch port {spec.name} already exists on switch {existing.switch}"
         )
     for ip in cols.ips:
-        kind = "IPv6" if ":" in ip else "IPv4"
         other = ls.ips.get(ip)
         if other is not None and other != spec.name:
-            raise DuplicateAddressError(
-                f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
-                f"logical switch port '{other}'"
-            )
+            raise logic.duplicate_address(spec.switch, ip, other)
     if existing is None:
         existing = FakePort(spec.name, spec.switch, [], [], {})
         u.put(st.ports, spec.name, existing)

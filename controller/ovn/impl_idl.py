@@ -46,7 +46,6 @@ from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn.api import (
     VENDOR,
-    DuplicateAddressError,
     InvalidRequestError,
     NatRule,
     NbClient,
@@ -287,15 +286,7 @@ class _Ctx:
         name = ext.sg_port_group_name(sg)
         pg = self.named(PG, name)
         if pg is None:
-            pg = self.insert(
-                PG,
-                name=name,
-                external_ids={
-                    ext.PG_TYPE_KEY: ext.PG_TYPE_SECURITY_GROUP,
-                    ext.PG_SG_KEY: sg,
-                    ext.PG_NAME_KEY: name,
-                },
-            )
+            pg = self.insert(PG, name=name, external_ids=ext.sg_port_group_ids(sg))
         if sg == ext.DENY_ALL_SG:
             self._ensure_acls(pg, logic.deny_all_acls(name))
         return pg
@@ -788,7 +779,10 @@ class OvsdbappNbClient:
             lsp = ctx.named(LSP, port)
             if lsp is None:
                 raise NotFoundError(f"logical switch port {port} not found")
-            return _reconcile_sgs(ctx, lsp, new, update_ids=True)
+            change = logic.sg_change(lsp.external_ids, lsp.port_security, new)
+            ctx.set_keys(lsp, "external_ids", change.external_ids)
+            _set_memberships(ctx, lsp, change.stale, change.groups)
+            return change.changed
 
         changed: list[str] = self._transact("reconcile_port_sg", run)
         return changed
@@ -888,17 +882,14 @@ def _sync_sg(ctx: _Ctx, sg: str) -> None:
     current = {r.uuid for r in pg.ports} if pg._data is not None else set()
     if wanted != current:
         pg.ports = members
-    ips = [ip for r in members for ip in logic.port_security_ips(r.port_security)]
-    v4 = [i for i in ips if ":" not in i]
-    v6 = [i for i in ips if ":" in i]
-    for family, sel in (("v4", v4), ("v6", v6)):
+    for family, addresses in logic.sg_address_sets(r.port_security for r in members).items():
         name = ext.sg_address_set_name(sg, family)
         aset = ctx.named(AS, name)
         if aset is None:
             ids = {ext.PG_SG_KEY: sg}
-            ctx.insert(AS, name=name, addresses=sorted(set(sel)), external_ids=ids)
-        elif set(aset.addresses) != set(sel):
-            aset.addresses = sorted(set(sel))
+            ctx.insert(AS, name=name, addresses=addresses, external_ids=ids)
+        elif set(aset.addresses) != set(addresses):
+            aset.addresses = addresses
 
 
 def _create_port(ctx: _Ctx, spec: PortSpec, cols: logic.PortColumns) -> None:
@@ -913,23 +904,16 @@ def _create_port(ctx: _Ctx, spec: PortSpec, cols: logic.PortColumns) -> None:
                 f"logical switch port {spec.name} already exists on switch {current.name}"
             )
     for ip in cols.ips:
-        kind = "IPv6" if ":" in ip else "IPv4"
         for other in ctx.index.rows(LSP, ("ip", ip)):
             if (
                 other.name != spec.name
                 and other.uuid not in ctx.deleted
                 and _has_ref(ls, "ports", other)
             ):
-                raise DuplicateAddressError(
-                    f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
-                    f"logical switch port '{other.name}'"
-                )
+                raise logic.duplicate_address(spec.switch, ip, other.name)
         owner = ctx.claims.setdefault((ls.uuid, ip), spec.name)
         if owner != spec.name:
-            raise DuplicateAddressError(
-                f"Error on switch {spec.switch}: duplicate {kind} address '{ip}' found on "
-                f"logical switch port '{owner}'"
-            )
+            raise logic.duplicate_address(spec.switch, ip, owner)
     if lsp is None:
         lsp = ctx.insert(
             LSP,
@@ -962,21 +946,6 @@ def _set_memberships(ctx: _Ctx, lsp: Row, old: Iterable[str], new: list[str]) ->
         pg = ctx.ensure_sg_port_group(sg)
         if pg._data is None or not _has_ref(pg, "ports", lsp):
             ctx.add_ref(pg, "ports", lsp)
-
-
-def _reconcile_sgs(ctx: _Ctx, lsp: Row, new: list[str], *, update_ids: bool) -> list[str]:
-    ids = lsp.external_ids
-    old = ext.split_sgs(ids.get(ext.SECURITY_GROUPS_KEY, ""))
-    changed = sorted(set(old) ^ set(new))
-    for sg in changed:
-        lsp.setkey("external_ids", ext.associated_sg_key(sg), "true" if sg in new else "false")
-    csv = ext.join_sgs(new)
-    if ids.get(ext.SECURITY_GROUPS_KEY) != csv:
-        lsp.setkey("external_ids", ext.SECURITY_GROUPS_KEY, csv)
-    stale = set(old) | ext.associated_sgs(ids)
-    eligible = new if logic.sg_eligible(lsp.port_security) else []
-    _set_memberships(ctx, lsp, stale, eligible)
-    return changed
 
 
 def _attach_router(ctx: _Ctx, ls: Row, switch: str, router: str, networks: list[str]) -> None:

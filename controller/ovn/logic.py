@@ -15,7 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from controller.ovn import external_ids as ext
-from controller.ovn.api import VENDOR, InvalidRequestError, OvnConflictError, PortSpec
+from controller.ovn.api import (
+    VENDOR,
+    DuplicateAddressError,
+    InvalidRequestError,
+    OvnConflictError,
+    PortSpec,
+)
 
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROUTE_POLICIES = ("dst-ip", "src-ip")
@@ -78,7 +84,7 @@ def port_columns(spec: PortSpec) -> PortColumns:
                 raise InvalidRequestError(
                     f"port {spec.name}: dual-stack port security needs both subnet CIDRs"
                 )
-            nets = {parse_cidr(c).version: parse_cidr(c) for c in spec.cidrs}
+            nets = {n.version: n for n in map(parse_cidr, spec.cidrs)}
             try:
                 masked = [f"{ip}/{nets[ip.version].prefixlen}" for ip in ips]
             except KeyError:
@@ -120,6 +126,15 @@ def deny_all_acls(port_group: str) -> tuple[AclSpec, AclSpec]:
     )
 
 
+def duplicate_address(switch: str, ip: str, holder: str) -> DuplicateAddressError:
+    """The error both clients raise when `ip` is already held by port `holder` on `switch`."""
+    kind = "IPv6" if ":" in ip else "IPv4"
+    return DuplicateAddressError(
+        f"Error on switch {switch}: duplicate {kind} address '{ip}' found on "
+        f"logical switch port '{holder}'"
+    )
+
+
 def deny_all_eligible(external_ids: Mapping[str, str], port_security: Sequence[str]) -> bool:
     """kube-ovn updateDenyAllSgPorts: a port with security groups and usable port_security."""
     return bool(external_ids.get(ext.SECURITY_GROUPS_KEY, "")) and sg_eligible(port_security)
@@ -148,6 +163,35 @@ def port_security_ips(port_security: Iterable[str]) -> list[str]:
     for entry in port_security:
         out.extend(token.split("/", 1)[0] for token in entry.split()[1:])
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class SgChange:
+    """What reconcile_port_sg does to one port: the external_ids it sets and the groups it
+    leaves (`stale` minus `groups`) and joins."""
+
+    changed: list[str]  # SGs added or removed, sorted (the verb's result)
+    external_ids: dict[str, str]
+    stale: set[str]  # groups the port may be in now
+    groups: list[str]  # groups it must be in (none without usable port security)
+
+
+def sg_change(
+    external_ids: Mapping[str, str], port_security: Sequence[str], new: list[str]
+) -> SgChange:
+    """kube-ovn's SG update of a port: mark added/removed SGs, store the new list."""
+    old = ext.split_sgs(external_ids.get(ext.SECURITY_GROUPS_KEY, ""))
+    changed = sorted(set(old) ^ set(new))
+    ids = {ext.associated_sg_key(sg): "true" if sg in new else "false" for sg in changed}
+    ids[ext.SECURITY_GROUPS_KEY] = ext.join_sgs(new)
+    stale = set(old) | ext.associated_sgs(dict(external_ids))
+    return SgChange(changed, ids, stale, new if sg_eligible(port_security) else [])
+
+
+def sg_address_sets(port_securities: Iterable[Sequence[str]]) -> dict[str, list[str]]:
+    """An SG's "v4" and "v6" address set contents (sorted, unique) from its members."""
+    ips = {ip for ps in port_securities for ip in port_security_ips(ps)}
+    return {"v4": sorted(i for i in ips if ":" not in i), "v6": sorted(i for i in ips if ":" in i)}
 
 
 def sg_eligible(port_security: Sequence[str]) -> bool:
