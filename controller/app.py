@@ -10,7 +10,7 @@ in-process: `start()` returns at once, `stop()` shuts everything down, `wait()` 
 code; `run_controller(argv, environ)` parses and starts one.
 
 What `start()` builds: the `kubernetes` ApiClient (kubeconfig or in-cluster) behind `KubeClient`
-and `ApiClientClusterApi`; the OVN NB client (`OvsdbappNbClient`); one Prometheus registry with
+(also the `ClusterApi`); the OVN NB client (`OvsdbappNbClient`); one Prometheus registry with
 the `workqueue_*` family (`PrometheusMetricsProvider`), `ControllerMetrics` and a `MetricsServer`
 (`/metrics`, `/healthz`, `/readyz`) on `--metrics-port`; informers (all cached, nothing is fetched
 per pod) for pods, namespaces, nodes, subnets, IPs, vlans, vpcs, statefulsets, the ConfigMaps of
@@ -90,7 +90,7 @@ from controller.gc import GarbageCollector
 from controller.ipam import IPAM
 from controller.keymutex import KeyMutex
 from controller.kube.client import KubeClient, load_api_client
-from controller.kube.cluster import ApiClientClusterApi
+from controller.kube.cluster import ClusterApi
 from controller.kube.errors import KubeApiError, KubeConfigError
 from controller.kube.events import BackgroundEventRecorder
 from controller.leaderelection import (
@@ -151,7 +151,7 @@ class Controller:
         # built in start(): they need the API client
         self.metrics: ControllerMetrics
         self.kube: KubeClient
-        self.cluster: ApiClientClusterApi
+        self.cluster: ClusterApi
         self.pod_queues: PodQueues
         self.gc: GarbageCollector
         self.queue_metrics = PrometheusMetricsProvider(self.registry)
@@ -292,7 +292,7 @@ class Controller:
             self.registry, api_host=str(getattr(api_client.configuration, "host", ""))
         )
         kube = KubeClient(api_client, on_request=self.metrics.observe_kube_request)
-        cluster = ApiClientClusterApi(api_client)
+        cluster = kube  # the one client serves the ClusterApi calls too
         self.kube, self.cluster = kube, cluster
 
         def observe_nb(method: str, seconds: float, ok: bool) -> None:

@@ -97,6 +97,7 @@ from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, StaticRoute
 from controller.ovn.logic import sg_eligible
 from controller.pod_logic import (
     get_name_by_pod,
+    is_ovn_provider,
     is_pod_alive,
     is_statefulset_pod,
     is_statefulset_pod_to_del,
@@ -306,11 +307,6 @@ def _owner_hint(pod_type: str) -> str:
     if pod_type == POD_TYPE_VIRTUAL_MACHINE:
         return " (its VirtualMachine is gone or being deleted)"
     return ""
-
-
-def _is_ovn_provider(provider: str) -> bool:
-    """OVN networks (`ovn`, `<nad>.<ns>.ovn`) get an LSP; IPAM-only attachments do not."""
-    return provider == OVN_PROVIDER or provider.endswith("." + OVN_PROVIDER)
 
 
 def _lsp_addresses(port: PortInfo) -> tuple[str, list[str]] | None:
@@ -584,7 +580,7 @@ class _Auditor:
                     "podName": net.pod_name,
                 },
             )
-            if _is_ovn_provider(net.provider):
+            if is_ovn_provider(net.provider):
                 self.check_lsp(
                     obj,
                     net.owner,

@@ -257,6 +257,7 @@ def init_ipam(
             errors += 1
             LOG.error("init ipam: IP %s of %s: %s", _meta(ip_cr).get("name"), key, exc)
 
+    alive: set[str] = set()  # keys of alive pods, so the interrupted-adds pass parses none again
     for raw in pods.list():
         try:
             pod = Pod.from_dict(raw)
@@ -264,7 +265,12 @@ def init_ipam(
             errors += 1
             LOG.error("init ipam: %s", exc)
             continue
-        if pod.host_network or not (is_pod_alive(pod, now) or is_statefulset_pod(pod)[0]):
+        if pod.host_network:
+            continue
+        is_alive = is_pod_alive(pod, now)
+        if is_alive:
+            alive.add(pod.key)
+        elif not is_statefulset_pod(pod)[0]:
             continue
         for provider in ann.allocated_providers(pod.annotations):
             ok = _restore_pod_net(config, ipam, kube, ips, pod, provider)
@@ -272,7 +278,7 @@ def init_ipam(
             written += ok[1]
             errors += ok[2]
 
-    reserved = _reserve_interrupted_adds(ipam, ips, pods, now)
+    reserved = _reserve_interrupted_adds(ipam, ips, alive)
     if reserved:
         LOG.info("init ipam: kept %d address(es) of interrupted adds", reserved)
 
@@ -298,8 +304,8 @@ def init_ipam(
     return IpamInitReport(n_subnets, n_ips, n_pods, n_nodes, written, errors, seconds)
 
 
-def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, pods: Indexer, now: datetime) -> int:
-    """Reserve the IP CR address of alive pods whose key holds nothing in that subnet yet.
+def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, alive: set[str]) -> int:
+    """Reserve the IP CR address of the `alive` pod keys that hold nothing in that subnet yet.
 
     NOTE: not in kube-ovn v1.8. A controller killed after an add wrote the IP CR (and maybe the
     port) but before the annotation patch leaves an alive pod without annotations: forgetting its
@@ -315,16 +321,9 @@ def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, pods: Indexer, now: date
             continue  # restored above, pod or not
         ns, name = str(spec.get("namespace") or ""), str(spec.get("podName") or "")
         subnet = str(spec.get("subnet") or "")
-        raw = pods.get_by_key(f"{ns}/{name}") if ns and name else None
-        if raw is None:
-            continue  # a node's CR, or an orphan the start-up gc collects
-        try:
-            pod = Pod.from_dict(raw)
-        except MalformedObjectError:
-            continue  # already counted by the pod pass
         key = pod_key(ns, name)
-        if pod.host_network or not is_pod_alive(pod, now):
-            continue
+        if not ns or not name or key not in alive:
+            continue  # a node's CR, an orphan the start-up gc collects, or a dead/host pod
         if any(a.subnet == subnet for a in ipam.get_pod_address(key)):
             continue  # its annotations were restored: they win over a stale CR
         try:

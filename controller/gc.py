@@ -96,6 +96,7 @@ from controller.ovn.external_ids import POD_KEY
 from controller.pod_logic import (
     get_name_by_pod,
     get_pod_key,
+    is_ovn_provider,
     is_pod_alive,
     is_statefulset_pod,
     is_statefulset_pod_to_del,
@@ -157,11 +158,6 @@ def _host_address(prefix: str) -> str | None:
 def _meta(raw: Any) -> dict[str, Any]:
     meta = raw.get("metadata") if isinstance(raw, dict) else None
     return meta if isinstance(meta, dict) else {}
-
-
-def _is_ovn_provider_name(provider: str) -> bool:
-    # kube-ovn IsOvnProvider: "ovn" or "<nad>.<ns>.ovn".
-    return provider == OVN_PROVIDER or provider.endswith(f".{OVN_PROVIDER}")
 
 
 class GarbageCollector:
@@ -615,7 +611,7 @@ class GarbageCollector:
         if raw is None:
             return False
         try:
-            return _is_ovn_provider_name(Subnet.from_dict(raw).provider)
+            return is_ovn_provider(Subnet.from_dict(raw).provider)
         except MalformedObjectError:
             return False
 

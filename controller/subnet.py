@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.cache.keys import object_name
 from controller.config import Config
 from controller.constants import (
     DEFAULT_VPC,
@@ -64,12 +65,6 @@ DEFAULT_STATUS_DELAY = 0.5
 
 def _obj(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def _name(obj: Any) -> str:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) else ""
 
 
 def format_subnet_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,14 +178,14 @@ class SubnetController:
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
         if not self._is_leader():
             return
-        name = _name(obj)
+        name = object_name(obj)
         if name:
             self.queues.add.add(name)
 
     def on_update(self, old: Any, new: Any) -> None:
         if not self._is_leader():
             return
-        name = _name(new)
+        name = object_name(new)
         if not name:
             return
         if (new.get("metadata") or {}).get("deletionTimestamp"):
@@ -201,7 +196,7 @@ class SubnetController:
     def on_delete(self, obj: Any) -> None:
         if not self._is_leader():
             return
-        name = _name(_obj(obj))
+        name = object_name(_obj(obj))
         if name:
             self.queues.delete.add(name)
 

@@ -44,6 +44,7 @@ from controller.kube.api import (
     ip_update,
     validate_annotation_op,
 )
+from controller.kube.cluster import ClusterApi
 from controller.kube.errors import (
     AlreadyExistsError,
     KubeApiError,
@@ -77,6 +78,8 @@ EVENT = "/api/v1/namespaces/{namespace}/events/{name}"
 IPS = "/apis/kubeovn.io/v1/ips"
 IP = "/apis/kubeovn.io/v1/ips/{name}"
 SUBNETS = "/apis/kubeovn.io/v1/subnets"
+VPC = "/apis/kubeovn.io/v1/vpcs/{name}"
+VPC_STATUS = "/apis/kubeovn.io/v1/vpcs/{name}/status"
 SUBNET = "/apis/kubeovn.io/v1/subnets/{name}"
 SUBNET_STATUS = "/apis/kubeovn.io/v1/subnets/{name}/status"
 STATEFULSET = "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}"
@@ -358,6 +361,34 @@ class KubeClient:
             content_type=MERGE_PATCH,
         )
 
+    # --- ClusterApi: the default Vpc, Subnet spec writes, API discovery ---------------------------
+    # NOTE: whole-object writes are PUTs carrying the resourceVersion that was read, so a
+    # concurrent writer makes them a ConflictError (the caller retries) instead of a lost update.
+    def get_vpc(self, name: str) -> KubeObject | None:
+        return self._get_or_none(VPC, name=name)
+
+    def create_vpc(self, body: Mapping[str, Any]) -> KubeObject:
+        full = {"apiVersion": "kubeovn.io/v1", "kind": "Vpc", **dict(body)}
+        return self._request("POST", VPCS, body=full)
+
+    def replace_vpc_status(self, vpc: Mapping[str, Any], status: Mapping[str, Any]) -> KubeObject:
+        body = {"apiVersion": "kubeovn.io/v1", "kind": "Vpc", **dict(vpc), "status": dict(status)}
+        name = str((vpc.get("metadata") or {}).get("name", ""))
+        return self._request("PUT", VPC_STATUS, name=name, body=body)
+
+    def replace_subnet(self, subnet: Mapping[str, Any]) -> KubeObject:
+        body = {"apiVersion": "kubeovn.io/v1", "kind": "Subnet", **dict(subnet)}
+        name = str((subnet.get("metadata") or {}).get("name", ""))
+        return self._request("PUT", SUBNET, name=name, body=body)
+
+    def api_group_exists(self, group: str, version: str) -> bool:
+        path = f"/apis/{_segment('group', group)}/{_segment('version', version)}"
+        try:
+            self._request("GET", path)
+        except NotFoundError:
+            return False
+        return True
+
     # --- namespaces and nodes -------------------------------------------------------------------
     def annotate_namespace(self, name: str, annotations: Mapping[str, str | None]) -> KubeObject:
         patch = annotation_merge_patch(annotations)
@@ -430,5 +461,5 @@ def _from_api_exception(exc: Any) -> KubeApiError:
 
 if TYPE_CHECKING:  # mypy proves the adapter satisfies both ports
 
-    def _conforms(c: KubeClient) -> tuple[KubeApi, EventSink, ClusterLister]:
-        return c, c, c
+    def _conforms(c: KubeClient) -> tuple[KubeApi, EventSink, ClusterLister, ClusterApi]:
+        return c, c, c, c
