@@ -895,17 +895,8 @@ class ObjectStore:
 
         Returns True if the object is gone; it stays (with grace 0) while finalizers remain.
         """
-        _, removed = self.delete(resource, namespace, name, grace_period_seconds=0)
-        if removed:
-            return True
-        table = self._table(resource)
-        with self._lock:
-            key = self._key(table.rt, namespace, name)
-            old = table.objects.get(key)
-            if old is None:
-                return True
-            self._mark_deleting(table, key, old, 0)
-            return key not in table.objects
+        # A grace-0 delete already marks an object that keeps finalizers with grace 0.
+        return self.delete_stored(resource, namespace, name, grace_period_seconds=0)[1]
 
     def delete_collection(self, resource: ResourceType | str, selector: Selector, *,
                           grace_period_seconds: int | None = None) -> JsonList:
