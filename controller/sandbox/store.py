@@ -226,8 +226,8 @@ class Watcher:
             self._table.cond.notify_all()
 
 
-def _now_rfc3339(clock: Callable[[], float]) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+def _rfc3339(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _encode_continue(rv: int, key: Key) -> str:
@@ -567,7 +567,7 @@ class ObjectStore:
             for fld in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
                 meta.pop(fld, None)
             meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = _now_rfc3339(self._clock)
+            meta["creationTimestamp"] = _rfc3339(self._clock())
             if admission.tracks_generation(rt):
                 meta["generation"] = 1
             new["kind"] = rt.kind
@@ -824,11 +824,9 @@ class ObjectStore:
         if (old_meta.get("deletionTimestamp")
                 and old_meta.get("deletionGracePeriodSeconds", 0) == grace):
             return old
-        stamp = old_meta.get("deletionTimestamp") or _now_rfc3339(
-            lambda: self._clock() + grace)
-        if old_meta.get("deletionTimestamp") and grace < old_meta.get(
-                "deletionGracePeriodSeconds", 0):
-            stamp = _now_rfc3339(lambda: self._clock() + grace)
+        stamp = old_meta.get("deletionTimestamp")
+        if not stamp or grace < old_meta.get("deletionGracePeriodSeconds", 0):
+            stamp = _rfc3339(self._clock() + grace)
         stored = self._stamp(old, self._next_rv(), deletionTimestamp=stamp,
                              deletionGracePeriodSeconds=grace)
         if grace == 0 and not old_meta.get("finalizers"):
@@ -850,7 +848,7 @@ class ObjectStore:
         if not old.obj["metadata"].get("deletionTimestamp"):
             obj = json.loads(old.raw)
             obj["metadata"]["resourceVersion"] = str(self._next_rv())
-            obj["metadata"]["deletionTimestamp"] = _now_rfc3339(self._clock)
+            obj["metadata"]["deletionTimestamp"] = _rfc3339(self._clock())
             obj["status"] = {"phase": "Terminating"}
             stored = Stored.of(obj)
             table.objects[key] = stored
