@@ -369,10 +369,7 @@ class ObjectStore:
 
     def get(self, resource: ResourceType | str, namespace: str | None, name: str) -> JsonDict:
         """A copy of the current object, or a 404 `ApiError`."""
-        table = self._table(resource)
-        with self._lock:
-            stored = self._get_stored(table, self._key(table.rt, namespace, name))
-        return self._copy(stored)
+        return self._copy(self.get_stored(resource, namespace, name))
 
     def get_stored(self, resource: ResourceType | str, namespace: str | None,
                    name: str) -> Stored:
@@ -902,8 +899,7 @@ class ObjectStore:
         table = self._table(resource)
         out: JsonList = []
         with self._lock:
-            targets = [s for s in self.list_page(table.rt, selector).items]
-            for stored in targets:
+            for stored in self.list_page(table.rt, selector).items:
                 meta = stored.obj["metadata"]
                 obj, _ = self.delete(table.rt, meta.get("namespace"), meta["name"],
                                      grace_period_seconds=grace_period_seconds)
