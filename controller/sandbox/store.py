@@ -230,6 +230,19 @@ def _rfc3339(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def check_patch_type(rt: ResourceType, patch_type: str) -> None:
+    """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
+    if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media "
+                       f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}")
+    if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media "
+                       f"types include: {JSON_PATCH}, {MERGE_PATCH}"
+                       + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""))
+
+
 def _encode_continue(rv: int, key: Key) -> str:
     raw = json.dumps({"v": "emulator/v1", "rv": rv, "start": list(key)}).encode()
     return base64.urlsafe_b64encode(raw).decode()
@@ -712,15 +725,7 @@ class ObjectStore:
                      subresource: str | None = None, dry_run: bool = False) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media "
-                           f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}")
-        if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media "
-                           f"types include: {JSON_PATCH}, {MERGE_PATCH}"
-                           + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""))
+        check_patch_type(rt, patch_type)
         with self._lock:
             ns = self._require_namespace(rt, namespace)
             key = (ns, name)
