@@ -230,6 +230,14 @@ def _rfc3339(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+def _body_metadata(obj: Any) -> JsonDict:
+    """The metadata of a request body ({} when absent or not an object); 400 for a non-object."""
+    if not isinstance(obj, dict):
+        raise bad_request("the body of the request must be a JSON object")
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
 def check_patch_type(rt: ResourceType, patch_type: str) -> None:
     """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
     if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
@@ -543,10 +551,7 @@ class ObjectStore:
                       dry_run: bool = False) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        if not isinstance(obj, dict):
-            raise bad_request("the body of the request must be a JSON object")
-        body_meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        assert isinstance(body_meta, dict)
+        body_meta = _body_metadata(obj)
         namespace = namespace or body_meta.get("namespace")
         new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         meta = new["metadata"]
@@ -616,10 +621,7 @@ class ObjectStore:
                       subresource: str | None = None, dry_run: bool = False) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        if not isinstance(obj, dict):
-            raise bad_request("the body of the request must be a JSON object")
-        meta_in = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        assert isinstance(meta_in, dict)
+        meta_in = _body_metadata(obj)
         body_name = meta_in.get("name")
         name = name or body_name
         if not name:
