@@ -238,6 +238,12 @@ def _body_metadata(obj: Any) -> JsonDict:
     return meta if isinstance(meta, dict) else {}
 
 
+def _uid_conflict(rt: ResourceType, name: str, uid: Any, stored_uid: str) -> ApiError:
+    """The 409 for a write whose UID precondition names another incarnation of the object."""
+    return conflict(rt, name, f"Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {stored_uid}")
+
+
 def check_patch_type(rt: ResourceType, patch_type: str) -> None:
     """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
     if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
@@ -649,8 +655,7 @@ class ObjectStore:
         if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
             raise modified_conflict(rt, name)
         if meta.get("uid") not in (None, "", old_meta["uid"]):
-            raise conflict(rt, name, f"Precondition failed: UID in precondition: "
-                           f"{meta.get('uid')}, UID in object meta: {old_meta['uid']}")
+            raise _uid_conflict(rt, name, meta.get("uid"), old_meta["uid"])
         if subresource == "status":
             if not rt.has_status:
                 raise not_found(rt, name)
@@ -790,8 +795,7 @@ class ObjectStore:
             if preconditions:
                 uid = preconditions.get("uid")
                 if uid and uid != old_meta["uid"]:
-                    raise conflict(rt, name, f"Precondition failed: UID in precondition: {uid}, "
-                                   f"UID in object meta: {old_meta['uid']}")
+                    raise _uid_conflict(rt, name, uid, old_meta["uid"])
                 prv = preconditions.get("resourceVersion")
                 if prv and str(prv) != old_meta["resourceVersion"]:
                     raise conflict(rt, name, "Precondition failed: ResourceVersion in "
