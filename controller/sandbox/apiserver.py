@@ -43,16 +43,7 @@ from controller.sandbox import kubeconfig, resources
 from controller.sandbox.faults import FaultInjector, RequestInfo, RequestRecord
 from controller.sandbox.resources import ApiError, JsonDict, ResourceType
 from controller.sandbox.selectors import Selector, build_selector
-from controller.sandbox.store import (
-    APPLY_PATCH,
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_MERGE_PATCH,
-    ObjectStore,
-    Stored,
-    Watcher,
-    dumps,
-)
+from controller.sandbox.store import ObjectStore, Stored, Watcher, check_patch_type, dumps
 
 LOG = logging.getLogger(__name__)
 
@@ -67,7 +58,6 @@ SERVER_VERSION: JsonDict = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 _TRUE = ("true", "1")
 
 
@@ -487,11 +477,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if verb == "patch":
             content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            if content_type not in _PATCH_TYPES or content_type == APPLY_PATCH:
-                raise ApiError(415, "UnsupportedMediaType",
-                               f"the body of the request was in an unknown format - accepted "
-                               f"media types include: {JSON_PATCH}, {MERGE_PATCH}"
-                               + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""))
+            check_patch_type(rt, content_type)  # before the body: a real apiserver does too
             stored = store.patch_stored(rt, route.namespace, route.name, self._json(body),
                                         content_type, subresource=route.subresource or None,
                                         dry_run=dry_run)

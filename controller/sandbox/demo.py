@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import logging
 import os
 import random
@@ -68,7 +67,7 @@ from controller.naming import pod_name_to_port_name
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.apiserver import ApiServer
-from controller.sandbox.ovsdb import NbServer, SandboxError
+from controller.sandbox.ovsdb import NbServer, SandboxError, die_with_parent
 from controller.sandbox.resources import ApiError
 from controller.sandbox.selectors import build_selector
 
@@ -91,7 +90,6 @@ MAX_DEPLOYMENT_PODS = 200  # demo-subnet is a /24
 DEFAULT_METRICS_PORT = 10660
 CONTROLLER_STOP_TIMEOUT = 15.0
 _POLL = 0.25  # seconds a wait may take before it looks at the stop flag again
-_PR_SET_PDEATHSIG = 1
 
 
 class DemoError(RuntimeError):
@@ -386,17 +384,6 @@ class Interrupted(Exception):
 # -------------------------------------------------------------------------- the sandbox
 
 
-def _die_with_parent() -> Callable[[], None]:
-    # Loaded here, in the parent: the child (between fork and exec, other threads frozen
-    # mid-flight) only makes one foreign call and never takes the dynamic loader's lock.
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-    return preexec
-
-
 def _port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
@@ -466,7 +453,7 @@ class ControllerProcess:
                 [sys.executable, "-m", "cmd.controller", *self.argv],
                 cwd=REPO_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
+                preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
             )
 
     def exited(self) -> int | None:

@@ -32,7 +32,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,10 +51,16 @@ class SandboxError(RuntimeError):
     """A sandbox server could not be created, started, stopped or queried in time."""
 
 
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: the server must not outlive the test process.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def die_with_parent() -> Callable[[], None]:
+    """A `preexec_fn` that has the kernel SIGKILL the child when its parent dies."""
+    # Loaded here, in the parent: the child (between fork and exec, other threads frozen
+    # mid-flight) only makes one foreign call and never takes the dynamic loader's lock.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return preexec
 
 
 def _require_tools() -> None:
@@ -159,7 +165,7 @@ class _ServerProcess:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - single-threaded use in the child only
+            preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
         )
         deadline = time.monotonic() + timeout
         if self.tcp and self.tcp_port is None:

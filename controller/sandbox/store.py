@@ -226,8 +226,35 @@ class Watcher:
             self._table.cond.notify_all()
 
 
-def _now_rfc3339(clock: Callable[[], float]) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+def _rfc3339(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _body_metadata(obj: Any) -> JsonDict:
+    """The metadata of a request body ({} when absent or not an object); 400 for a non-object."""
+    if not isinstance(obj, dict):
+        raise bad_request("the body of the request must be a JSON object")
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _uid_conflict(rt: ResourceType, name: str, uid: Any, stored_uid: str) -> ApiError:
+    """The 409 for a write whose UID precondition names another incarnation of the object."""
+    return conflict(rt, name, f"Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {stored_uid}")
+
+
+def check_patch_type(rt: ResourceType, patch_type: str) -> None:
+    """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
+    if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media "
+                       f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}")
+    if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media "
+                       f"types include: {JSON_PATCH}, {MERGE_PATCH}"
+                       + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""))
 
 
 def _encode_continue(rv: int, key: Key) -> str:
@@ -369,10 +396,7 @@ class ObjectStore:
 
     def get(self, resource: ResourceType | str, namespace: str | None, name: str) -> JsonDict:
         """A copy of the current object, or a 404 `ApiError`."""
-        table = self._table(resource)
-        with self._lock:
-            stored = self._get_stored(table, self._key(table.rt, namespace, name))
-        return self._copy(stored)
+        return self._copy(self.get_stored(resource, namespace, name))
 
     def get_stored(self, resource: ResourceType | str, namespace: str | None,
                    name: str) -> Stored:
@@ -533,10 +557,7 @@ class ObjectStore:
                       dry_run: bool = False) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        if not isinstance(obj, dict):
-            raise bad_request("the body of the request must be a JSON object")
-        body_meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        assert isinstance(body_meta, dict)
+        body_meta = _body_metadata(obj)
         namespace = namespace or body_meta.get("namespace")
         new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         meta = new["metadata"]
@@ -567,7 +588,7 @@ class ObjectStore:
             for fld in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
                 meta.pop(fld, None)
             meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = _now_rfc3339(self._clock)
+            meta["creationTimestamp"] = _rfc3339(self._clock())
             if admission.tracks_generation(rt):
                 meta["generation"] = 1
             new["kind"] = rt.kind
@@ -606,10 +627,7 @@ class ObjectStore:
                       subresource: str | None = None, dry_run: bool = False) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        if not isinstance(obj, dict):
-            raise bad_request("the body of the request must be a JSON object")
-        meta_in = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        assert isinstance(meta_in, dict)
+        meta_in = _body_metadata(obj)
         body_name = meta_in.get("name")
         name = name or body_name
         if not name:
@@ -637,8 +655,7 @@ class ObjectStore:
         if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
             raise modified_conflict(rt, name)
         if meta.get("uid") not in (None, "", old_meta["uid"]):
-            raise conflict(rt, name, f"Precondition failed: UID in precondition: "
-                           f"{meta.get('uid')}, UID in object meta: {old_meta['uid']}")
+            raise _uid_conflict(rt, name, meta.get("uid"), old_meta["uid"])
         if subresource == "status":
             if not rt.has_status:
                 raise not_found(rt, name)
@@ -715,15 +732,7 @@ class ObjectStore:
                      subresource: str | None = None, dry_run: bool = False) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media "
-                           f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}")
-        if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media "
-                           f"types include: {JSON_PATCH}, {MERGE_PATCH}"
-                           + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""))
+        check_patch_type(rt, patch_type)
         with self._lock:
             ns = self._require_namespace(rt, namespace)
             key = (ns, name)
@@ -786,8 +795,7 @@ class ObjectStore:
             if preconditions:
                 uid = preconditions.get("uid")
                 if uid and uid != old_meta["uid"]:
-                    raise conflict(rt, name, f"Precondition failed: UID in precondition: {uid}, "
-                                   f"UID in object meta: {old_meta['uid']}")
+                    raise _uid_conflict(rt, name, uid, old_meta["uid"])
                 prv = preconditions.get("resourceVersion")
                 if prv and str(prv) != old_meta["resourceVersion"]:
                     raise conflict(rt, name, "Precondition failed: ResourceVersion in "
@@ -824,11 +832,9 @@ class ObjectStore:
         if (old_meta.get("deletionTimestamp")
                 and old_meta.get("deletionGracePeriodSeconds", 0) == grace):
             return old
-        stamp = old_meta.get("deletionTimestamp") or _now_rfc3339(
-            lambda: self._clock() + grace)
-        if old_meta.get("deletionTimestamp") and grace < old_meta.get(
-                "deletionGracePeriodSeconds", 0):
-            stamp = _now_rfc3339(lambda: self._clock() + grace)
+        stamp = old_meta.get("deletionTimestamp")
+        if not stamp or grace < old_meta.get("deletionGracePeriodSeconds", 0):
+            stamp = _rfc3339(self._clock() + grace)
         stored = self._stamp(old, self._next_rv(), deletionTimestamp=stamp,
                              deletionGracePeriodSeconds=grace)
         if grace == 0 and not old_meta.get("finalizers"):
@@ -850,7 +856,7 @@ class ObjectStore:
         if not old.obj["metadata"].get("deletionTimestamp"):
             obj = json.loads(old.raw)
             obj["metadata"]["resourceVersion"] = str(self._next_rv())
-            obj["metadata"]["deletionTimestamp"] = _now_rfc3339(self._clock)
+            obj["metadata"]["deletionTimestamp"] = _rfc3339(self._clock())
             obj["status"] = {"phase": "Terminating"}
             stored = Stored.of(obj)
             table.objects[key] = stored
@@ -895,17 +901,8 @@ class ObjectStore:
 
         Returns True if the object is gone; it stays (with grace 0) while finalizers remain.
         """
-        _, removed = self.delete(resource, namespace, name, grace_period_seconds=0)
-        if removed:
-            return True
-        table = self._table(resource)
-        with self._lock:
-            key = self._key(table.rt, namespace, name)
-            old = table.objects.get(key)
-            if old is None:
-                return True
-            self._mark_deleting(table, key, old, 0)
-            return key not in table.objects
+        # A grace-0 delete already marks an object that keeps finalizers with grace 0.
+        return self.delete_stored(resource, namespace, name, grace_period_seconds=0)[1]
 
     def delete_collection(self, resource: ResourceType | str, selector: Selector, *,
                           grace_period_seconds: int | None = None) -> JsonList:
@@ -913,8 +910,7 @@ class ObjectStore:
         table = self._table(resource)
         out: JsonList = []
         with self._lock:
-            targets = [s for s in self.list_page(table.rt, selector).items]
-            for stored in targets:
+            for stored in self.list_page(table.rt, selector).items:
                 meta = stored.obj["metadata"]
                 obj, _ = self.delete(table.rt, meta.get("namespace"), meta["name"],
                                      grace_period_seconds=grace_period_seconds)
