@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -134,23 +132,6 @@ def test_state_helpers() -> None:
         "n.ns.ovn.kubernetes.io/routed",
     )
     assert ann.changed_keys({"a": "1"}, {"a": "2", "b": ""}, ["a", "b", "c"]) == ["a"]
-
-
-def test_json_patch_is_kube_ovns_whole_map_replace() -> None:
-    assert ann.patch_op({}) == "add"
-    assert ann.patch_op({"x": "y"}) == "replace"
-    body = json.loads(ann.json_patch_body({"k": "v"}, "replace"))
-    assert body == [{"op": "replace", "path": "/metadata/annotations", "value": {"k": "v"}}]
-    with pytest.raises(ValueError, match="'remove'"):
-        ann.json_patch({}, "remove")
-
-
-def test_merge_patch() -> None:
-    assert ann.merge_patch({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == {
-        "metadata": {"annotations": {"b": "3", "c": "4"}}
-    }
-    assert ann.merge_patch({"a": "1"}, {}) == {"metadata": {"annotations": {"a": None}}}
-    assert ann.merge_patch({"a": "1"}, {"a": "1"}) == {}
 
 
 # --- naming ----------------------------------------------------------------------------------
