@@ -626,14 +626,13 @@ class PodController:
             for net in self._pod_nets(raw, pod):
                 if net.type is ProviderType.IPAM:
                     continue
-                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
                 port = pod_name_to_port_name(name, pod.namespace, net.provider_name)
                 info = self._nb.get_port(port)
                 if info is None:
                     continue  # not created yet (the add owns it) or lost (inspection re-adds)
                 to_sync = set(self._reapply_port_security(pod, net, info))
                 # NOTE: without port security a port takes no part in any group.
-                sgs = request.security_group_names() if request.port_security else ()
+                sgs = pl.security_groups_to_sync(pod, net)
                 if sgs or info.external_ids.get(ext.SECURITY_GROUPS_KEY):
                     to_sync.update(self._nb.reconcile_port_sg(port, sgs))
                 for sg in sorted(to_sync):
