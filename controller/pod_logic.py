@@ -81,7 +81,6 @@ from controller.constants import (
     PROTOCOL_IPV6,
     REASON_GET_VLAN_INFO_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
-    ROUTED_ANNOTATION,
     SECURITY_GROUP_ANNOTATION_TEMPLATE,
     SNAT_ANNOTATION,
     SUBNET_NAME_LABEL,
@@ -305,8 +304,8 @@ def classify_add(
     if pod.deletion_timestamp is not None and ((not is_sts and not is_vm) or owner_to_delete()):
         remaining = (pod.deletion_timestamp - now).total_seconds()
         return EnqueueDecision(PodAction.DELETE, delay=max(remaining, 0.0))
-    allocated = pod.annotations.get(ALLOCATED_ANNOTATION) == "true"
-    routed = pod.annotations.get(ROUTED_ANNOTATION) == "true"
+    allocated = ann.is_allocated(pod.annotations)
+    routed = ann.is_routed(pod.annotations)
     # NOTE: recovers an update lost during a leader change (kube-ovn enqueueAddPod).
     if allocated and not routed and pod.host_ip and pod.pod_ip:
         return EnqueueDecision(PodAction.UPDATE)
@@ -361,8 +360,8 @@ def classify_update(
         return EnqueueDecision(PodAction.DELETE, delay=termination_delay(new))
     action = PodAction.IGNORE
     if (
-        new.annotations.get(ALLOCATED_ANNOTATION) == "true"
-        and new.annotations.get(ROUTED_ANNOTATION) != "true"
+        ann.is_allocated(new.annotations)
+        and not ann.is_routed(new.annotations)
         and new.node_name
     ):
         action = PodAction.UPDATE
@@ -1175,7 +1174,7 @@ def needs_update(pod: Pod, now: datetime) -> bool:
         return False
     if not pod.annotations.get(ALLOCATED_ANNOTATION):
         raise RetryableError(f"no address has been allocated to {pod.key}")
-    return pod.annotations.get(ROUTED_ANNOTATION) != "true"
+    return not ann.is_routed(pod.annotations)
 
 
 def plan_update_pod(
