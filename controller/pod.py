@@ -67,10 +67,6 @@ from controller.constants import (
     EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
-    QUEUE_ADD_POD,
-    QUEUE_DELETE_POD,
-    QUEUE_UPDATE_POD,
-    QUEUE_UPDATE_POD_SECURITY,
     REASON_ACQUIRE_ADDRESS_FAILED,
     REASON_CREATE_OVN_PORT_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
@@ -110,7 +106,7 @@ from controller.ovn.api import NbClient, OvnError, PortInfo
 from controller.ovn.logic import port_columns
 from controller.queues import Clock, RateLimitingQueue, RealClock
 from controller.subnet import format_subnet_spec
-from controller.worker import run_worker
+from controller.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 
@@ -730,41 +726,27 @@ class PodController:
         queues down once `stop` is set (which is what ends the workers). Returns all threads."""
         if worker_num < 1:
             raise ValueError(f"worker_num must be >= 1, not {worker_num}")
-        handlers: list[tuple[RateLimitingQueue[str], Callable[[str], None], str]] = [
-            (self.queues.add, self.handle_add_pod, QUEUE_ADD_POD),
-            (self.queues.update, self.handle_update_pod, QUEUE_UPDATE_POD),
-            (self.queues.delete, self.handle_delete_pod, QUEUE_DELETE_POD),
-            (self.queues.security, self.handle_update_pod_security, QUEUE_UPDATE_POD_SECURITY),
-        ]
-        threads: list[threading.Thread] = []
-        for queue, handler, name in handlers:
-            for index in range(worker_num):
-                threads.append(
-                    threading.Thread(
-                        target=run_worker,
-                        args=(queue, handler),
-                        kwargs={
-                            "name": name,
-                            "stop": stop,
-                            "metrics": self._metrics,
-                            "clock": self._clock,
-                        },
-                        name=f"{name}-worker-{index}",
-                        daemon=True,
-                    )
-                )
+        q = self.queues
+        threads = start_workers(
+            [
+                (q.add, self.handle_add_pod, worker_num),
+                (q.update, self.handle_update_pod, worker_num),
+                (q.delete, self.handle_delete_pod, worker_num),
+                (q.security, self.handle_update_pod_security, worker_num),
+            ],
+            stop,
+            metrics=self._metrics,
+            clock=self._clock,
+        )
 
         def shut_down_on_stop() -> None:
             stop.wait()
             for queue in self.queues.all():
                 queue.shut_down()
 
-        threads.append(
-            threading.Thread(target=shut_down_on_stop, name="pod-queues-stopper", daemon=True)
-        )
-        for thread in threads:
-            thread.start()
-        return threads
+        stopper = threading.Thread(target=shut_down_on_stop, name="pod-queues-stopper", daemon=True)
+        stopper.start()
+        return [*threads, stopper]
 
     # --- reads from the caches -------------------------------------------------------------------
 
