@@ -440,7 +440,7 @@ def is_replaced_by(deleted: Pod, current: Pod | None) -> bool:
 def ports_to_delete(listed: Iterable[str], pod_name: str, namespace: str) -> list[str]:
     """The LSPs found by `external_ids:pod` plus `<pod>.<ns>` (pre-vendor ports), deduplicated."""
     out: list[str] = []
-    for name in [*listed, f"{pod_name}.{namespace}"]:
+    for name in [*listed, pod_name_to_port_name(pod_name, namespace)]:
         if name not in out:
             out.append(name)
     return out
@@ -1227,7 +1227,7 @@ def plan_update_pod(
     if enable_eip_snat:
         port = mac = ""
         if (external_gw_config or {}).get("type") == EXTERNAL_GATEWAY_TYPE_DISTRIBUTED:
-            port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
+            port = pod_name_to_port_name(get_name_by_pod(pod, keep_vm_ip), pod.namespace)
             mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
         for ip in pod_ip.split(","):
             # NOTE: kube-ovn pairs every pod address with the one external address, which NB
