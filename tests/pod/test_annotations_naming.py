@@ -144,7 +144,6 @@ def test_port_names() -> None:
         "web-0.shop.net1.ns1.ovn"
     )
     assert naming.node_port_name("node-a") == "node-node-a"
-    assert naming.localnet_port_name("vlan-subnet") == "localnet.vlan-subnet"
     assert naming.pod_key("ns", "p") == "ns/p" and naming.pod_key("", "n") == "n"
 
 
