@@ -680,7 +680,7 @@ class PodController:
 
         for raw in self._pods.list():
             pod = _pod_or_none(raw)
-            if pod is None or not _may_need_inspection(pod, now):
+            if pod is None or not pl.may_need_inspection(pod, now):
                 continue
             try:
                 nets = self._pod_nets(
@@ -1020,16 +1020,6 @@ def _parse_subnet(raw: KubeObject) -> _ParsedSubnet:
     except MalformedObjectError as exc:
         return _ParsedSubnet(subnet, "", str(exc))
     return _ParsedSubnet(subnet, "", "")
-
-
-def _may_need_inspection(pod: Pod, now: datetime) -> bool:
-    """What `inspect_pod` would look at: skip the nets of pods it leaves alone anyway."""
-    return (
-        not pod.host_network
-        and pod.deletion_timestamp is None
-        and bool(ann.allocated_providers(pod.annotations))
-        and pl.is_pod_alive(pod, now)
-    )
 
 
 def _guard(event: str, callback: Callable[..., None], *args: Any) -> None:

@@ -455,6 +455,19 @@ class InspectResult:
     needs_update: bool = False
 
 
+def may_need_inspection(pod: Pod, now: datetime) -> bool:
+    """Whether `inspect_pod` looks at the pod at all: a live, non-hostNetwork pod with an
+    allocated network (the caller skips computing the nets of the others)."""
+    # NOTE: a terminating pod is left alone: its delete (possibly delayed by the grace period)
+    # may already have removed the port, which must not be re-created behind it.
+    return (
+        not pod.host_network
+        and pod.deletion_timestamp is None
+        and bool(ann.allocated_providers(pod.annotations))
+        and is_pod_alive(pod, now)
+    )
+
+
 def inspect_pod(
     pod: Pod,
     nets: Iterable[PodNet],
@@ -468,9 +481,7 @@ def inspect_pod(
     `port_exists(name)` answers from the NB client's cache. hostNetwork and dead pods, and
     IPAM-only or unallocated nets, are never inspected.
     """
-    # NOTE: a terminating pod is left alone: its delete (possibly delayed by the grace period)
-    # may already have removed the port, which must not be re-created behind it.
-    if pod.host_network or pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
+    if not may_need_inspection(pod, now):
         return InspectResult()
     name = get_name_by_pod(pod, keep_vm_ip)
     lost: list[str] = []
