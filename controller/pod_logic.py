@@ -359,11 +359,7 @@ def classify_update(
     elif owner_to_delete():
         return EnqueueDecision(PodAction.DELETE, delay=termination_delay(new))
     action = PodAction.IGNORE
-    if (
-        ann.is_allocated(new.annotations)
-        and not ann.is_routed(new.annotations)
-        and new.node_name
-    ):
+    if ann.is_allocated(new.annotations) and not ann.is_routed(new.annotations) and new.node_name:
         action = PodAction.UPDATE
     names = providers()
     update_security = names is not None and security_changed(
@@ -897,24 +893,19 @@ def acquire_address(
     allocator: AddressAllocator,
     request: AddressRequest,
     nodes: Sequence[Node],
-    *,
-    allocation_errors: tuple[type[Exception], ...] = (IPAMError,),
-    no_available: Callable[[], Exception] | None = None,
 ) -> tuple[str, str, str, Subnet]:
     """kube-ovn `acquireAddress`: (v4, v6, mac, subnet the address came from).
 
-    `allocation_errors` are the errors that mean "try the next candidate" (IPAM's base error);
-    `no_available()` builds the error raised when an ip_pool yields nothing (kube-ovn never falls
-    back to random there; default: IPAM's NoAvailableError). On the static path the last IPAM
-    error is re-raised; on the random path IPAM's own error propagates.
+    An `IPAMError` means "try the next candidate". An ip_pool that yields nothing raises
+    NoAvailableError (kube-ovn never falls back to random there). On the static path the last
+    IPAM error is re-raised; on the random path IPAM's own error propagates.
     """
-    if no_available is None:
 
-        def no_available() -> Exception:
-            return NoAvailableError(
-                f"no address available for {request.key}",
-                subnet=",".join(s.name for s in request.subnets),
-            )
+    def no_available() -> NoAvailableError:
+        return NoAvailableError(
+            f"no address available for {request.key}",
+            subnet=",".join(s.name for s in request.subnets),
+        )
 
     if request.mode is AddressMode.RANDOM:
         subnet = request.subnets[0]
@@ -934,12 +925,11 @@ def acquire_address(
         for subnet in request.subnets:
             try:
                 v4, v6, mac = allocator.get_static_address(request.key, ip, mac_wanted, subnet.name)
-            except allocation_errors as exc:
+            except IPAMError as exc:
                 last = exc
                 continue
             return v4, v6, mac, subnet
         raise last if last is not None else no_available()
-    skip_errors: tuple[type[Exception], ...] = (InvalidPodNetworkError, *allocation_errors)
     for subnet in request.subnets:
         for ip in request.ips:
             if request.check_assigned and allocator.is_ip_assigned_to_pod(
@@ -951,7 +941,7 @@ def acquire_address(
                 v4, v6, mac = allocator.get_static_address(
                     request.key, ip, request.mac, subnet.name
                 )
-            except skip_errors:
+            except (InvalidPodNetworkError, IPAMError):
                 continue
             return v4, v6, mac, subnet
     raise no_available()
