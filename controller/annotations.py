@@ -191,23 +191,6 @@ def allocation_state_keys(provider: str = OVN_PROVIDER) -> tuple[str, str]:
     )
 
 
-def clear_allocation(
-    annotations: Mapping[str, str], provider: str = OVN_PROVIDER
-) -> dict[str, str]:
-    """A new map without `allocated`/`routed` of `provider` (kube-ovn inspectPod: LSP lost)."""
-    out = dict(annotations)
-    for key in allocation_state_keys(provider):
-        out.pop(key, None)
-    return out
-
-
-def mark_routed(annotations: Mapping[str, str], provider: str = OVN_PROVIDER) -> dict[str, str]:
-    """A new map with `routed=true` (kube-ovn handleUpdatePod's last step)."""
-    out = dict(annotations)
-    out[annotation_key(ROUTED_ANNOTATION_TEMPLATE, provider)] = TRUE
-    return out
-
-
 def allocated_providers(annotations: Mapping[str, str]) -> list[str]:
     """Providers with `<provider>.kubernetes.io/allocated == "true"`, in key order."""
     return [

@@ -26,11 +26,11 @@ How the handlers use them (kube-ovn.md sections):
   `build_pod_allocation` (vlan),
   `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (for `KubeApi.create_or_update_ip`),
   `build_port_spec` / `security_groups_to_sync` for OVN nets -> one annotation patch;
-* handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> `annotations.mark_routed`;
+* handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> patch `routed`;
 * handleDeletePod (1.8): `is_replaced_by` -> `decide_delete` (with `is_statefulset_pod_to_del`
   / `is_vm_pod_to_del` and `append_check_pod_to_del`) -> `ports_to_delete`,
   `annotations.attachment_providers_to_release`;
-* inspection (1.10): `inspect_pod` -> `annotations.clear_allocation`.
+* inspection (1.10): `inspect_pod` -> remove `annotations.allocation_state_keys`.
 
 Deliberate deviations from v1.8 (each is a bug there, see kube-ovn.md):
 * the delayed delete of a terminating pod waits `terminationGracePeriodSeconds`, 30 when unset

@@ -123,10 +123,6 @@ def test_state_helpers() -> None:
     assert ann.is_allocated(a) and ann.is_routed(a)
     assert ann.allocated_providers(a) == ["ovn", "net1.ns1.ovn"]
     assert ann.attachment_providers_to_release(a) == ["net1.ns1.ovn"]
-    cleared = ann.clear_allocation(a)
-    assert not ann.is_allocated(cleared) and not ann.is_routed(cleared)
-    assert ann.is_allocated(cleared, "net1.ns1.ovn")
-    assert ann.is_routed(ann.mark_routed({}))
     assert ann.allocation_state_keys("n.ns.ovn") == (
         "n.ns.ovn.kubernetes.io/allocated",
         "n.ns.ovn.kubernetes.io/routed",
