@@ -32,6 +32,8 @@ DEFAULT_NODE_SWITCH_CIDR: Final = "100.64.0.0/16"
 DENY_ALL_SECURITY_GROUP: Final = "kubeovn_deny_all"
 EXTERNAL_GATEWAY_CONFIG: Final = "ovn-external-gw-config"
 EXTERNAL_GATEWAY_ADDR_KEY: Final = "external-gw-addr"
+#: `type` of ConfigMap ovn-external-gw-config whose NAT rules name the pod's port and MAC.
+EXTERNAL_GATEWAY_TYPE_DISTRIBUTED: Final = "distributed"
 EXTERNAL_GATEWAY_CONFIG_NAMESPACE: Final = "kube-system"
 #: Event source component of kube-ovn's recorder.
 EVENT_COMPONENT: Final = "ovn-controller"

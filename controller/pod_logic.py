@@ -58,6 +58,8 @@ from controller.constants import (
     DEFAULT_VPC,
     EGRESS_RATE_ANNOTATION,
     EIP_ANNOTATION,
+    EXTERNAL_GATEWAY_ADDR_KEY,
+    EXTERNAL_GATEWAY_TYPE_DISTRIBUTED,
     GATEWAY_TYPE_DISTRIBUTED,
     INGRESS_RATE_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
@@ -1239,9 +1241,6 @@ def plan_update_pod(
     return UpdatePlan(routes, tuple(nats))
 
 
-EXTERNAL_GATEWAY_TYPE_DISTRIBUTED = "distributed"
-
-
 def same_family(addresses: str, ip: str) -> str:
     """The first of the comma-separated `addresses` of `ip`'s family ("" when none is)."""
     family = check_protocol(ip)
@@ -1255,7 +1254,7 @@ def same_family(addresses: str, ip: str) -> str:
 def external_gateway_next_hop(data: Mapping[str, str] | None) -> str:
     """The `external-gw-addr` of ConfigMap `ovn-external-gw-config`, masks stripped (one
     address, or "v4,v6" for a dual-stack external network)."""
-    value = (data or {}).get("external-gw-addr", "")
+    value = (data or {}).get(EXTERNAL_GATEWAY_ADDR_KEY, "")
     if not value:
         raise ResourceNotReadyError("no available gateway nic address")
     return ",".join(part.strip().split("/", 1)[0] for part in value.split(",") if part.strip())
