@@ -25,6 +25,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
@@ -32,6 +33,7 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
+from controller import annotations as ann  # noqa: E402
 from controller import pod_logic as pl  # noqa: E402
 from controller.ipam import IPAM  # noqa: E402
 from controller.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
@@ -88,6 +90,15 @@ def serial(n: int) -> tuple[float, float]:
         env.close()
 
 
+def _wait_for(condition: Callable[[], bool], tick: threading.Event, timeout: float = 600) -> None:
+    """Poll `condition` until true; a stuck run fails instead of hanging the benchmark."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"threaded run did not converge within {timeout:.0f} s")
+        tick.wait(0.02)
+
+
 def threaded(n: int, workers: int) -> tuple[float, float]:
     env = _env()
     stop = threading.Event()
@@ -100,22 +111,16 @@ def threaded(n: int, workers: int) -> tuple[float, float]:
         def routed() -> bool:
             env.sync_all()
             return all(
-                (env.kube.pods[k]["metadata"].get("annotations") or {}).get(
-                    "ovn.kubernetes.io/routed"
-                )
-                == "true"
-                for k in keys
+                ann.is_routed(env.kube.pods[k]["metadata"].get("annotations") or {}) for k in keys
             )
 
-        while not routed():
-            tick.wait(0.02)
+        _wait_for(routed, tick)
         up = time.perf_counter() - start
         start = time.perf_counter()
         for key in keys:
             env.kube.pods.pop(key)
         env.sync_all()
-        while env.pod_ports():
-            tick.wait(0.02)
+        _wait_for(lambda: not env.pod_ports(), tick)
         down = time.perf_counter() - start
         return up, down
     finally:

@@ -12,19 +12,14 @@ Two directions:
 
 `from_annotations(to_annotations(x)) == x` for every value (a unit test).
 
-The patch helpers build the body kube-ovn sends: a JSON patch replacing the *whole* annotation map
-(`[{"op": "add"|"replace", "path": "/metadata/annotations", "value": {...}}]`, op "add" when the
-pod had no annotations). NOTE: that overwrites concurrent annotation edits made between our read
-and our write; the handler may switch to `merge_patch` (a JSON merge patch touching only our keys,
-`null` deleting one) without changing anything else here.
+Writing is not here: the kube adapter (`controller.kube.api.annotation_merge_patch`) turns the
+maps built here into a merge patch of only the controller's keys.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from controller.constants import (
     ALLOCATED_ANNOTATION_SUFFIX,
@@ -196,23 +191,6 @@ def allocation_state_keys(provider: str = OVN_PROVIDER) -> tuple[str, str]:
     )
 
 
-def clear_allocation(
-    annotations: Mapping[str, str], provider: str = OVN_PROVIDER
-) -> dict[str, str]:
-    """A new map without `allocated`/`routed` of `provider` (kube-ovn inspectPod: LSP lost)."""
-    out = dict(annotations)
-    for key in allocation_state_keys(provider):
-        out.pop(key, None)
-    return out
-
-
-def mark_routed(annotations: Mapping[str, str], provider: str = OVN_PROVIDER) -> dict[str, str]:
-    """A new map with `routed=true` (kube-ovn handleUpdatePod's last step)."""
-    out = dict(annotations)
-    out[annotation_key(ROUTED_ANNOTATION_TEMPLATE, provider)] = TRUE
-    return out
-
-
 def allocated_providers(annotations: Mapping[str, str]) -> list[str]:
     """Providers with `<provider>.kubernetes.io/allocated == "true"`, in key order."""
     return [
@@ -233,33 +211,3 @@ def changed_keys(
 ) -> list[str]:
     """The given keys whose value differs between two annotation maps (absent == "")."""
     return [k for k in keys if old.get(k, "") != new.get(k, "")]
-
-
-# --- patches ---------------------------------------------------------------------------------
-
-
-def patch_op(original: Mapping[str, str] | None) -> str:
-    """kube-ovn's op: "add" when the pod had no annotations, else "replace"."""
-    return "replace" if original else "add"
-
-
-def json_patch(annotations: Mapping[str, str], op: str) -> list[dict[str, Any]]:
-    """kube-ovn `generatePatchPayload`: replace `/metadata/annotations` with the whole map."""
-    if op not in ("add", "replace"):
-        raise ValueError(f"json patch op must be 'add' or 'replace', not {op!r}")
-    return [{"op": op, "path": "/metadata/annotations", "value": dict(annotations)}]
-
-
-def json_patch_body(annotations: Mapping[str, str], op: str) -> bytes:
-    """`json_patch` serialised (content type `application/json-patch+json`)."""
-    return json.dumps(json_patch(annotations, op), sort_keys=True).encode()
-
-
-def merge_patch(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, Any]:
-    """A JSON merge patch (`application/merge-patch+json`) turning `old` annotations into `new`:
-    only changed keys, `None` for removed ones. Empty dict when nothing changed."""
-    changes: dict[str, str | None] = {k: v for k, v in new.items() if old.get(k) != v}
-    changes.update({k: None for k in old if k not in new})
-    if not changes:
-        return {}
-    return {"metadata": {"annotations": changes}}

@@ -32,6 +32,8 @@ DEFAULT_NODE_SWITCH_CIDR: Final = "100.64.0.0/16"
 DENY_ALL_SECURITY_GROUP: Final = "kubeovn_deny_all"
 EXTERNAL_GATEWAY_CONFIG: Final = "ovn-external-gw-config"
 EXTERNAL_GATEWAY_ADDR_KEY: Final = "external-gw-addr"
+#: `type` of ConfigMap ovn-external-gw-config whose NAT rules name the pod's port and MAC.
+EXTERNAL_GATEWAY_TYPE_DISTRIBUTED: Final = "distributed"
 EXTERNAL_GATEWAY_CONFIG_NAMESPACE: Final = "kube-system"
 #: Event source component of kube-ovn's recorder.
 EVENT_COMPONENT: Final = "ovn-controller"
@@ -40,8 +42,6 @@ LEADER_ELECTION_LOCK_NAME: Final = "kube-ovn-controller"
 DEFAULT_CONTROLLER_NAMESPACE: Final = "kube-system"
 
 # --- annotation keys -------------------------------------------------------------------------
-
-ANNOTATION_SUFFIX_DOMAIN: Final = ".kubernetes.io/"
 
 
 def annotation_key(template: str, provider: str = OVN_PROVIDER) -> str:
@@ -84,7 +84,6 @@ POD_NIC_ANNOTATION: Final = "ovn.kubernetes.io/pod_nic_type"
 EIP_ANNOTATION: Final = "ovn.kubernetes.io/eip"
 SNAT_ANNOTATION: Final = "ovn.kubernetes.io/snat"
 NORTH_GATEWAY_ANNOTATION: Final = "ovn.kubernetes.io/north_gateway"
-VPC_NAT_GATEWAY_ANNOTATION: Final = "ovn.kubernetes.io/vpc_nat_gw"
 #: Namespace annotation written by the namespace controller (`;`-joined per subnet).
 EXCLUDE_IPS_ANNOTATION: Final = "ovn.kubernetes.io/exclude_ips"
 #: Node annotation naming the node's join-switch port.
@@ -116,18 +115,14 @@ PROTOCOL_IPV6: Final = "IPv6"
 PROTOCOL_DUAL: Final = "Dual"
 
 GATEWAY_TYPE_DISTRIBUTED: Final = "distributed"
-GATEWAY_TYPE_CENTRALIZED: Final = "centralized"
 
 #: `spec.podType` of an IP CR, and what `get_pod_type` returns.
 POD_TYPE_STATEFULSET: Final = "StatefulSet"
 POD_TYPE_VIRTUAL_MACHINE: Final = "VirtualMachine"
 #: Owner kinds recognised on pods.
 KIND_STATEFULSET: Final = "StatefulSet"
-KIND_VM: Final = "VirtualMachine"
 KIND_VM_INSTANCE: Final = "VirtualMachineInstance"
 
-ROUTE_TYPE_NORMAL: Final = "normal"
-ROUTE_TYPE_ECMP: Final = "ecmp"
 POLICY_SRC_IP: Final = "src-ip"
 POLICY_DST_IP: Final = "dst-ip"
 NAT_TYPE_SNAT: Final = "snat"
@@ -144,7 +139,6 @@ REASON_VALIDATE_POD_NETWORK_FAILED: Final = "ValidatePodNetworkFailed"
 REASON_ACQUIRE_ADDRESS_FAILED: Final = "AcquireAddressFailed"
 REASON_GET_VLAN_INFO_FAILED: Final = "GetVlanInfoFailed"
 REASON_CREATE_OVN_PORT_FAILED: Final = "CreateOVNPortFailed"
-REASON_NODE_ADDRESS_CONFLICT_WITH_SUBNET: Final = "NodeAddressConflictWithSubnet"
 #: Warning on a Subnet whose spec cannot be formatted (bad cidrBlock, gateway or excludeIps).
 REASON_VALIDATE_LOGICAL_SWITCH_FAILED: Final = "ValidateLogicalSwitchFailed"
 EVENT_TYPE_WARNING: Final = "Warning"
@@ -156,18 +150,12 @@ QUEUE_ADD_POD: Final = "AddPod"
 QUEUE_DELETE_POD: Final = "DeletePod"
 QUEUE_UPDATE_POD: Final = "UpdatePod"
 QUEUE_UPDATE_POD_SECURITY: Final = "UpdatePodSecurity"
-QUEUE_SYNC_SG_PORTS: Final = "SyncSgPorts"
-QUEUE_ADD_OR_UPDATE_SG: Final = "UpdateSg"
-QUEUE_DELETE_SG: Final = "DeleteSg"
-QUEUE_INIT_VPC_NAT_GATEWAY: Final = "InitVpcNatGw"
 # The built-in minimal subnet / namespace / node controllers (issue 6 item 4).
 QUEUE_ADD_SUBNET: Final = "AddSubnet"
 QUEUE_DELETE_SUBNET: Final = "DeleteSubnet"
-QUEUE_DELETE_ROUTE: Final = "DeleteRoute"
 QUEUE_UPDATE_SUBNET_STATUS: Final = "UpdateSubnetStatus"
 QUEUE_ADD_NAMESPACE: Final = "AddNamespace"
 QUEUE_ADD_NODE: Final = "AddNode"
-QUEUE_UPDATE_NODE: Final = "UpdateNode"
 QUEUE_DELETE_NODE: Final = "DeleteNode"
 POD_QUEUES: Final = (QUEUE_ADD_POD, QUEUE_DELETE_POD, QUEUE_UPDATE_POD, QUEUE_UPDATE_POD_SECURITY)
 

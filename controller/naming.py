@@ -2,7 +2,7 @@
 
 The logical switch port of a pod network and that network's IP CR share one name:
 `<pod>.<ns>` on the default provider `ovn`, `<pod>.<ns>.<provider>` otherwise (`<pod>` is the VM
-name under keep-vm-ip). Node ports are `node-<node>`; a subnet's localnet port `localnet.<subnet>`.
+name under keep-vm-ip). Node ports are `node-<node>`.
 
 NOTE: security-group names (`ovn.sg.<name>` port groups, `associated_sg_<sg>` keys, address sets)
 belong to the OVN package (`controller.ovn.external_ids` on the `ovn` branch) and are not
@@ -11,11 +11,7 @@ duplicated here.
 
 from __future__ import annotations
 
-from controller.constants import (
-    LOCALNET_PORT_PREFIX,
-    NODE_PORT_PREFIX,
-    OVN_PROVIDER,
-)
+from controller.constants import NODE_PORT_PREFIX, OVN_PROVIDER
 
 
 def pod_name_to_port_name(pod: str, namespace: str, provider: str = OVN_PROVIDER) -> str:
@@ -28,10 +24,6 @@ def pod_name_to_port_name(pod: str, namespace: str, provider: str = OVN_PROVIDER
 def node_port_name(node: str) -> str:
     """The join-switch port (and IP CR) of a node: `node-<name>`."""
     return f"{NODE_PORT_PREFIX}{node}"
-
-
-def localnet_port_name(subnet: str) -> str:
-    return f"{LOCALNET_PORT_PREFIX}{subnet}"
 
 
 def ip_cr_name(

@@ -138,11 +138,6 @@ def first_ip(network: IPNetwork) -> IPAddress:
     return network.network_address + 1
 
 
-def last_ip(network: IPNetwork) -> IPAddress:
-    """kube-ovn `LastIP`: broadcast - 1."""
-    return network.broadcast_address - 1
-
-
 def get_gw_by_cidr(cidr: str) -> str:
     """kube-ovn `GetGwByCidr`: the first IP of every comma-separated CIDR, comma-joined.
 
@@ -155,15 +150,3 @@ def get_gw_by_cidr(cidr: str) -> str:
             raise ValueError(f"invalid cidr {part!r}")
         gateways.append(str(first_ip(parsed[1])))
     return ",".join(gateways)
-
-
-def ip_with_mask(ip: str, cidr: str) -> str:
-    """kube-ovn `GetIpAddrWithMask`: "ip/len" per family ("v4/l4,v6/l6" for dual stack)."""
-    out = []
-    for ip_part in ip.split(","):
-        for cidr_part in cidr.split(","):
-            parsed = parse_cidr(cidr_part)
-            if parsed is not None and check_protocol(ip_part) == check_protocol(cidr_part):
-                out.append(f"{ip_part}/{parsed[1].prefixlen}")
-                break
-    return ",".join(out)

@@ -67,10 +67,6 @@ from controller.constants import (
     EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
-    QUEUE_ADD_POD,
-    QUEUE_DELETE_POD,
-    QUEUE_UPDATE_POD,
-    QUEUE_UPDATE_POD_SECURITY,
     REASON_ACQUIRE_ADDRESS_FAILED,
     REASON_CREATE_OVN_PORT_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
@@ -110,7 +106,7 @@ from controller.ovn.api import NbClient, OvnError, PortInfo
 from controller.ovn.logic import port_columns
 from controller.queues import Clock, RateLimitingQueue, RealClock
 from controller.subnet import format_subnet_spec
-from controller.worker import run_worker
+from controller.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 
@@ -626,14 +622,13 @@ class PodController:
             for net in self._pod_nets(raw, pod):
                 if net.type is ProviderType.IPAM:
                     continue
-                request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
                 port = pod_name_to_port_name(name, pod.namespace, net.provider_name)
                 info = self._nb.get_port(port)
                 if info is None:
                     continue  # not created yet (the add owns it) or lost (inspection re-adds)
                 to_sync = set(self._reapply_port_security(pod, net, info))
                 # NOTE: without port security a port takes no part in any group.
-                sgs = request.security_group_names() if request.port_security else ()
+                sgs = pl.security_groups_to_sync(pod, net)
                 if sgs or info.external_ids.get(ext.SECURITY_GROUPS_KEY):
                     to_sync.update(self._nb.reconcile_port_sg(port, sgs))
                 for sg in sorted(to_sync):
@@ -685,7 +680,7 @@ class PodController:
 
         for raw in self._pods.list():
             pod = _pod_or_none(raw)
-            if pod is None or not _may_need_inspection(pod, now):
+            if pod is None or not pl.may_need_inspection(pod, now):
                 continue
             try:
                 nets = self._pod_nets(
@@ -731,41 +726,27 @@ class PodController:
         queues down once `stop` is set (which is what ends the workers). Returns all threads."""
         if worker_num < 1:
             raise ValueError(f"worker_num must be >= 1, not {worker_num}")
-        handlers: list[tuple[RateLimitingQueue[str], Callable[[str], None], str]] = [
-            (self.queues.add, self.handle_add_pod, QUEUE_ADD_POD),
-            (self.queues.update, self.handle_update_pod, QUEUE_UPDATE_POD),
-            (self.queues.delete, self.handle_delete_pod, QUEUE_DELETE_POD),
-            (self.queues.security, self.handle_update_pod_security, QUEUE_UPDATE_POD_SECURITY),
-        ]
-        threads: list[threading.Thread] = []
-        for queue, handler, name in handlers:
-            for index in range(worker_num):
-                threads.append(
-                    threading.Thread(
-                        target=run_worker,
-                        args=(queue, handler),
-                        kwargs={
-                            "name": name,
-                            "stop": stop,
-                            "metrics": self._metrics,
-                            "clock": self._clock,
-                        },
-                        name=f"{name}-worker-{index}",
-                        daemon=True,
-                    )
-                )
+        q = self.queues
+        threads = start_workers(
+            [
+                (q.add, self.handle_add_pod, worker_num),
+                (q.update, self.handle_update_pod, worker_num),
+                (q.delete, self.handle_delete_pod, worker_num),
+                (q.security, self.handle_update_pod_security, worker_num),
+            ],
+            stop,
+            metrics=self._metrics,
+            clock=self._clock,
+        )
 
         def shut_down_on_stop() -> None:
             stop.wait()
             for queue in self.queues.all():
                 queue.shut_down()
 
-        threads.append(
-            threading.Thread(target=shut_down_on_stop, name="pod-queues-stopper", daemon=True)
-        )
-        for thread in threads:
-            thread.start()
-        return threads
+        stopper = threading.Thread(target=shut_down_on_stop, name="pod-queues-stopper", daemon=True)
+        stopper.start()
+        return [*threads, stopper]
 
     # --- reads from the caches -------------------------------------------------------------------
 
@@ -1039,16 +1020,6 @@ def _parse_subnet(raw: KubeObject) -> _ParsedSubnet:
     except MalformedObjectError as exc:
         return _ParsedSubnet(subnet, "", str(exc))
     return _ParsedSubnet(subnet, "", "")
-
-
-def _may_need_inspection(pod: Pod, now: datetime) -> bool:
-    """What `inspect_pod` would look at: skip the nets of pods it leaves alone anyway."""
-    return (
-        not pod.host_network
-        and pod.deletion_timestamp is None
-        and bool(ann.allocated_providers(pod.annotations))
-        and pl.is_pod_alive(pod, now)
-    )
 
 
 def _guard(event: str, callback: Callable[..., None], *args: Any) -> None:

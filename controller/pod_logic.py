@@ -26,11 +26,11 @@ How the handlers use them (kube-ovn.md sections):
   `build_pod_allocation` (vlan),
   `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (for `KubeApi.create_or_update_ip`),
   `build_port_spec` / `security_groups_to_sync` for OVN nets -> one annotation patch;
-* handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> `annotations.mark_routed`;
+* handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> patch `routed`;
 * handleDeletePod (1.8): `is_replaced_by` -> `decide_delete` (with `is_statefulset_pod_to_del`
   / `is_vm_pod_to_del` and `append_check_pod_to_del`) -> `ports_to_delete`,
   `annotations.attachment_providers_to_release`;
-* inspection (1.10): `inspect_pod` -> `annotations.clear_allocation`.
+* inspection (1.10): `inspect_pod` -> remove `annotations.allocation_state_keys`.
 
 Deliberate deviations from v1.8 (each is a bug there, see kube-ovn.md):
 * the delayed delete of a terminating pod waits `terminationGracePeriodSeconds`, 30 when unset
@@ -58,6 +58,8 @@ from controller.constants import (
     DEFAULT_VPC,
     EGRESS_RATE_ANNOTATION,
     EIP_ANNOTATION,
+    EXTERNAL_GATEWAY_ADDR_KEY,
+    EXTERNAL_GATEWAY_TYPE_DISTRIBUTED,
     GATEWAY_TYPE_DISTRIBUTED,
     INGRESS_RATE_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
@@ -81,7 +83,6 @@ from controller.constants import (
     PROTOCOL_IPV6,
     REASON_GET_VLAN_INFO_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
-    ROUTED_ANNOTATION,
     SECURITY_GROUP_ANNOTATION_TEMPLATE,
     SNAT_ANNOTATION,
     SUBNET_NAME_LABEL,
@@ -305,8 +306,8 @@ def classify_add(
     if pod.deletion_timestamp is not None and ((not is_sts and not is_vm) or owner_to_delete()):
         remaining = (pod.deletion_timestamp - now).total_seconds()
         return EnqueueDecision(PodAction.DELETE, delay=max(remaining, 0.0))
-    allocated = pod.annotations.get(ALLOCATED_ANNOTATION) == "true"
-    routed = pod.annotations.get(ROUTED_ANNOTATION) == "true"
+    allocated = ann.is_allocated(pod.annotations)
+    routed = ann.is_routed(pod.annotations)
     # NOTE: recovers an update lost during a leader change (kube-ovn enqueueAddPod).
     if allocated and not routed and pod.host_ip and pod.pod_ip:
         return EnqueueDecision(PodAction.UPDATE)
@@ -360,11 +361,7 @@ def classify_update(
     elif owner_to_delete():
         return EnqueueDecision(PodAction.DELETE, delay=termination_delay(new))
     action = PodAction.IGNORE
-    if (
-        new.annotations.get(ALLOCATED_ANNOTATION) == "true"
-        and new.annotations.get(ROUTED_ANNOTATION) != "true"
-        and new.node_name
-    ):
+    if ann.is_allocated(new.annotations) and not ann.is_routed(new.annotations) and new.node_name:
         action = PodAction.UPDATE
     names = providers()
     update_security = names is not None and security_changed(
@@ -441,7 +438,7 @@ def is_replaced_by(deleted: Pod, current: Pod | None) -> bool:
 def ports_to_delete(listed: Iterable[str], pod_name: str, namespace: str) -> list[str]:
     """The LSPs found by `external_ids:pod` plus `<pod>.<ns>` (pre-vendor ports), deduplicated."""
     out: list[str] = []
-    for name in [*listed, f"{pod_name}.{namespace}"]:
+    for name in [*listed, pod_name_to_port_name(pod_name, namespace)]:
         if name not in out:
             out.append(name)
     return out
@@ -454,6 +451,19 @@ class InspectResult:
 
     lost_providers: tuple[str, ...] = ()
     needs_update: bool = False
+
+
+def may_need_inspection(pod: Pod, now: datetime) -> bool:
+    """Whether `inspect_pod` looks at the pod at all: a live, non-hostNetwork pod with an
+    allocated network (the caller skips computing the nets of the others)."""
+    # NOTE: a terminating pod is left alone: its delete (possibly delayed by the grace period)
+    # may already have removed the port, which must not be re-created behind it.
+    return (
+        not pod.host_network
+        and pod.deletion_timestamp is None
+        and bool(ann.allocated_providers(pod.annotations))
+        and is_pod_alive(pod, now)
+    )
 
 
 def inspect_pod(
@@ -469,9 +479,7 @@ def inspect_pod(
     `port_exists(name)` answers from the NB client's cache. hostNetwork and dead pods, and
     IPAM-only or unallocated nets, are never inspected.
     """
-    # NOTE: a terminating pod is left alone: its delete (possibly delayed by the grace period)
-    # may already have removed the port, which must not be re-created behind it.
-    if pod.host_network or pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
+    if not may_need_inspection(pod, now):
         return InspectResult()
     name = get_name_by_pod(pod, keep_vm_ip)
     lost: list[str] = []
@@ -887,24 +895,19 @@ def acquire_address(
     allocator: AddressAllocator,
     request: AddressRequest,
     nodes: Sequence[Node],
-    *,
-    allocation_errors: tuple[type[Exception], ...] = (IPAMError,),
-    no_available: Callable[[], Exception] | None = None,
 ) -> tuple[str, str, str, Subnet]:
     """kube-ovn `acquireAddress`: (v4, v6, mac, subnet the address came from).
 
-    `allocation_errors` are the errors that mean "try the next candidate" (IPAM's base error);
-    `no_available()` builds the error raised when an ip_pool yields nothing (kube-ovn never falls
-    back to random there; default: IPAM's NoAvailableError). On the static path the last IPAM
-    error is re-raised; on the random path IPAM's own error propagates.
+    An `IPAMError` means "try the next candidate". An ip_pool that yields nothing raises
+    NoAvailableError (kube-ovn never falls back to random there). On the static path the last
+    IPAM error is re-raised; on the random path IPAM's own error propagates.
     """
-    if no_available is None:
 
-        def no_available() -> Exception:
-            return NoAvailableError(
-                f"no address available for {request.key}",
-                subnet=",".join(s.name for s in request.subnets),
-            )
+    def no_available() -> NoAvailableError:
+        return NoAvailableError(
+            f"no address available for {request.key}",
+            subnet=",".join(s.name for s in request.subnets),
+        )
 
     if request.mode is AddressMode.RANDOM:
         subnet = request.subnets[0]
@@ -924,12 +927,11 @@ def acquire_address(
         for subnet in request.subnets:
             try:
                 v4, v6, mac = allocator.get_static_address(request.key, ip, mac_wanted, subnet.name)
-            except allocation_errors as exc:
+            except IPAMError as exc:
                 last = exc
                 continue
             return v4, v6, mac, subnet
         raise last if last is not None else no_available()
-    skip_errors: tuple[type[Exception], ...] = (InvalidPodNetworkError, *allocation_errors)
     for subnet in request.subnets:
         for ip in request.ips:
             if request.check_assigned and allocator.is_ip_assigned_to_pod(
@@ -941,7 +943,7 @@ def acquire_address(
                 v4, v6, mac = allocator.get_static_address(
                     request.key, ip, request.mac, subnet.name
                 )
-            except skip_errors:
+            except (InvalidPodNetworkError, IPAMError):
                 continue
             return v4, v6, mac, subnet
     raise no_available()
@@ -1175,7 +1177,7 @@ def needs_update(pod: Pod, now: datetime) -> bool:
         return False
     if not pod.annotations.get(ALLOCATED_ANNOTATION):
         raise RetryableError(f"no address has been allocated to {pod.key}")
-    return pod.annotations.get(ROUTED_ANNOTATION) != "true"
+    return not ann.is_routed(pod.annotations)
 
 
 def plan_update_pod(
@@ -1228,7 +1230,7 @@ def plan_update_pod(
     if enable_eip_snat:
         port = mac = ""
         if (external_gw_config or {}).get("type") == EXTERNAL_GATEWAY_TYPE_DISTRIBUTED:
-            port = f"{get_name_by_pod(pod, keep_vm_ip)}.{pod.namespace}"
+            port = pod_name_to_port_name(get_name_by_pod(pod, keep_vm_ip), pod.namespace)
             mac = pod.annotations.get(MAC_ADDRESS_ANNOTATION, "")
         for ip in pod_ip.split(","):
             # NOTE: kube-ovn pairs every pod address with the one external address, which NB
@@ -1237,9 +1239,6 @@ def plan_update_pod(
             nats.append(NatAction(NAT_TYPE_DNAT_AND_SNAT, ip, dnat_ip, cluster_router, mac, port))
             nats.append(NatAction(NAT_TYPE_SNAT, ip, snat_ip, cluster_router))
     return UpdatePlan(routes, tuple(nats))
-
-
-EXTERNAL_GATEWAY_TYPE_DISTRIBUTED = "distributed"
 
 
 def same_family(addresses: str, ip: str) -> str:
@@ -1255,7 +1254,7 @@ def same_family(addresses: str, ip: str) -> str:
 def external_gateway_next_hop(data: Mapping[str, str] | None) -> str:
     """The `external-gw-addr` of ConfigMap `ovn-external-gw-config`, masks stripped (one
     address, or "v4,v6" for a dual-stack external network)."""
-    value = (data or {}).get("external-gw-addr", "")
+    value = (data or {}).get(EXTERNAL_GATEWAY_ADDR_KEY, "")
     if not value:
         raise ResourceNotReadyError("no available gateway nic address")
     return ",".join(part.strip().split("/", 1)[0] for part in value.split(",") if part.strip())

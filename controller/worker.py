@@ -184,6 +184,9 @@ def run_worker(
 def start_workers(
     plan: Iterable[tuple[NamedWorkQueue[T], Callable[[T], None], int]],
     stop: threading.Event,
+    *,
+    metrics: ControllerMetrics | None = None,
+    clock: MonotonicClock | None = None,
 ) -> list[threading.Thread]:
     """Start `count` daemon `run_worker` threads per (queue, handler, count), named by queue."""
     threads = []
@@ -192,7 +195,7 @@ def start_workers(
             t = threading.Thread(
                 target=run_worker,
                 args=(queue, handler),
-                kwargs={"name": queue.name, "stop": stop},
+                kwargs={"name": queue.name, "stop": stop, "metrics": metrics, "clock": clock},
                 name=f"{queue.name}-{i}",
                 daemon=True,
             )

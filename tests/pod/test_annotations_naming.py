@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -125,32 +123,11 @@ def test_state_helpers() -> None:
     assert ann.is_allocated(a) and ann.is_routed(a)
     assert ann.allocated_providers(a) == ["ovn", "net1.ns1.ovn"]
     assert ann.attachment_providers_to_release(a) == ["net1.ns1.ovn"]
-    cleared = ann.clear_allocation(a)
-    assert not ann.is_allocated(cleared) and not ann.is_routed(cleared)
-    assert ann.is_allocated(cleared, "net1.ns1.ovn")
-    assert ann.is_routed(ann.mark_routed({}))
     assert ann.allocation_state_keys("n.ns.ovn") == (
         "n.ns.ovn.kubernetes.io/allocated",
         "n.ns.ovn.kubernetes.io/routed",
     )
     assert ann.changed_keys({"a": "1"}, {"a": "2", "b": ""}, ["a", "b", "c"]) == ["a"]
-
-
-def test_json_patch_is_kube_ovns_whole_map_replace() -> None:
-    assert ann.patch_op({}) == "add"
-    assert ann.patch_op({"x": "y"}) == "replace"
-    body = json.loads(ann.json_patch_body({"k": "v"}, "replace"))
-    assert body == [{"op": "replace", "path": "/metadata/annotations", "value": {"k": "v"}}]
-    with pytest.raises(ValueError, match="'remove'"):
-        ann.json_patch({}, "remove")
-
-
-def test_merge_patch() -> None:
-    assert ann.merge_patch({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == {
-        "metadata": {"annotations": {"b": "3", "c": "4"}}
-    }
-    assert ann.merge_patch({"a": "1"}, {}) == {"metadata": {"annotations": {"a": None}}}
-    assert ann.merge_patch({"a": "1"}, {"a": "1"}) == {}
 
 
 # --- naming ----------------------------------------------------------------------------------
@@ -163,7 +140,6 @@ def test_port_names() -> None:
         "web-0.shop.net1.ns1.ovn"
     )
     assert naming.node_port_name("node-a") == "node-node-a"
-    assert naming.localnet_port_name("vlan-subnet") == "localnet.vlan-subnet"
     assert naming.pod_key("ns", "p") == "ns/p" and naming.pod_key("", "n") == "n"
 
 

@@ -99,13 +99,9 @@ def test_address_helpers() -> None:
     assert netutil.address_count(net) == 65534
     assert netutil.address_count(ipaddress.ip_network("10.0.0.0/31")) == 0
     assert str(netutil.first_ip(net)) == "10.16.0.1"
-    assert str(netutil.last_ip(net)) == "10.16.255.254"
     assert netutil.get_gw_by_cidr("10.16.0.0/16,fd00::/64") == "10.16.0.1,fd00::1"
     with pytest.raises(ValueError, match="invalid cidr"):
         netutil.get_gw_by_cidr("10.16.0.0")
-    assert netutil.ip_with_mask("10.16.0.5,fd00::5", "10.16.0.0/16,fd00::/64") == (
-        "10.16.0.5/16,fd00::5/64"
-    )
     assert netutil.check_cidrs("10.0.0.0/8,fd00::/8")
     assert not netutil.check_cidrs("10.0.0.0/8,")
 

@@ -20,16 +20,8 @@ from tests.pod.helpers import NOW, namespace, node, pod, sts_pod, subnet
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class AllocError(Exception):
-    pass
-
-
-class NoAvailable(AllocError):
-    pass
-
-
-class Conflict(AllocError):
-    pass
+NoAvailable = ipam_errors.NoAvailableError
+Conflict = ipam_errors.ConflictError
 
 
 class FakeAllocator:
@@ -56,16 +48,16 @@ class FakeAllocator:
             if (subnet_name, ip) not in self.owner and ip not in skipped:
                 self.owner[(subnet_name, ip)] = pod_key
                 return ip, "", "00:00:00:00:00:01"
-        raise (Conflict if skipped else NoAvailable)("NoAvailableAddress")
+        raise (Conflict if skipped else NoAvailable)(subnet_name)
 
     def get_static_address(
         self, pod_key: str, ip: str, mac: str, subnet_name: str
     ) -> tuple[str, str, str]:
         if not ip.startswith(self._prefix(subnet_name) + "."):
-            raise AllocError("AddressOutOfRange")
+            raise ipam_errors.OutOfRangeError(ip)
         holder = self.owner.get((subnet_name, ip))
         if holder not in (None, pod_key):
-            raise Conflict("AddressConflict")
+            raise Conflict(ip)
         self.owner[(subnet_name, ip)] = pod_key
         return ip, "", mac or "00:00:00:00:00:02"
 
@@ -86,8 +78,6 @@ def acquire(
         alloc,
         request,
         nodes or [],  # type: ignore[arg-type]
-        allocation_errors=(AllocError,),
-        no_available=lambda: NoAvailable("NoAvailableAddress"),
     )
     return v4, v6, mac, sub.name
 
