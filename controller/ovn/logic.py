@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from controller.constants import POLICY_DST_IP, POLICY_SRC_IP, SECURITY_GROUP_DROP_PRIORITY
 from controller.ovn import external_ids as ext
 from controller.ovn.api import (
     VENDOR,
@@ -24,9 +25,8 @@ from controller.ovn.api import (
 )
 
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
-ROUTE_POLICIES = ("dst-ip", "src-ip")
+ROUTE_POLICIES = (POLICY_DST_IP, POLICY_SRC_IP)
 NAT_TYPES = ("snat", "dnat_and_snat")
-SG_DROP_PRIORITY = 2003  # kube-ovn util.SecurityGroupDropPriority
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +121,8 @@ def deny_all_acls(port_group: str) -> tuple[AclSpec, AclSpec]:
     2004 and above) allows passes.
     """
     return (
-        AclSpec("to-lport", SG_DROP_PRIORITY, f"outport == @{port_group} && ip", "drop"),
-        AclSpec("from-lport", SG_DROP_PRIORITY, f"inport == @{port_group} && ip", "drop"),
+        AclSpec("to-lport", SECURITY_GROUP_DROP_PRIORITY, f"outport == @{port_group} && ip", "drop"),
+        AclSpec("from-lport", SECURITY_GROUP_DROP_PRIORITY, f"inport == @{port_group} && ip", "drop"),
     )
 
 
@@ -215,7 +215,7 @@ def _family(value: str) -> int:
 
 def route_pairs(policy: str, cidr: str, nexthop: str) -> tuple[str, list[tuple[str, str]]]:
     """kube-ovn AddStaticRoute: pair comma-separated prefixes and nexthops by address family."""
-    policy = policy or "dst-ip"
+    policy = policy or POLICY_DST_IP
     if policy not in ROUTE_POLICIES:
         raise InvalidRequestError(f"invalid route policy {policy!r}")
     prefixes = [c for c in cidr.split(",") if c.strip()]
