@@ -120,9 +120,10 @@ def deny_all_acls(port_group: str) -> tuple[AclSpec, AclSpec]:
     Members of a security group get this low-priority drop, so only what an SG rule (priority
     2004 and above) allows passes.
     """
+    drop = SECURITY_GROUP_DROP_PRIORITY
     return (
-        AclSpec("to-lport", SECURITY_GROUP_DROP_PRIORITY, f"outport == @{port_group} && ip", "drop"),
-        AclSpec("from-lport", SECURITY_GROUP_DROP_PRIORITY, f"inport == @{port_group} && ip", "drop"),
+        AclSpec("to-lport", drop, f"outport == @{port_group} && ip", "drop"),
+        AclSpec("from-lport", drop, f"inport == @{port_group} && ip", "drop"),
     )
 
 
