@@ -17,6 +17,7 @@ from tests.e2e.workloads import (
     allocated,
     delete_pod,
     gone,
+    lsp,
     pod,
     quiet,
     settled,
@@ -32,8 +33,8 @@ KEEP = "--keep-vm-ip=true"
 
 
 def assert_vm_network(ctl: Controller, cluster: Cluster, vm: str, ip: str, mac: str) -> None:
-    port = cluster.nb.get_port(f"{vm}.{NS}")
-    assert port is not None and port.addresses == (f"{mac.lower()} {ip}",)
+    port = lsp(cluster, f"{vm}.{NS}")
+    assert port.addresses == (f"{mac.lower()} {ip}",)
     cr = cluster.server.store.get("ips", None, f"{vm}.{NS}")
     assert cr["spec"]["podName"] == vm and cr["spec"]["podType"] == "VirtualMachine"
     assert cr["spec"]["ipAddress"] == ip
@@ -119,7 +120,7 @@ def test_without_keep_vm_ip_a_launcher_pod_is_an_ordinary_pod(
     store.create("pods", pod("virt-launcher-vm3-aaaaa", owner=owner))
     ann = allocated(cluster, "virt-launcher-vm3-aaaaa")
     assert VM_ANNOTATION not in ann
-    assert cluster.nb.get_port(f"virt-launcher-vm3-aaaaa.{NS}") is not None
+    lsp(cluster, f"virt-launcher-vm3-aaaaa.{NS}")
     assert get_or_none(cluster.server, "ips", None, f"vm3.{NS}") is None
     delete_pod(cluster, "virt-launcher-vm3-aaaaa")
     wait_for(

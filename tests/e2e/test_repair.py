@@ -14,6 +14,7 @@ from tests.e2e.helpers import get_or_none, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
+    lsp,
     pod,
     quiet,
     settled,
@@ -69,7 +70,7 @@ def test_gc_deletes_an_orphan_only_on_the_second_pass_that_sees_it(
     ctl.gc.run_once()  # orphaned in the previous pass as well: deleted
     wait_for(lambda: cluster.nb.get_port(f"ghost.{NS}") is None, message="orphan port deleted")
     assert get_or_none(cluster.server, "ips", None, f"spook.{NS}") is None
-    assert cluster.nb.get_port(f"live.{NS}") is not None
+    lsp(cluster, f"live.{NS}")
     settled(cluster)
 
 

@@ -11,6 +11,7 @@ from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION, RO
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
+from tests.e2e.workloads import lsp, no_lsp
 
 pytestmark = pytest.mark.e2e
 
@@ -40,11 +41,14 @@ def assert_consistent(ctl: Controller, cluster: Cluster, names: set[str]) -> Non
     for name, ip in ips.items():
         held = ctl.ipam.get_pod_address(f"{NS}/{name}")
         assert [(a.subnet, a.ip) for a in held] == [(SUBNET, ip)], (name, held)
-        port = cluster.nb.get_port(f"{name}.{NS}")
-        assert port is not None and port.addresses[0].split()[1:] == [ip], (name, port)
+        port = lsp(cluster, f"{name}.{NS}")
+        assert port.addresses[0].split()[1:] == [ip], (name, port)
         assert store.get("ips", None, f"{name}.{NS}")["spec"]["ipAddress"] == ip
-    pod_ports = {p.name for p in cluster.nb.list_ports() if p.external_ids.get("pod")}
-    assert pod_ports == {f"{n}.{NS}" for n in names}
+    wanted = {f"{n}.{NS}" for n in names}
+    wait_for(
+        lambda: {p.name for p in cluster.nb.list_ports() if p.external_ids.get("pod")} == wanted,
+        message=f"the reader sees exactly the pod ports {sorted(wanted)}",
+    )
     ip_crs = {c["metadata"]["name"] for c in store.list("ips") if c["spec"]["namespace"]}
     assert ip_crs == {f"{n}.{NS}" for n in names}
     assert ctl.ipam.verify() == []
@@ -93,12 +97,18 @@ def test_restart_converges_without_leaks_or_double_allocation(
     assert after["p4"] == before["p4"]  # restored from its annotations, not re-allocated
     wait_for(lambda: len(second.pod_queues.add) == 0 and len(second.pod_queues.delete) == 0)
     assert_consistent(second, cluster, names)
-    assert cluster.nb.get_port(f"ghost.{NS}") is None
+    no_lsp(cluster, f"ghost.{NS}")
     for gone in ("p1", "p2"):
         assert second.ipam.get_pod_address(f"{NS}/{gone}") == []
-    routes = {r.ip_prefix for r in cluster.nb.list_static_routes("ovn-cluster")}
-    assert before["p1"] not in routes  # the start-up gc removed the deleted pod's route
-    assert after["p4"] in routes  # p4 is still scheduled and routed
+
+    def routes() -> set[str]:
+        return {r.ip_prefix for r in cluster.nb.list_static_routes("ovn-cluster")}
+
+    # the start-up gc removed the deleted pod's route; p4 is still scheduled and routed
+    wait_for(
+        lambda: before["p1"] not in routes() and after["p4"] in routes(),
+        message="p1's route removed, p4's kept",
+    )
     used = wait_for(
         lambda: (
             store.get("subnets", None, SUBNET).get("status", {}).get("v4usingIPs") == len(names)
