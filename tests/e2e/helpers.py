@@ -8,6 +8,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from controller.app import Controller
 from controller.sandbox import ApiError, ApiServer
 
 T = TypeVar("T")
@@ -41,6 +42,14 @@ def wait_for(
             detail = f" (last error: {last_exc!r})" if last_exc else ""
             raise WaitTimeout(f"timed out after {timeout}s waiting for {message}{detail}")
         time.sleep(interval)
+
+
+def running(
+    controller: Controller, message: str = "workers started", timeout: float = DEFAULT_TIMEOUT
+) -> Controller:
+    """`controller` once its workers run (it leads and its caches synced)."""
+    wait_for(controller.workers_started.is_set, timeout=timeout, message=message)
+    return controller
 
 
 def node(name: str = NODE, ip: str = NODE_IP) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from controller.app import Controller
 from controller.constants import IP_ADDRESS_ANNOTATION, MAC_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -101,8 +101,7 @@ def test_vm_address_survives_a_restart_while_the_vm_has_no_live_pod(
         delete_pod(cluster, "virt-launcher-vm2-aaaaa")
     else:
         store.patch("pods", NS, "virt-launcher-vm2-aaaaa", {"status": {"phase": "Failed"}})
-    second = start_controller(KEEP, identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(KEEP, identity="controller-b"), "second controller started")
     store.create("pods", pod("squatter"))  # would take vm2's address if InitIPAM forgot it
     assert allocated(cluster, "squatter")[IP_ADDRESS_ANNOTATION] != ip
     assert_vm_network(second, cluster, "vm2", ip, mac)

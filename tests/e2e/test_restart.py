@@ -10,7 +10,7 @@ from controller.app import Controller
 from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
+from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
 from tests.e2e.workloads import lsp, no_lsp
 
 pytestmark = pytest.mark.e2e
@@ -58,8 +58,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
     cluster: Cluster, start_controller: StartController
 ) -> None:
     store = cluster.server.store
-    first = start_controller(identity="controller-a")
-    wait_for(first.workers_started.is_set, message="first controller started")
+    first = running(start_controller(identity="controller-a"), "first controller started")
     for name in ("p1", "p2", "p3", "p4"):
         store.create("pods", pod(name, node_name=NODE if name in ("p1", "p4") else ""))
     before = wait_for(lambda: all_allocated(cluster, {"p1", "p2", "p3", "p4"}), message="pods")
@@ -90,8 +89,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
         )
     )
 
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(identity="controller-b"), "second controller started")
     names = {"p3", "p4", "p5", "p6"}
     after = wait_for(lambda: all_allocated(cluster, names), message="new pods allocated")
     assert after["p4"] == before["p4"]  # restored from its annotations, not re-allocated
@@ -138,8 +136,7 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
         "uid": sts["metadata"]["uid"],
         "controller": True,
     }
-    first = start_controller(identity="controller-a")
-    wait_for(first.workers_started.is_set, message="first controller started")
+    first = running(start_controller(identity="controller-a"), "first controller started")
     store.create("pods", pod("db-0", owner=owner))
     ip = wait_for(lambda: all_allocated(cluster, {"db-0"}), message="db-0 allocated")["db-0"]
     assert store.get("ips", None, f"db-0.{NS}")["spec"]["podType"] == "StatefulSet"
@@ -148,8 +145,7 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
 
     store.delete("pods", NS, "db-0")  # the StatefulSet is alive: its address is kept
     store.create("pods", pod("other"))  # would take db-0's address if IPAM forgot it
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(identity="controller-b"), "second controller started")
     wait_for(lambda: all_allocated(cluster, {"other"}), message="other allocated")
     assert second.ipam.get_ip_owner(ip, SUBNET) == f"{NS}/db-0"
     assert cluster.nb.get_port(f"db-0.{NS}") is not None  # kept by the start-up gc
@@ -163,8 +159,7 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
 def test_periodic_gc_removes_an_orphan_port_while_running(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start_controller("--gc-interval=0.3")
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller("--gc-interval=0.3"))
     cluster.server.store.create("pods", pod("keeper"))
     wait_for(lambda: all_allocated(cluster, {"keeper"}), message="keeper allocated")
     cluster.nb.create_port(

@@ -14,7 +14,7 @@ from controller.constants import (
     MAC_ADDRESS_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, node, wait_for
+from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, node, running, wait_for
 from tests.e2e.workloads import lsp
 
 pytestmark = pytest.mark.e2e
@@ -25,8 +25,7 @@ def test_bootstrap_support_controllers_and_probes(
 ) -> None:
     server, store = cluster.server, cluster.server.store
     store.create("namespaces", {"metadata": {"name": "team-a"}})
-    ctl = start_controller()
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller())
 
     # default Vpc with its status, both subnets, their switches attached to the router
     vpc = store.get("vpcs", None, "ovn-cluster")
@@ -110,8 +109,7 @@ def test_subnet_namespace_and_node_lifecycle(
 ) -> None:
     server, store = cluster.server, cluster.server.store
     store.create("namespaces", {"metadata": {"name": "team-b"}})
-    ctl = start_controller()
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller())
 
     store.create(
         "subnets",
@@ -188,12 +186,13 @@ def test_subnet_namespace_and_node_lifecycle(
 def test_support_controllers_can_be_switched_off(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start_controller(
-        "--enable-subnet-controller=false",
-        "--enable-namespace-controller=false",
-        "--enable-node-controller=false",
+    ctl = running(
+        start_controller(
+            "--enable-subnet-controller=false",
+            "--enable-namespace-controller=false",
+            "--enable-node-controller=false",
+        )
     )
-    wait_for(ctl.workers_started.is_set, message="workers started")
     assert (ctl.subnet_controller, ctl.namespace_controller, ctl.node_controller) == (
         None,
         None,

@@ -12,7 +12,7 @@ import pytest
 from controller.app import Controller
 from controller.constants import IP_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -133,16 +133,14 @@ def test_a_pod_terminating_across_a_restart_is_still_cleaned_up_after_its_grace(
     # event will ever come for a pod on a lost node, so the add must schedule the cleanup
     graceful(cluster)
     store = cluster.server.store
-    first = start_controller(identity="controller-a")
-    wait_for(first.workers_started.is_set, message="first controller started")
+    first = running(start_controller(identity="controller-a"), "first controller started")
     store.create("pods", pod("stuck", grace=GRACE))
     ip = allocated(cluster, "stuck")[IP_ADDRESS_ANNOTATION]
     first.stop()
     assert first.wait(15) == 0
 
     store.delete("pods", NS, "stuck")  # deletionTimestamp set while no controller runs
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(identity="controller-b"), "second controller started")
     released(second, cluster, "stuck", ip)
     assert get_or_none(cluster.server, "pods", NS, "stuck") is not None
     quiet(second)

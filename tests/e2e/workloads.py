@@ -21,7 +21,7 @@ from controller.app import Controller
 from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
 from controller.ovn.api import PortInfo
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, audit_clean, get_or_none, wait_for
+from tests.e2e.helpers import annotations, audit_clean, get_or_none, running, wait_for
 
 NS = "default"
 
@@ -59,8 +59,7 @@ def start_graceful(
 ) -> Controller:
     """`graceful(cluster)`, then a controller started with `flags`, its workers running."""
     graceful(cluster)
-    controller = start_controller(*flags)
-    wait_for(controller.workers_started.is_set, message="workers started")
+    controller = running(start_controller(*flags))
     return controller
 
 

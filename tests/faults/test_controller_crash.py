@@ -14,7 +14,7 @@ import pytest
 from controller.sandbox import ApiServer
 from controller.sandbox.faults import FaultInjector
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, pod, wait_for
+from tests.e2e.helpers import get_or_none, pod, running, wait_for
 from tests.faults.conftest import FAULT_FLAGS, ControllerProcess
 from tests.faults.helpers import (
     NS,
@@ -103,8 +103,11 @@ def test_sigkill_mid_burst_then_restart(
     burst.alive.add("warm")
 
     # the same replica restarted (same identity: it takes its own lease back at once)
-    ctl = start_controller(*FAULT_FLAGS, identity="proc-a")
-    wait_for(ctl.workers_started.is_set, timeout=20, message="restarted controller running")
+    ctl = running(
+        start_controller(*FAULT_FLAGS, identity="proc-a"),
+        "restarted controller running",
+        timeout=20,
+    )
     wait_settled(auditor)
     assert_burst_converged(store, burst)
     assert_ipam_released(ctl.ipam.get_pod_address, burst)

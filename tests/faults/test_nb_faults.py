@@ -8,7 +8,7 @@ import pytest
 
 from controller.sandbox.ovsdb import NbCluster
 from tests.e2e.conftest import Cluster, StartController, launch_controller
-from tests.e2e.helpers import wait_for
+from tests.e2e.helpers import running, wait_for
 from tests.faults.conftest import FAULT_FLAGS
 from tests.faults.helpers import (
     Auditor,
@@ -26,8 +26,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 def test_nb_server_killed_and_restarted_mid_burst(
     cluster: Cluster, start_controller: StartController, auditor: Auditor
 ) -> None:
-    ctl = start_controller(*FAULT_FLAGS)
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller(*FAULT_FLAGS))
     store = cluster.server.store
 
     def restart_nb() -> None:
