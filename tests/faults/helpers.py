@@ -32,7 +32,7 @@ from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.store import ObjectStore
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, pod, wait_for
+from tests.e2e.helpers import NODE, pod
 
 NS = "default"
 SETTLE_TIMEOUT = 30.0
@@ -221,6 +221,3 @@ def nb_failures(registry: CollectorRegistry) -> float:
                 total += sample.value
     return total
 
-
-def wait_until(cond: Callable[[], object], timeout: float, message: str) -> None:
-    wait_for(lambda: bool(cond()), timeout=timeout, message=message, interval=0.01)

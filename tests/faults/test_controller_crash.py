@@ -24,7 +24,6 @@ from tests.faults.helpers import (
     assert_ipam_released,
     run_burst,
     wait_settled,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -63,8 +62,11 @@ def start_leader_process(cluster: Cluster, controller_process: ControllerProcess
 
 def kill_with_adds_in_flight(cluster: Cluster, proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL `proc` while at least one pod has its port but not yet its annotations."""
-    wait_until(
-        lambda: ports_ahead_of_annotations(cluster), 15, "an add between its port and its patch"
+    wait_for(
+        lambda: ports_ahead_of_annotations(cluster),
+        timeout=15,
+        message="an add between its port and its patch",
+        interval=0.01,
     )
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(10) == -signal.SIGKILL

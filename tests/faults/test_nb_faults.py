@@ -17,7 +17,6 @@ from tests.faults.helpers import (
     nb_failures,
     run_burst,
     wait_settled,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -30,8 +29,11 @@ def test_nb_server_killed_and_restarted_mid_burst(
     store = cluster.server.store
 
     def restart_nb() -> None:
-        wait_until(
-            lambda: nb_failures(ctl.registry) >= 2, 20, "handlers failing on the dead NB"
+        wait_for(
+            lambda: nb_failures(ctl.registry) >= 2,
+            timeout=20,
+            message="handlers failing on the dead NB",
+            interval=0.01,
         )
         cluster.nb_server.start()
 
