@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from controller.app import Controller
-from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION
+from controller.constants import ROUTED_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
+from tests.e2e.helpers import NODE, allocated_pods, annotations, audit_clean, pod, running, wait_for
 from tests.e2e.workloads import lsp, no_lsp
 
 pytestmark = pytest.mark.e2e
@@ -19,23 +19,14 @@ NS = "default"
 SUBNET = "ovn-default"
 
 
-def pod_ips(cluster: Cluster) -> dict[str, str]:
-    out = {}
-    for obj in cluster.server.store.list("pods", NS):
-        ann = obj["metadata"].get("annotations") or {}
-        if ann.get(ALLOCATED_ANNOTATION) == "true":
-            out[obj["metadata"]["name"]] = ann[IP_ADDRESS_ANNOTATION]
-    return out
-
-
 def all_allocated(cluster: Cluster, names: set[str]) -> dict[str, str]:
-    ips = pod_ips(cluster)
+    ips = allocated_pods(cluster.server.store)
     return ips if names <= set(ips) else {}
 
 
 def assert_consistent(ctl: Controller, cluster: Cluster, names: set[str]) -> None:
     store = cluster.server.store
-    ips = pod_ips(cluster)
+    ips = allocated_pods(cluster.server.store)
     assert set(ips) == names
     assert len(set(ips.values())) == len(ips), f"an address is annotated twice: {ips}"
     for name, ip in ips.items():

@@ -14,12 +14,11 @@ import pytest
 from controller.sandbox import ApiServer
 from controller.sandbox.faults import FaultInjector
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, pod, running, wait_for
+from tests.e2e.helpers import allocated_pods, get_or_none, pod, running, wait_for
 from tests.faults.conftest import FAULT_FLAGS, ControllerProcess
 from tests.faults.helpers import (
     NS,
     Auditor,
-    allocated_pods,
     assert_burst_converged,
     assert_ipam_released,
     run_burst,
