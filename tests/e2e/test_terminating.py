@@ -18,6 +18,7 @@ from tests.e2e.workloads import (
     allocated,
     gone,
     graceful,
+    lsp,
     pod,
     quiet,
     settled,
@@ -88,7 +89,7 @@ def test_a_pod_removed_within_its_grace_period_is_cleaned_up_at_once(
     ip = allocated(cluster, "quick")[IP_ADDRESS_ANNOTATION]
     store.delete("pods", NS, "quick")
     wait_for(lambda: f"{NS}/quick" in ctl.pod_controller.pending_deletes(), message="pending")
-    assert cluster.nb.get_port(f"quick.{NS}") is not None  # 300 s of grace left
+    lsp(cluster, f"quick.{NS}")  # 300 s of grace left: the port stays
     store.finalize_delete("pods", NS, "quick")  # the kubelet confirms: no need to wait
     released(ctl, cluster, "quick", ip)  # well within wait_for's deadline, far below 300 s
     quiet(ctl)
