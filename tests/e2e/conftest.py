@@ -19,7 +19,7 @@ from controller.app import Controller, run_controller
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox import ApiServer
 from controller.sandbox.ovsdb import NbServer
-from tests.e2e.helpers import NODE, node, wait_for
+from tests.e2e.helpers import NODE, node, running
 
 LEASE_FLAGS = (
     "--leader-elect-lease-duration=3",
@@ -102,6 +102,5 @@ def start_controller(cluster: Cluster) -> Iterator[StartController]:
 @pytest.fixture
 def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
     """One controller with the default flags, its workers running (a module may override)."""
-    controller = start_controller()
-    wait_for(controller.workers_started.is_set, message="workers started")
+    controller = running(start_controller())
     return controller

@@ -8,7 +8,10 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from controller.app import Controller
+from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
 from controller.sandbox import ApiError, ApiServer
+from controller.sandbox.store import ObjectStore
 
 T = TypeVar("T")
 
@@ -41,6 +44,14 @@ def wait_for(
             detail = f" (last error: {last_exc!r})" if last_exc else ""
             raise WaitTimeout(f"timed out after {timeout}s waiting for {message}{detail}")
         time.sleep(interval)
+
+
+def running(
+    controller: Controller, message: str = "workers started", timeout: float = DEFAULT_TIMEOUT
+) -> Controller:
+    """`controller` once its workers run (it leads and its caches synced)."""
+    wait_for(controller.workers_started.is_set, timeout=timeout, message=message)
+    return controller
 
 
 def node(name: str = NODE, ip: str = NODE_IP) -> dict[str, Any]:
@@ -83,6 +94,16 @@ def annotations(
 ) -> dict[str, str]:
     obj = get_or_none(server, resource, namespace, name)
     return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def allocated_pods(store: ObjectStore, namespace: str = "default") -> dict[str, str]:
+    """name -> IP address of every pod in `namespace` annotated as allocated."""
+    out = {}
+    for obj in store.list("pods", namespace):
+        ann = obj["metadata"].get("annotations") or {}
+        if ann.get(ALLOCATED_ANNOTATION) == "true":
+            out[obj["metadata"]["name"]] = ann.get(IP_ADDRESS_ANNOTATION, "")
+    return out
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:

@@ -16,7 +16,7 @@ from controller.constants import (
     PORT_SECURITY_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
+from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
 from tests.e2e.workloads import routed
 
@@ -31,8 +31,7 @@ DUAL_FLAGS = (
 
 @pytest.fixture
 def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    controller = start_controller(*DUAL_FLAGS)
-    wait_for(controller.workers_started.is_set, message="workers started")
+    controller = running(start_controller(*DUAL_FLAGS))
     return controller
 
 

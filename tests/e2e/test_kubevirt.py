@@ -11,12 +11,13 @@ import pytest
 from controller.app import Controller
 from controller.constants import IP_ADDRESS_ANNOTATION, MAC_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
     delete_pod,
     gone,
+    lsp,
     pod,
     quiet,
     settled,
@@ -32,8 +33,8 @@ KEEP = "--keep-vm-ip=true"
 
 
 def assert_vm_network(ctl: Controller, cluster: Cluster, vm: str, ip: str, mac: str) -> None:
-    port = cluster.nb.get_port(f"{vm}.{NS}")
-    assert port is not None and port.addresses == (f"{mac.lower()} {ip}",)
+    port = lsp(cluster, f"{vm}.{NS}")
+    assert port.addresses == (f"{mac.lower()} {ip}",)
     cr = cluster.server.store.get("ips", None, f"{vm}.{NS}")
     assert cr["spec"]["podName"] == vm and cr["spec"]["podType"] == "VirtualMachine"
     assert cr["spec"]["ipAddress"] == ip
@@ -100,8 +101,7 @@ def test_vm_address_survives_a_restart_while_the_vm_has_no_live_pod(
         delete_pod(cluster, "virt-launcher-vm2-aaaaa")
     else:
         store.patch("pods", NS, "virt-launcher-vm2-aaaaa", {"status": {"phase": "Failed"}})
-    second = start_controller(KEEP, identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(KEEP, identity="controller-b"), "second controller started")
     store.create("pods", pod("squatter"))  # would take vm2's address if InitIPAM forgot it
     assert allocated(cluster, "squatter")[IP_ADDRESS_ANNOTATION] != ip
     assert_vm_network(second, cluster, "vm2", ip, mac)
@@ -119,7 +119,7 @@ def test_without_keep_vm_ip_a_launcher_pod_is_an_ordinary_pod(
     store.create("pods", pod("virt-launcher-vm3-aaaaa", owner=owner))
     ann = allocated(cluster, "virt-launcher-vm3-aaaaa")
     assert VM_ANNOTATION not in ann
-    assert cluster.nb.get_port(f"virt-launcher-vm3-aaaaa.{NS}") is not None
+    lsp(cluster, f"virt-launcher-vm3-aaaaa.{NS}")
     assert get_or_none(cluster.server, "ips", None, f"vm3.{NS}") is None
     delete_pod(cluster, "virt-launcher-vm3-aaaaa")
     wait_for(

@@ -21,7 +21,7 @@ from controller.constants import (
     LOGICAL_SWITCH_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, get_or_none, pod, wait_for
+from tests.e2e.helpers import annotations, get_or_none, pod, running, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -127,8 +127,7 @@ def test_sigterm_releases_the_lease_and_exits_0(
 def test_losing_the_lease_stops_the_controller_with_exit_1(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start_controller()
-    wait_for(ctl.workers_started.is_set, message="leading")
+    ctl = running(start_controller(), "leading")
     store = cluster.server.store
     lease = store.get("leases", *LEASE)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -26,7 +26,9 @@ from tests.e2e.workloads import (
     allocated,
     delete_pod,
     gone,
+    lsp,
     nad,
+    no_lsp,
     pod,
     quiet,
     settled,
@@ -103,10 +105,10 @@ def test_ovn_and_ipam_attachments_get_their_networks_and_lose_them_on_delete(
     assert ann[key(IPAM_PROVIDER, "logical_switch")] == "mac-sub"
     assert ann[key(OVN_PROVIDER, "cidr")] == "172.30.0.0/24"
 
-    port = cluster.nb.get_port(f"multi.{NS}.{OVN_PROVIDER}")
-    assert port is not None and port.switch == "att-sub"
+    port = lsp(cluster, f"multi.{NS}.{OVN_PROVIDER}")
+    assert port.switch == "att-sub"
     assert port.addresses[0].split()[1:] == [att_ip]
-    assert cluster.nb.get_port(f"multi.{NS}") is not None
+    lsp(cluster, f"multi.{NS}")
     assert cluster.nb.get_port(f"multi.{NS}.{IPAM_PROVIDER}") is None  # IPAM only: no LSP
     expected = ((OVN_PROVIDER, att_ip, "att-sub"), (IPAM_PROVIDER, mac_ip, "mac-sub"))
     for provider, ip, sub in expected:
@@ -154,7 +156,7 @@ def test_default_network_override_replaces_the_ovn_network(
     ann = allocated(cluster, "primary", OVN_PROVIDER)
     assert ann[key(OVN_PROVIDER, "ip_address")].startswith("172.30.0.")
     assert IP_ADDRESS_ANNOTATION not in ann  # no `ovn` network at all
-    assert cluster.nb.get_port(f"primary.{NS}.{OVN_PROVIDER}") is not None
+    lsp(cluster, f"primary.{NS}.{OVN_PROVIDER}")
     assert cluster.nb.get_port(f"primary.{NS}") is None
     assert get_or_none(cluster.server, "ips", None, f"primary.{NS}") is None
     settled(cluster)
@@ -286,7 +288,7 @@ def test_statefulset_pod_keeps_its_attachment_addresses(
     quiet(ctl)
     for suffix in ("", f".{OVN_PROVIDER}", f".{IPAM_PROVIDER}"):
         assert get_or_none(cluster.server, "ips", None, f"ms-0.{NS}{suffix}") is not None
-    assert cluster.nb.get_port(f"ms-0.{NS}.{OVN_PROVIDER}") is not None
+    lsp(cluster, f"ms-0.{NS}.{OVN_PROVIDER}")
     settled(cluster)
     store.create("pods", pod("filler", annotations=nets))
     allocated(cluster, "filler", IPAM_PROVIDER)
@@ -308,7 +310,7 @@ def test_statefulset_pod_keeps_its_attachment_addresses(
     for suffix in ("", f".{OVN_PROVIDER}", f".{IPAM_PROVIDER}"):
         gone(cluster, "ips", f"ms-0.{NS}{suffix}")
     wait_for(lambda: ctl.ipam.get_pod_address(f"{NS}/ms-0") == [], message="released")
-    assert cluster.nb.get_port(f"ms-0.{NS}.{OVN_PROVIDER}") is None
+    no_lsp(cluster, f"ms-0.{NS}.{OVN_PROVIDER}")
     settled(cluster)
 
 
@@ -360,8 +362,8 @@ def test_pod_outliving_its_nad_is_still_cleaned_up(
     delete_pod(cluster, "orphaned")
     for suffix in ("", f".{OVN_PROVIDER}", f".{IPAM_PROVIDER}"):
         gone(cluster, "ips", f"orphaned.{NS}{suffix}")
-    assert cluster.nb.get_port(f"orphaned.{NS}.{OVN_PROVIDER}") is None
-    assert cluster.nb.get_port(f"orphaned.{NS}") is None
+    no_lsp(cluster, f"orphaned.{NS}.{OVN_PROVIDER}")
+    no_lsp(cluster, f"orphaned.{NS}")
     quiet(ctl)
     assert not ctl.ipam.get_ip_owner(ann[key(IPAM_PROVIDER, "ip_address")], "mac-sub")
     settled(cluster)

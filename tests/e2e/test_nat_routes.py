@@ -20,7 +20,7 @@ from controller.constants import (
     SNAT_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
+from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_rows
 from tests.e2e.workloads import routed
 
@@ -59,8 +59,7 @@ def test_eip_snat_pod_gets_nat_and_external_gateway_route(
     cluster: Cluster, start_controller: StartController
 ) -> None:
     store = cluster.server.store
-    ctl = start_controller("--enable-eip-snat=true")
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    running(start_controller("--enable-eip-snat=true"))
     store.create(
         "pods",
         pod(
@@ -105,8 +104,7 @@ def test_eip_snat_pod_gets_nat_and_external_gateway_route(
 
 def test_north_gateway_route(cluster: Cluster, start_controller: StartController) -> None:
     store = cluster.server.store
-    ctl = start_controller()
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    running(start_controller())
     store.create(
         "pods",
         pod("northern", node_name=NODE, annotations={NORTH_GATEWAY_ANNOTATION: "10.16.0.254"}),
@@ -124,8 +122,7 @@ def test_north_gateway_route(cluster: Cluster, start_controller: StartController
 def test_eip_snat_disabled(cluster: Cluster, start_controller: StartController) -> None:
     store = cluster.server.store
     store.create("configmaps", GW_CONFIG)
-    ctl = start_controller("--enable-eip-snat=false")
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    running(start_controller("--enable-eip-snat=false"))
     store.create(
         "pods", pod("ignored", node_name=NODE, annotations={EIP_ANNOTATION: "172.56.0.101"})
     )

@@ -10,10 +10,11 @@ import pytest
 from controller.constants import IP_ADDRESS_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
+    lsp,
     pod,
     quiet,
     settled,
@@ -30,8 +31,7 @@ KEEP = "--keep-vm-ip=true"
 def test_gc_deletes_an_orphan_only_on_the_second_pass_that_sees_it(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start_controller()  # --gc-interval is 6 min: only the passes run here count
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller())  # --gc-interval is 6 min: only the passes run here count
     cluster.server.store.create("pods", pod("live"))
     allocated(cluster, "live")
     cluster.nb.create_port(
@@ -69,7 +69,7 @@ def test_gc_deletes_an_orphan_only_on_the_second_pass_that_sees_it(
     ctl.gc.run_once()  # orphaned in the previous pass as well: deleted
     wait_for(lambda: cluster.nb.get_port(f"ghost.{NS}") is None, message="orphan port deleted")
     assert get_or_none(cluster.server, "ips", None, f"spook.{NS}") is None
-    assert cluster.nb.get_port(f"live.{NS}") is not None
+    lsp(cluster, f"live.{NS}")
     settled(cluster)
 
 

@@ -10,7 +10,7 @@ import pytest
 from controller.constants import ROUTED_ANNOTATION
 from controller.sandbox.faults import RequestRecord
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, pod, wait_for
+from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -18,8 +18,7 @@ pytestmark = pytest.mark.e2e
 def test_a_new_pod_costs_one_ip_create_and_two_pod_patches(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    controller = start_controller()
-    wait_for(controller.workers_started.is_set, message="workers started")
+    running(start_controller())
     seen: list[RequestRecord] = []
     cluster.server.add_request_hook(seen.append)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from controller.app import Controller
-from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION
+from controller.constants import ROUTED_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, audit_clean, pod, wait_for
+from tests.e2e.helpers import NODE, allocated_pods, annotations, audit_clean, pod, running, wait_for
+from tests.e2e.workloads import lsp, no_lsp
 
 pytestmark = pytest.mark.e2e
 
@@ -18,33 +19,27 @@ NS = "default"
 SUBNET = "ovn-default"
 
 
-def pod_ips(cluster: Cluster) -> dict[str, str]:
-    out = {}
-    for obj in cluster.server.store.list("pods", NS):
-        ann = obj["metadata"].get("annotations") or {}
-        if ann.get(ALLOCATED_ANNOTATION) == "true":
-            out[obj["metadata"]["name"]] = ann[IP_ADDRESS_ANNOTATION]
-    return out
-
-
 def all_allocated(cluster: Cluster, names: set[str]) -> dict[str, str]:
-    ips = pod_ips(cluster)
+    ips = allocated_pods(cluster.server.store)
     return ips if names <= set(ips) else {}
 
 
 def assert_consistent(ctl: Controller, cluster: Cluster, names: set[str]) -> None:
     store = cluster.server.store
-    ips = pod_ips(cluster)
+    ips = allocated_pods(cluster.server.store)
     assert set(ips) == names
     assert len(set(ips.values())) == len(ips), f"an address is annotated twice: {ips}"
     for name, ip in ips.items():
         held = ctl.ipam.get_pod_address(f"{NS}/{name}")
         assert [(a.subnet, a.ip) for a in held] == [(SUBNET, ip)], (name, held)
-        port = cluster.nb.get_port(f"{name}.{NS}")
-        assert port is not None and port.addresses[0].split()[1:] == [ip], (name, port)
+        port = lsp(cluster, f"{name}.{NS}")
+        assert port.addresses[0].split()[1:] == [ip], (name, port)
         assert store.get("ips", None, f"{name}.{NS}")["spec"]["ipAddress"] == ip
-    pod_ports = {p.name for p in cluster.nb.list_ports() if p.external_ids.get("pod")}
-    assert pod_ports == {f"{n}.{NS}" for n in names}
+    wanted = {f"{n}.{NS}" for n in names}
+    wait_for(
+        lambda: {p.name for p in cluster.nb.list_ports() if p.external_ids.get("pod")} == wanted,
+        message=f"the reader sees exactly the pod ports {sorted(wanted)}",
+    )
     ip_crs = {c["metadata"]["name"] for c in store.list("ips") if c["spec"]["namespace"]}
     assert ip_crs == {f"{n}.{NS}" for n in names}
     assert ctl.ipam.verify() == []
@@ -54,8 +49,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
     cluster: Cluster, start_controller: StartController
 ) -> None:
     store = cluster.server.store
-    first = start_controller(identity="controller-a")
-    wait_for(first.workers_started.is_set, message="first controller started")
+    first = running(start_controller(identity="controller-a"), "first controller started")
     for name in ("p1", "p2", "p3", "p4"):
         store.create("pods", pod(name, node_name=NODE if name in ("p1", "p4") else ""))
     before = wait_for(lambda: all_allocated(cluster, {"p1", "p2", "p3", "p4"}), message="pods")
@@ -86,19 +80,24 @@ def test_restart_converges_without_leaks_or_double_allocation(
         )
     )
 
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(identity="controller-b"), "second controller started")
     names = {"p3", "p4", "p5", "p6"}
     after = wait_for(lambda: all_allocated(cluster, names), message="new pods allocated")
     assert after["p4"] == before["p4"]  # restored from its annotations, not re-allocated
     wait_for(lambda: len(second.pod_queues.add) == 0 and len(second.pod_queues.delete) == 0)
     assert_consistent(second, cluster, names)
-    assert cluster.nb.get_port(f"ghost.{NS}") is None
+    no_lsp(cluster, f"ghost.{NS}")
     for gone in ("p1", "p2"):
         assert second.ipam.get_pod_address(f"{NS}/{gone}") == []
-    routes = {r.ip_prefix for r in cluster.nb.list_static_routes("ovn-cluster")}
-    assert before["p1"] not in routes  # the start-up gc removed the deleted pod's route
-    assert after["p4"] in routes  # p4 is still scheduled and routed
+
+    def routes() -> set[str]:
+        return {r.ip_prefix for r in cluster.nb.list_static_routes("ovn-cluster")}
+
+    # the start-up gc removed the deleted pod's route; p4 is still scheduled and routed
+    wait_for(
+        lambda: before["p1"] not in routes() and after["p4"] in routes(),
+        message="p1's route removed, p4's kept",
+    )
     used = wait_for(
         lambda: (
             store.get("subnets", None, SUBNET).get("status", {}).get("v4usingIPs") == len(names)
@@ -128,8 +127,7 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
         "uid": sts["metadata"]["uid"],
         "controller": True,
     }
-    first = start_controller(identity="controller-a")
-    wait_for(first.workers_started.is_set, message="first controller started")
+    first = running(start_controller(identity="controller-a"), "first controller started")
     store.create("pods", pod("db-0", owner=owner))
     ip = wait_for(lambda: all_allocated(cluster, {"db-0"}), message="db-0 allocated")["db-0"]
     assert store.get("ips", None, f"db-0.{NS}")["spec"]["podType"] == "StatefulSet"
@@ -138,8 +136,7 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
 
     store.delete("pods", NS, "db-0")  # the StatefulSet is alive: its address is kept
     store.create("pods", pod("other"))  # would take db-0's address if IPAM forgot it
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(identity="controller-b"), "second controller started")
     wait_for(lambda: all_allocated(cluster, {"other"}), message="other allocated")
     assert second.ipam.get_ip_owner(ip, SUBNET) == f"{NS}/db-0"
     assert cluster.nb.get_port(f"db-0.{NS}") is not None  # kept by the start-up gc
@@ -153,8 +150,7 @@ def test_statefulset_pod_keeps_its_address_across_a_restart(
 def test_periodic_gc_removes_an_orphan_port_while_running(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start_controller("--gc-interval=0.3")
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller("--gc-interval=0.3"))
     cluster.server.store.create("pods", pod("keeper"))
     wait_for(lambda: all_allocated(cluster, {"keeper"}), message="keeper allocated")
     cluster.nb.create_port(

@@ -18,7 +18,7 @@ from controller.constants import (
     PORT_SECURITY_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, audit_clean, pod, wait_for
+from tests.e2e.helpers import annotations, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
 from tests.e2e.workloads import allocated
 
@@ -191,8 +191,7 @@ def test_groups_survive_a_lost_port_and_a_restart(
     cluster: Cluster, start_controller: StartController
 ) -> None:
     store = cluster.server.store
-    first = start_controller()
-    wait_for(first.workers_started.is_set, message="workers started")
+    first = running(start_controller())
     store.create(
         "pods",
         pod("sturdy", annotations={PORT_SECURITY_ANNOTATION: "true", SG_ANNOTATION: "keep"}),
@@ -225,8 +224,11 @@ def test_groups_survive_a_lost_port_and_a_restart(
     )
     assert result.returncode == 0, result.stderr
     assert pg_ports(cluster, DENY_ALL_PG) == set()
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, timeout=30, message="second controller started")
+    running(
+        start_controller(identity="controller-b"),
+        "second controller started",
+        timeout=30,
+    )
     assert port in pg_ports(cluster, DENY_ALL_PG)
     audit_clean(cluster.argv())
 

@@ -14,7 +14,8 @@ from controller.constants import (
     MAC_ADDRESS_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, node, wait_for
+from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, node, running, wait_for
+from tests.e2e.workloads import lsp
 
 pytestmark = pytest.mark.e2e
 
@@ -24,8 +25,7 @@ def test_bootstrap_support_controllers_and_probes(
 ) -> None:
     server, store = cluster.server, cluster.server.store
     store.create("namespaces", {"metadata": {"name": "team-a"}})
-    ctl = start_controller()
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller())
 
     # default Vpc with its status, both subnets, their switches attached to the router
     vpc = store.get("vpcs", None, "ovn-cluster")
@@ -38,7 +38,10 @@ def test_bootstrap_support_controllers_and_probes(
     assert "10.16.0.1" in default["spec"]["excludeIps"]
     join = store.get("subnets", None, "join")
     assert join["spec"]["cidrBlock"] == "100.64.0.0/16"
-    assert {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches())
+    wait_for(
+        lambda: {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches()),
+        message="default and join switches",
+    )
     for switch in ("ovn-default", "join"):
         port = wait_for(lambda s=switch: cluster.nb.get_port(f"{s}-ovn-cluster"))
         assert port.addresses == ("router",)
@@ -64,8 +67,8 @@ def test_bootstrap_support_controllers_and_probes(
     assert node_ann[GATEWAY_ANNOTATION] == "100.64.0.1"
     node_ip, node_mac = node_ann[IP_ADDRESS_ANNOTATION], node_ann[MAC_ADDRESS_ANNOTATION]
     assert node_ip == "100.64.0.2"  # lowest free after the excluded gateway
-    port = cluster.nb.get_port(f"node-{NODE}")
-    assert port is not None and port.switch == "join"
+    port = lsp(cluster, f"node-{NODE}")
+    assert port.switch == "join"
     assert port.addresses == (f"{node_mac.lower()} {node_ip}",)
     ip_cr = store.get("ips", None, f"node-{NODE}")
     assert ip_cr["spec"]["ipAddress"] == node_ip and ip_cr["spec"]["namespace"] == ""
@@ -106,8 +109,7 @@ def test_subnet_namespace_and_node_lifecycle(
 ) -> None:
     server, store = cluster.server, cluster.server.store
     store.create("namespaces", {"metadata": {"name": "team-b"}})
-    ctl = start_controller()
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller())
 
     store.create(
         "subnets",
@@ -154,7 +156,7 @@ def test_subnet_namespace_and_node_lifecycle(
     store.create("nodes", node("node2", "172.18.0.3"))
     ip = wait_for(lambda: annotations(server, "nodes", None, "node2").get(IP_ADDRESS_ANNOTATION))
     assert ip != annotations(server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
-    assert cluster.nb.get_port("node-node2") is not None
+    lsp(cluster, "node-node2")
     store.delete("nodes", None, "node2")
     wait_for(lambda: cluster.nb.get_port("node-node2") is None, message="node port deleted")
     wait_for(lambda: get_or_none(server, "ips", None, "node-node2") is None, message="IP CR gone")
@@ -184,12 +186,13 @@ def test_subnet_namespace_and_node_lifecycle(
 def test_support_controllers_can_be_switched_off(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = start_controller(
-        "--enable-subnet-controller=false",
-        "--enable-namespace-controller=false",
-        "--enable-node-controller=false",
+    ctl = running(
+        start_controller(
+            "--enable-subnet-controller=false",
+            "--enable-namespace-controller=false",
+            "--enable-node-controller=false",
+        )
     )
-    wait_for(ctl.workers_started.is_set, message="workers started")
     assert (ctl.subnet_controller, ctl.namespace_controller, ctl.node_controller) == (
         None,
         None,
@@ -197,7 +200,10 @@ def test_support_controllers_can_be_switched_off(
     )
     # bootstrap still ran and IPAM knows the subnets, but nobody annotates namespaces or nodes
     assert ctl.ipam.has_subnet("ovn-default") and ctl.ipam.has_subnet("join")
-    assert {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches())
+    wait_for(
+        lambda: {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches()),
+        message="default and join switches",
+    )
     assert LOGICAL_SWITCH_ANNOTATION not in annotations(
         cluster.server, "namespaces", None, "default"
     )

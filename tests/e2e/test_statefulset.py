@@ -18,7 +18,7 @@ from controller.constants import (
     MAC_ADDRESS_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -175,8 +175,7 @@ def test_restart_after_scale_down_releases_the_kept_address(
     graceful(cluster)
     store = cluster.server.store
     owner = statefulset(cluster, "rs", 2)
-    first = start_controller(identity="controller-a")
-    wait_for(first.workers_started.is_set, message="first controller started")
+    first = running(start_controller(identity="controller-a"), "first controller started")
     store.create("pods", pod("rs-0", owner=owner))
     store.create("pods", pod("rs-1", owner=owner))
     ip0 = allocated(cluster, "rs-0")[IP_ADDRESS_ANNOTATION]
@@ -189,8 +188,7 @@ def test_restart_after_scale_down_releases_the_kept_address(
     delete_pod(cluster, "rs-1")
     store.patch("statefulsets", NS, "rs", {"spec": {"replicas": 1}})
 
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(identity="controller-b"), "second controller started")
     # rs-0 is still wanted: restored from its IP CR, its port kept by the start-up gc
     assert_kept(second, cluster, "rs-0", ip0)
     # rs-1 is beyond the replicas: the start-up gc collects its port, IP CR and address

@@ -12,12 +12,13 @@ import pytest
 from controller.app import Controller
 from controller.constants import IP_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
     gone,
     graceful,
+    lsp,
     pod,
     quiet,
     settled,
@@ -88,7 +89,7 @@ def test_a_pod_removed_within_its_grace_period_is_cleaned_up_at_once(
     ip = allocated(cluster, "quick")[IP_ADDRESS_ANNOTATION]
     store.delete("pods", NS, "quick")
     wait_for(lambda: f"{NS}/quick" in ctl.pod_controller.pending_deletes(), message="pending")
-    assert cluster.nb.get_port(f"quick.{NS}") is not None  # 300 s of grace left
+    lsp(cluster, f"quick.{NS}")  # 300 s of grace left: the port stays
     store.finalize_delete("pods", NS, "quick")  # the kubelet confirms: no need to wait
     released(ctl, cluster, "quick", ip)  # well within wait_for's deadline, far below 300 s
     quiet(ctl)
@@ -133,16 +134,14 @@ def test_a_pod_terminating_across_a_restart_is_still_cleaned_up_after_its_grace(
     # event will ever come for a pod on a lost node, so the add must schedule the cleanup
     graceful(cluster)
     store = cluster.server.store
-    first = start_controller(identity="controller-a")
-    wait_for(first.workers_started.is_set, message="first controller started")
+    first = running(start_controller(identity="controller-a"), "first controller started")
     store.create("pods", pod("stuck", grace=GRACE))
     ip = allocated(cluster, "stuck")[IP_ADDRESS_ANNOTATION]
     first.stop()
     assert first.wait(15) == 0
 
     store.delete("pods", NS, "stuck")  # deletionTimestamp set while no controller runs
-    second = start_controller(identity="controller-b")
-    wait_for(second.workers_started.is_set, message="second controller started")
+    second = running(start_controller(identity="controller-b"), "second controller started")
     released(second, cluster, "stuck", ip)
     assert get_or_none(cluster.server, "pods", NS, "stuck") is not None
     quiet(second)

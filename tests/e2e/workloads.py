@@ -1,6 +1,10 @@
 """Builders and waits for the workload scenarios of the end-to-end suite (StatefulSets, KubeVirt
 VMs, multus attachments, terminating pods), on top of `tests.e2e.helpers`; the waits
-(`allocated`, `routed`, `events`) serve the other scenarios too.
+(`allocated`, `routed`, `events`, `lsp`, `no_lsp`) serve the other scenarios too.
+
+The test's NB reader (`cluster.nb`) is its own ovsdb connection: its cache trails the
+controller's commits by milliseconds, so an NB read that follows a controller write goes through
+`lsp` / `no_lsp` (or another `wait_for`), never a single read.
 
 Pods are deleted the way a kubelet-backed API server deletes them: `graceful()` switches the
 emulator to graceful pod deletion, so a delete sets `deletionTimestamp` (an update event) and
@@ -15,8 +19,9 @@ from typing import Any
 
 from controller.app import Controller
 from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
+from controller.ovn.api import PortInfo
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, audit_clean, get_or_none, wait_for
+from tests.e2e.helpers import annotations, audit_clean, get_or_none, running, wait_for
 
 NS = "default"
 
@@ -54,8 +59,7 @@ def start_graceful(
 ) -> Controller:
     """`graceful(cluster)`, then a controller started with `flags`, its workers running."""
     graceful(cluster)
-    controller = start_controller(*flags)
-    wait_for(controller.workers_started.is_set, message="workers started")
+    controller = running(start_controller(*flags))
     return controller
 
 
@@ -167,6 +171,16 @@ def routed(cluster: Cluster, name: str, namespace: str = NS) -> dict[str, str]:
         return ann if ann.get(ROUTED_ANNOTATION) == "true" else None
 
     return wait_for(done, message=f"pod {namespace}/{name} routed")
+
+
+def lsp(cluster: Cluster, name: str) -> PortInfo:
+    """The logical switch port `name`, once the test's NB reader sees it."""
+    return wait_for(lambda: cluster.nb.get_port(name), message=f"LSP {name} visible to the reader")
+
+
+def no_lsp(cluster: Cluster, name: str) -> None:
+    """The logical switch port `name` is gone from the test's NB reader."""
+    wait_for(lambda: cluster.nb.get_port(name) is None, message=f"LSP {name} deleted")
 
 
 def events(cluster: Cluster, name: str, reason: str, ns: str = NS) -> list[dict[str, Any]]:

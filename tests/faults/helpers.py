@@ -25,14 +25,13 @@ from prometheus_client import CollectorRegistry
 from controller.audit import AuditReport, audit
 from controller.check import collect_snapshot
 from controller.config import parse_args
-from controller.constants import ALLOCATED_ANNOTATION
 from controller.kube.client import KubeClient, load_api_client
 from controller.kube.errors import KubeApiError
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.store import ObjectStore
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, pod, wait_for
+from tests.e2e.helpers import NODE, allocated_pods, pod
 
 NS = "default"
 SETTLE_TIMEOUT = 30.0
@@ -179,16 +178,6 @@ def wait_settled(
     return last
 
 
-def allocated_pods(store: ObjectStore) -> dict[str, str]:
-    """name -> ip of every pod in NS annotated as allocated."""
-    out = {}
-    for obj in store.list("pods", NS):
-        a = obj["metadata"].get("annotations") or {}
-        if a.get(ALLOCATED_ANNOTATION) == "true":
-            out[obj["metadata"]["name"]] = a.get("ovn.kubernetes.io/ip_address", "")
-    return out
-
-
 def assert_burst_converged(store: ObjectStore, burst: Burst) -> None:
     """Every pod the burst left alive is allocated, with an address of its own."""
     ips = allocated_pods(store)
@@ -221,6 +210,3 @@ def nb_failures(registry: CollectorRegistry) -> float:
                 total += sample.value
     return total
 
-
-def wait_until(cond: Callable[[], object], timeout: float, message: str) -> None:
-    wait_for(lambda: bool(cond()), timeout=timeout, message=message, interval=0.01)

@@ -8,7 +8,7 @@ import pytest
 
 from controller.app import Controller
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import wait_for
+from tests.e2e.helpers import running, wait_for
 from tests.faults.conftest import FAULT_FLAGS
 from tests.faults.helpers import (
     Auditor,
@@ -23,8 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 @pytest.fixture
 def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
-    controller = start_controller(*FAULT_FLAGS)
-    wait_for(controller.workers_started.is_set, message="workers started")
+    controller = running(start_controller(*FAULT_FLAGS))
     return controller
 
 

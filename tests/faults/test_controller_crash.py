@@ -14,17 +14,15 @@ import pytest
 from controller.sandbox import ApiServer
 from controller.sandbox.faults import FaultInjector
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, pod, wait_for
+from tests.e2e.helpers import allocated_pods, get_or_none, pod, running, wait_for
 from tests.faults.conftest import FAULT_FLAGS, ControllerProcess
 from tests.faults.helpers import (
     NS,
     Auditor,
-    allocated_pods,
     assert_burst_converged,
     assert_ipam_released,
     run_burst,
     wait_settled,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -63,8 +61,11 @@ def start_leader_process(cluster: Cluster, controller_process: ControllerProcess
 
 def kill_with_adds_in_flight(cluster: Cluster, proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL `proc` while at least one pod has its port but not yet its annotations."""
-    wait_until(
-        lambda: ports_ahead_of_annotations(cluster), 15, "an add between its port and its patch"
+    wait_for(
+        lambda: ports_ahead_of_annotations(cluster),
+        timeout=15,
+        message="an add between its port and its patch",
+        interval=0.01,
     )
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(10) == -signal.SIGKILL
@@ -103,8 +104,11 @@ def test_sigkill_mid_burst_then_restart(
     burst.alive.add("warm")
 
     # the same replica restarted (same identity: it takes its own lease back at once)
-    ctl = start_controller(*FAULT_FLAGS, identity="proc-a")
-    wait_for(ctl.workers_started.is_set, timeout=20, message="restarted controller running")
+    ctl = running(
+        start_controller(*FAULT_FLAGS, identity="proc-a"),
+        "restarted controller running",
+        timeout=20,
+    )
     wait_settled(auditor)
     assert_burst_converged(store, burst)
     assert_ipam_released(ctl.ipam.get_pod_address, burst)

@@ -8,7 +8,7 @@ import pytest
 
 from controller.sandbox.ovsdb import NbCluster
 from tests.e2e.conftest import Cluster, StartController, launch_controller
-from tests.e2e.helpers import wait_for
+from tests.e2e.helpers import running, wait_for
 from tests.faults.conftest import FAULT_FLAGS
 from tests.faults.helpers import (
     Auditor,
@@ -17,7 +17,6 @@ from tests.faults.helpers import (
     nb_failures,
     run_burst,
     wait_settled,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -26,13 +25,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 def test_nb_server_killed_and_restarted_mid_burst(
     cluster: Cluster, start_controller: StartController, auditor: Auditor
 ) -> None:
-    ctl = start_controller(*FAULT_FLAGS)
-    wait_for(ctl.workers_started.is_set, message="workers started")
+    ctl = running(start_controller(*FAULT_FLAGS))
     store = cluster.server.store
 
     def restart_nb() -> None:
-        wait_until(
-            lambda: nb_failures(ctl.registry) >= 2, 20, "handlers failing on the dead NB"
+        wait_for(
+            lambda: nb_failures(ctl.registry) >= 2,
+            timeout=20,
+            message="handlers failing on the dead NB",
+            interval=0.01,
         )
         cluster.nb_server.start()
 
