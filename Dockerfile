@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# The kube-ovn pod controller image: `python -m cmd.controller` from the source tree, as the
-# unprivileged uid/gid 65532 (the chart's podSecurityContext runs it with runAsNonRoot).
+# The kube-ovn pod controller image: the installed package run as `python -m cmd.controller`, as the
+# unprivileged uid/gid 65532 (the chart's podSecurityContext runs it with runAsNonRoot). The wheel
+# leaves out the sandbox and the test doubles; the source tree is removed once installed.
 #   docker build -t kube-ovn-pod-controller:0.1.0 .
 FROM python:3.11-slim
 
@@ -10,8 +11,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # NOTE: `cmd` is deliberately not an installed package (in site-packages it would shadow the
-# standard library's `cmd` for every program); `python -m cmd.controller` finds it because the
-# source root is the working directory, which Python puts first on sys.path.
+# standard library's `cmd` for every program); it stays in the working directory so that
+# `python -m cmd.controller` finds it (the working directory is first on sys.path).
 WORKDIR /opt/kube-ovn-pod-controller
 
 # Dependencies first, from the metadata alone (an empty package stands in for the sources), so
@@ -24,7 +25,7 @@ RUN mkdir controller && touch controller/__init__.py \
 COPY controller ./controller
 COPY cmd ./cmd
 RUN pip install --no-deps . \
-    && rm -rf build ./*.egg-info \
+    && rm -rf controller build ./*.egg-info \
     && groupadd --system --gid 65532 nonroot \
     && useradd --system --uid 65532 --gid 65532 --no-create-home \
         --home-dir /nonexistent --shell /usr/sbin/nologin nonroot

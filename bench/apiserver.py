@@ -33,15 +33,28 @@ import urllib3  # noqa: E402
 
 from controller.sandbox.apiserver import ApiServer  # noqa: E402
 
-SPEC = {"containers": [{"name": "app", "image": "registry.local/app:1.0",
-                        "resources": {"requests": {"cpu": "100m"}}}], "nodeName": "node-1"}
+SPEC = {
+    "containers": [
+        {
+            "name": "app",
+            "image": "registry.local/app:1.0",
+            "resources": {"requests": {"cpu": "100m"}},
+        }
+    ],
+    "nodeName": "node-1",
+}
 
 
 def _pod(i: int, ns: str = "default") -> dict[str, object]:
-    return {"metadata": {"name": f"pod-{i:06d}", "namespace": ns,
-                         "labels": {"app": f"app-{i % 50}"},
-                         "annotations": {"ovn.kubernetes.io/logical_switch": "ovn-default"}},
-            "spec": SPEC}
+    return {
+        "metadata": {
+            "name": f"pod-{i:06d}",
+            "namespace": ns,
+            "labels": {"app": f"app-{i % 50}"},
+            "annotations": {"ovn.kubernetes.io/logical_switch": "ovn-default"},
+        },
+        "spec": SPEC,
+    }
 
 
 def _rss_mib() -> float:
@@ -68,8 +81,10 @@ def main() -> int:
         for i in range(n):
             store.create_stored("pods", _pod(i))
         seed = time.perf_counter() - t
-        print(f"seed          {n} pods in {seed:.2f}s ({n / seed:,.0f} pods/s), "
-              f"max RSS +{_rss_mib() - rss0:,.0f} MiB")
+        print(
+            f"seed          {n} pods in {seed:.2f}s ({n / seed:,.0f} pods/s), "
+            f"max RSS +{_rss_mib() - rss0:,.0f} MiB"
+        )
 
         objs = store.list("pods", "default")
         t = time.perf_counter()
@@ -79,9 +94,11 @@ def main() -> int:
         resp = http.request("GET", f"{server.url}/api/v1/namespaces/default/pods")
         full = time.perf_counter() - t
         assert resp.status == 200
-        print(f"full list     {full * 1000:,.0f} ms for {len(resp.data) / 2**20:,.1f} MiB; "
-              f"baseline json.dumps {baseline * 1000:,.0f} ms "
-              f"({len(baseline_body) / 2**20:,.1f} MiB); ratio {full / baseline:.2f}")
+        print(
+            f"full list     {full * 1000:,.0f} ms for {len(resp.data) / 2**20:,.1f} MiB; "
+            f"baseline json.dumps {baseline * 1000:,.0f} ms "
+            f"({len(baseline_body) / 2**20:,.1f} MiB); ratio {full / baseline:.2f}"
+        )
 
         t = time.perf_counter()
         pages, token = 0, ""
@@ -89,15 +106,17 @@ def main() -> int:
             url = f"{server.url}/api/v1/namespaces/default/pods?limit=500"
             data = http.request("GET", url + (f"&continue={token}" if token else "")).data
             # Only the list's metadata is decoded: the figure is the server's, not json.loads'.
-            head = json.loads(data[:data.index(b',"items":[')] + b"}")
+            head = json.loads(data[: data.index(b',"items":[')] + b"}")
             pages += 1
             token = head["metadata"].get("continue", "")
             if not token:
                 break
         paged = time.perf_counter() - t
         assert pages == -(-n // 500)
-        print(f"paged list    {pages} pages of 500 in {paged * 1000:,.0f} ms; "
-              f"ratio to full list {paged / full:.2f}")
+        print(
+            f"paged list    {pages} pages of 500 in {paged * 1000:,.0f} ms; "
+            f"ratio to full list {paged / full:.2f}"
+        )
 
         store.create("namespaces", {"metadata": {"name": "small"}})
         for i in range(10):
@@ -114,8 +133,11 @@ def main() -> int:
         counts = [0] * args.watchers
 
         def watch(k: int) -> None:
-            r = http.request("GET", f"{server.url}/api/v1/namespaces/default/pods?watch=1"
-                             f"&resourceVersion={rv}", preload_content=False)
+            r = http.request(
+                "GET",
+                f"{server.url}/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}",
+                preload_content=False,
+            )
             buf = b""
             for chunk in r.stream(65536):
                 buf += chunk
@@ -127,19 +149,23 @@ def main() -> int:
             r.release_conn()
             done.wait()
 
-        threads = [threading.Thread(target=watch, args=(k,), daemon=True)
-                   for k in range(args.watchers)]
+        threads = [
+            threading.Thread(target=watch, args=(k,), daemon=True) for k in range(args.watchers)
+        ]
         for th in threads:
             th.start()
         store.wait_for_watchers("pods", args.watchers)
         t = time.perf_counter()
         for i in range(args.events):
-            store.patch("pods", "default", f"pod-{i % n:06d}",
-                        {"metadata": {"labels": {"gen": str(i)}}})
+            store.patch(
+                "pods", "default", f"pod-{i % n:06d}", {"metadata": {"labels": {"gen": str(i)}}}
+            )
         done.wait(timeout=300)
         fan = time.perf_counter() - t
-        print(f"watch fan-out {args.events} events x {args.watchers} watchers in {fan:.2f}s "
-              f"({args.events * args.watchers / fan:,.0f} delivered events/s)")
+        print(
+            f"watch fan-out {args.events} events x {args.watchers} watchers in {fan:.2f}s "
+            f"({args.events * args.watchers / fan:,.0f} delivered events/s)"
+        )
         server.faults.drop_watches()
 
         conn = urllib3.HTTPConnectionPool("127.0.0.1", server.port, maxsize=1)
@@ -150,13 +176,19 @@ def main() -> int:
         t = time.perf_counter()
         for i in range(args.creates):
             body = json.dumps({"metadata": {"name": f"new-{i}"}, "spec": SPEC})
-            r = conn.request("POST", "/api/v1/namespaces/default/pods", body=body,
-                             headers={"Content-Type": "application/json"})
+            r = conn.request(
+                "POST",
+                "/api/v1/namespaces/default/pods",
+                body=body,
+                headers={"Content-Type": "application/json"},
+            )
             assert r.status == 201, r.data
         creates = time.perf_counter() - t
-        print(f"create        {args.creates} pods in {creates:.2f}s "
-              f"({args.creates / creates:,.0f}/s); GET /version floor "
-              f"{args.creates / floor:,.0f}/s; ratio {creates / floor:.2f}")
+        print(
+            f"create        {args.creates} pods in {creates:.2f}s "
+            f"({args.creates / creates:,.0f}/s); GET /version floor "
+            f"{args.creates / floor:,.0f}/s; ratio {creates / floor:.2f}"
+        )
         http.clear()
         conn.close()
     return 0

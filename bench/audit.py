@@ -1,4 +1,4 @@
-"""Benchmark of controller.audit.audit() on a clean synthetic cluster, beside a baseline.
+"""Benchmark of controller.audit.audit.audit() on a clean synthetic cluster, beside a baseline.
 
 The cluster has N routed pods on one /16 (each with its annotations, IP CR, LSP and src-ip
 route, as the controller leaves them) and one node. The baseline, measured in the same run, is
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.audit import ClusterSnapshot, audit
+from controller.audit.audit import ClusterSnapshot, audit
 from controller.config import Config
 from controller.ipam import IPAM
 from tests.audit.helpers import DEFAULT, JOIN, Cluster, mac

@@ -73,8 +73,8 @@ if str(ROOT) not in sys.path:
 
 import urllib3  # noqa: E402
 
-from controller.annotations import PodNetworkAnnotations, apply_allocation  # noqa: E402
-from controller.constants import (  # noqa: E402
+from controller.core.annotations import PodNetworkAnnotations, apply_allocation  # noqa: E402
+from controller.core.constants import (  # noqa: E402
     ALLOCATED_ANNOTATION,
     NAT_TYPE_DNAT_AND_SNAT,
     NAT_TYPE_SNAT,
@@ -151,9 +151,19 @@ class Emulator:
         self.kubeconfig = workdir / "kubeconfig"
         self._log = (workdir / "emulator.log").open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "serve-emulator",
-             "--seed", str(seed_path), "--kubeconfig", str(self.kubeconfig)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "serve-emulator",
+                "--seed",
+                str(seed_path),
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
             cwd=ROOT,
         )
         assert self.proc.stdout is not None
@@ -190,8 +200,10 @@ class Emulator:
 def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
     """One stdout line of a child, or RuntimeError after `timeout` s (a wedged child)."""
     out: list[str] = []
-    reader = threading.Thread(target=lambda: out.append(proc.stdout.readline()),  # type: ignore[union-attr]
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: out.append(proc.stdout.readline()),  # type: ignore[union-attr]
+        daemon=True,
+    )
     reader.start()
     reader.join(timeout)
     if not out:
@@ -234,7 +246,9 @@ class ControllerProcess:
         self.port = free_tcp_ports(1)[0]
         self.log_path = workdir / "controller.log"
         argv = [
-            sys.executable, "-m", "cmd.controller",
+            sys.executable,
+            "-m",
+            "cmd.controller",
             f"--kubeconfig={kubeconfig}",
             f"--ovn-nb-addr={nb_remote}",
             "--ovn-timeout=60",
@@ -247,8 +261,9 @@ class ControllerProcess:
         env = {**os.environ, "POD_NAME": "bench-controller", "KUBE_NAMESPACE": "kube-system"}
         self._log = self.log_path.open("wb")
         self.started = time.time()
-        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+        )
 
     @property
     def pid(self) -> int:
@@ -261,8 +276,9 @@ class ControllerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"controller exited ({self.proc.returncode}); see "
-                                   f"{self.log_path}")
+                raise RuntimeError(
+                    f"controller exited ({self.proc.returncode}); see {self.log_path}"
+                )
             try:
                 if http.request("GET", url).status == 200:
                     return time.time() - self.started
@@ -290,9 +306,24 @@ def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
     stacks of the GIL holder in `profile`."""
     if profile is None:
         return None
-    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "100",
-                            "--nonblocking", "--gil", "--format", "raw", "-o", str(profile)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    spy = subprocess.Popen(
+        [
+            "py-spy",
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            "100",
+            "--nonblocking",
+            "--gil",
+            "--format",
+            "raw",
+            "-o",
+            str(profile),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(1.0)  # py-spy attaches asynchronously and says nothing we could wait on
     return spy
 
@@ -307,8 +338,10 @@ def _py_spy_stop(spy: subprocess.Popen[bytes] | None) -> None:
 
 
 def nodes() -> list[dict[str, Any]]:
-    return [{"apiVersion": "v1", "kind": "Node",
-             **node_obj(f"node-{i}", f"172.18.0.{i + 2}")} for i in range(NODES)]
+    return [
+        {"apiVersion": "v1", "kind": "Node", **node_obj(f"node-{i}", f"172.18.0.{i + 2}")}
+        for i in range(NODES)
+    ]
 
 
 def base_seed() -> list[dict[str, Any]]:
@@ -326,23 +359,47 @@ def pod_mac(i: int) -> str:
 
 
 def port_spec(name: str, i: int) -> PortSpec:
-    return PortSpec(name=f"{name}.{NS}", switch=SWITCH, mac=pod_mac(i), ips=(pod_ip(i),),
-                    cidrs=(CIDR,), pod_name=name, pod_namespace=NS)
+    return PortSpec(
+        name=f"{name}.{NS}",
+        switch=SWITCH,
+        mac=pod_mac(i),
+        ips=(pod_ip(i),),
+        cidrs=(CIDR,),
+        pod_name=name,
+        pod_namespace=NS,
+    )
 
 
 def existing_pod(i: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """An allocated and routed pod, and its IP CR, as the controller would have left them."""
     name = f"old-{i:06d}"
-    allocation = PodNetworkAnnotations(ip_address=pod_ip(i), mac_address=pod_mac(i), cidr=CIDR,
-                                       gateway=GATEWAY, logical_switch=SWITCH,
-                                       network_type="geneve")
+    allocation = PodNetworkAnnotations(
+        ip_address=pod_ip(i),
+        mac_address=pod_mac(i),
+        cidr=CIDR,
+        gateway=GATEWAY,
+        logical_switch=SWITCH,
+        network_type="geneve",
+    )
     annotations = apply_allocation({}, allocation, pod_nic_type="veth-pair")
     annotations[ROUTED_ANNOTATION] = "true"
     node_name = f"node-{i % NODES}"
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           **pod_obj(name, NS, annotations=annotations, node_name=node_name)}
-    ip_cr = build_ip_cr(pod_name=name, ip=pod_ip(i), mac=pod_mac(i), subnet=SWITCH, namespace=NS,
-                        node_name=node_name, provider="ovn", pod_type="", node_switch=JOIN)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        **pod_obj(name, NS, annotations=annotations, node_name=node_name),
+    }
+    ip_cr = build_ip_cr(
+        pod_name=name,
+        ip=pod_ip(i),
+        mac=pod_mac(i),
+        subnet=SWITCH,
+        namespace=NS,
+        node_name=node_name,
+        provider="ovn",
+        pod_type="",
+        node_switch=JOIN,
+    )
     return pod, ip_cr
 
 
@@ -351,9 +408,14 @@ def existing_pod(i: int) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _pool(url: str, maxsize: int = 1) -> urllib3.HTTPConnectionPool:
     host, port = url.removeprefix("http://").split(":")
-    return urllib3.HTTPConnectionPool(host, int(port), maxsize=maxsize, retries=False,
-                                      timeout=urllib3.Timeout(connect=5, read=60),
-                                      headers={"Authorization": "Bearer bench"})
+    return urllib3.HTTPConnectionPool(
+        host,
+        int(port),
+        maxsize=maxsize,
+        retries=False,
+        timeout=urllib3.Timeout(connect=5, read=60),
+        headers={"Authorization": "Bearer bench"},
+    )
 
 
 def _stream_lines(resp: Any) -> Iterator[bytes]:
@@ -369,8 +431,9 @@ def _stream_lines(resp: Any) -> Iterator[bytes]:
 class PodWatch(threading.Thread):
     """Watches the bench namespace; receipt times of ADDED, allocated and routed per pod."""
 
-    def __init__(self, url: str, expected: int,
-                 on_added: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, url: str, expected: int, on_added: Callable[[str], None] | None = None
+    ) -> None:
         super().__init__(name="bench-watch", daemon=True)
         self.url = url
         self.expected = expected
@@ -388,8 +451,11 @@ class PodWatch(threading.Thread):
             listed = json.loads(pool.request("GET", f"/api/v1/namespaces/{NS}/pods?limit=1").data)
             rv = listed["metadata"]["resourceVersion"]
             resp = pool.request(
-                "GET", f"/api/v1/namespaces/{NS}/pods?watch=true&resourceVersion={rv}",
-                preload_content=False, timeout=urllib3.Timeout(connect=5, read=None))
+                "GET",
+                f"/api/v1/namespaces/{NS}/pods?watch=true&resourceVersion={rv}",
+                preload_content=False,
+                timeout=urllib3.Timeout(connect=5, read=None),
+            )
             self.opened.set()
             for line in _stream_lines(resp):
                 self._event(json.loads(line), time.monotonic())
@@ -441,9 +507,12 @@ class RawWatch(threading.Thread):
     def run(self) -> None:
         pool = _pool(self.url)
         try:
-            resp = pool.request("GET", f"{self.path}?watch=true&resourceVersion=0",
-                                preload_content=False,
-                                timeout=urllib3.Timeout(connect=5, read=2))
+            resp = pool.request(
+                "GET",
+                f"{self.path}?watch=true&resourceVersion=0",
+                preload_content=False,
+                timeout=urllib3.Timeout(connect=5, read=2),
+            )
             while not self.stop.is_set():
                 try:
                     if not resp.read(65536):
@@ -470,8 +539,12 @@ def create_pods(url: str, names: list[str], sent: dict[str, float]) -> None:
                 return
             body = json.dumps(pod_obj(name, NS, node_name=f"node-{i % NODES}")).encode()
             sent[name] = time.monotonic()
-            resp = pool.request("POST", f"/api/v1/namespaces/{NS}/pods", body=body,
-                                headers={"Content-Type": "application/json"})
+            resp = pool.request(
+                "POST",
+                f"/api/v1/namespaces/{NS}/pods",
+                body=body,
+                headers={"Content-Type": "application/json"},
+            )
             if resp.status != 201:
                 errors.append(f"{name}: {resp.status} {resp.data[:200]!r}")
 
@@ -512,8 +585,16 @@ def throughput(sent: dict[str, float], watch: PodWatch) -> Throughput:
     t_alloc = max(watch.allocated[n] for n in sent) - start
     t_routed = max(watch.routed[n] for n in sent) - start
     n = len(sent)
-    return Throughput(n, n / t_alloc, n / t_routed, _pct(alloc, 0.5), _pct(alloc, 0.99),
-                      _pct(routed, 0.5), _pct(routed, 0.99), t_routed)
+    return Throughput(
+        n,
+        n / t_alloc,
+        n / t_routed,
+        _pct(alloc, 0.5),
+        _pct(alloc, 0.99),
+        _pct(routed, 0.5),
+        _pct(routed, 0.99),
+        t_routed,
+    )
 
 
 # --- 1. the controller ---------------------------------------------------------------------------
@@ -529,8 +610,9 @@ class ControllerRun:
     alloc_patch: dict[str, Any]
 
 
-def run_controller(n: int, workdir: Path, worker_num: int,
-                   profile: Path | None = None) -> ControllerRun:
+def run_controller(
+    n: int, workdir: Path, worker_num: int, profile: Path | None = None
+) -> ControllerRun:
     nb = NbServer(workdir / "nb").start()
     emulator = Emulator(workdir / "api", base_seed())
     controller = ControllerProcess(workdir, emulator.kubeconfig, nb.remote, worker_num)
@@ -555,23 +637,34 @@ def run_controller(n: int, workdir: Path, worker_num: int,
         counts = emulator.counts()
         watch.close()
         result = throughput(sent, watch)
-        result.extra.update({
-            "controller CPU s": cpu, "controller CPU ms/pod": 1000 * cpu / n,
-            "  of which system (kernel) ms/pod": 1000 * (sys1 - sys0) / n,
-            "controller CPU % of wall": 100 * cpu / result.wall,
-            "controller RSS MiB": rss, "controller peak RSS MiB": hwm,
-            "emulator CPU ms/pod": 1000 * emu_cpu / n,
-        })
+        result.extra.update(
+            {
+                "controller CPU s": cpu,
+                "controller CPU ms/pod": 1000 * cpu / n,
+                "  of which system (kernel) ms/pod": 1000 * (sys1 - sys0) / n,
+                "controller CPU % of wall": 100 * cpu / result.wall,
+                "controller RSS MiB": rss,
+                "controller peak RSS MiB": hwm,
+                "emulator CPU ms/pod": 1000 * emu_cpu / n,
+            }
+        )
         # The bench's own requests are not the controller's: its POSTs and its watch.
         counts["POST pods 201"] = counts.get("POST pods 201", 0) - n
         per_pod = {k: v / n for k, v in sorted(counts.items()) if v > 0}
         pool = _pool(emulator.url)
         sample = json.loads(pool.request("GET", f"/api/v1/namespaces/{NS}/pods/{names[0]}").data)
-        alloc_patch = {k: v for k, v in sample["metadata"]["annotations"].items()
-                       if k != ROUTED_ANNOTATION}
+        alloc_patch = {
+            k: v for k, v in sample["metadata"]["annotations"].items() if k != ROUTED_ANNOTATION
+        }
         ips = json.loads(pool.request("GET", "/apis/kubeovn.io/v1/ips?limit=1").data)
-        return ControllerRun(result, per_pod, ready, ready_rss, ips["items"][0],
-                             {"metadata": {"annotations": alloc_patch}})
+        return ControllerRun(
+            result,
+            per_pod,
+            ready,
+            ready_rss,
+            ips["items"][0],
+            {"metadata": {"annotations": alloc_patch}},
+        )
     finally:
         controller.stop()
         emulator.stop()
@@ -580,8 +673,15 @@ def run_controller(n: int, workdir: Path, worker_num: int,
 
 # --- 2. the emulator limit -----------------------------------------------------------------------
 
-REPLAYED = ("GET ips 404", "GET ips 200", "POST ips 201", "PUT ips 200", "PATCH pods 200",
-            "POST events 201", "PATCH events 200")
+REPLAYED = (
+    "GET ips 404",
+    "GET ips 200",
+    "POST ips 201",
+    "PUT ips 200",
+    "PATCH pods 200",
+    "POST events 201",
+    "PATCH events 200",
+)
 
 
 def _spread(rate: float, i: int) -> int:
@@ -601,8 +701,13 @@ def run_emulator_limit(n: int, workdir: Path, worker_num: int, ctl: ControllerRu
     def on_added(name: str) -> None:
         add_q.put(name)
 
-    def call(pool: urllib3.HTTPConnectionPool, method: str, path: str, body: Any,
-             ctype: str = "application/json") -> None:
+    def call(
+        pool: urllib3.HTTPConnectionPool,
+        method: str,
+        path: str,
+        body: Any,
+        ctype: str = "application/json",
+    ) -> None:
         data = None if body is None else json.dumps(body).encode()
         resp = pool.request(method, path, body=data, headers={"Content-Type": ctype})
         if resp.status >= 500:
@@ -615,9 +720,13 @@ def run_emulator_limit(n: int, workdir: Path, worker_num: int, ctl: ControllerRu
         return body
 
     def event_body(name: str) -> dict[str, Any]:
-        return {"metadata": {"generateName": f"{name}."}, "reason": "Bench", "message": "replay",
-                "type": "Normal", "involvedObject": {"kind": "Pod", "namespace": NS,
-                                                     "name": name}}
+        return {
+            "metadata": {"generateName": f"{name}."},
+            "reason": "Bench",
+            "message": "replay",
+            "type": "Normal",
+            "involvedObject": {"kind": "Pod", "namespace": NS, "name": name},
+        }
 
     def add_worker() -> None:
         pool = _pool(emulator.url)
@@ -638,19 +747,31 @@ def run_emulator_limit(n: int, workdir: Path, worker_num: int, ctl: ControllerRu
                         call(pool, "POST", f"/api/v1/namespaces/{NS}/events", event_body(name))
             # all pod PATCHes but the last carry the allocation; the last one is `routed`
             for _ in range(max(1, _spread(pod_patches, i) - 1)):
-                call(pool, "PATCH", f"{pods_path}/{name}", ctl.alloc_patch,
-                     "application/merge-patch+json")
+                call(
+                    pool,
+                    "PATCH",
+                    f"{pods_path}/{name}",
+                    ctl.alloc_patch,
+                    "application/merge-patch+json",
+                )
             update_q.put(name)
 
     def update_worker() -> None:
         pool = _pool(emulator.url)
         body = {"metadata": {"annotations": {ROUTED_ANNOTATION: "true"}}}
         while (name := update_q.get()) is not None:
-            call(pool, "PATCH", f"/api/v1/namespaces/{NS}/pods/{name}", body,
-                 "application/merge-patch+json")
+            call(
+                pool,
+                "PATCH",
+                f"/api/v1/namespaces/{NS}/pods/{name}",
+                body,
+                "application/merge-patch+json",
+            )
 
-    informers = [RawWatch(emulator.url, "/api/v1/pods"),
-                 RawWatch(emulator.url, "/apis/kubeovn.io/v1/ips")]
+    informers = [
+        RawWatch(emulator.url, "/api/v1/pods"),
+        RawWatch(emulator.url, "/apis/kubeovn.io/v1/ips"),
+    ]
     for w in informers:
         w.start()
     workers = [threading.Thread(target=add_worker, daemon=True) for _ in range(worker_num)]
@@ -713,15 +834,15 @@ def run_ovn_limit(n: int, workdir: Path, worker_num: int) -> Throughput:
             while (i := route_q.get()) is not None:
                 name, ip = f"pod-{i:06d}", pod_ip(i)
                 client.add_static_route(POLICY_SRC_IP, ip, f"100.64.0.{i % NODES + 2}", ROUTER)
-                client.update_nat_rule(NAT_TYPE_DNAT_AND_SNAT, ip, "", ROUTER, pod_mac(i),
-                                       f"{name}.{NS}")
+                client.update_nat_rule(
+                    NAT_TYPE_DNAT_AND_SNAT, ip, "", ROUTER, pod_mac(i), f"{name}.{NS}"
+                )
                 client.update_nat_rule(NAT_TYPE_SNAT, ip, "", ROUTER)
                 with lock:
                     watch.routed[name] = time.monotonic()
 
         threads = [threading.Thread(target=add_worker, daemon=True) for _ in range(worker_num)]
-        threads += [threading.Thread(target=update_worker, daemon=True)
-                    for _ in range(worker_num)]
+        threads += [threading.Thread(target=update_worker, daemon=True) for _ in range(worker_num)]
         for t in threads:
             t.start()
         for i in range(n):
@@ -800,8 +921,9 @@ def startup_phases(lines: list[str], spawned: float, ready_at: float) -> dict[st
     return phases
 
 
-def run_startup(existing: int, workdir: Path, worker_num: int,
-                profile: Path | None = None) -> Startup:
+def run_startup(
+    existing: int, workdir: Path, worker_num: int, profile: Path | None = None
+) -> Startup:
     t0 = time.monotonic()
     seed = base_seed()
     specs: list[PortSpec] = []
@@ -816,7 +938,7 @@ def run_startup(existing: int, workdir: Path, worker_num: int,
         with OvsdbappNbClient.from_addr(nb.remote, timeout=120.0) as client:
             _ensure_topology(client)
             for k in range(0, len(specs), 1000):
-                client.create_ports(specs[k:k + 1000])
+                client.create_ports(specs[k : k + 1000])
         emulator = Emulator(workdir / "api-startup", seed)
         seed_seconds = time.monotonic() - t0
         controller = ControllerProcess(workdir, emulator.kubeconfig, nb.remote, worker_num)
@@ -845,22 +967,31 @@ def _ratio(a: float, b: float) -> str:
 
 def print_throughput(n: int, ctl: ControllerRun, emu: Throughput, ovn: Throughput) -> None:
     c = ctl.result
-    print(f"\n== {n} pods (controller: startup to ready {ctl.ready_seconds:.2f}s, "
-          f"RSS then {ctl.ready_rss:.0f} MiB)")
-    print(f"{'':34}{'controller':>12}{'emulator limit':>16}{'OVN limit':>12}"
-          f"{'ctl/emu':>9}{'ctl/ovn':>9}")
-    rows = [("pods/s to allocated", c.to_allocated, emu.to_allocated, ovn.to_allocated),
-            ("pods/s to routed", c.to_routed, emu.to_routed, ovn.to_routed)]
+    print(
+        f"\n== {n} pods (controller: startup to ready {ctl.ready_seconds:.2f}s, "
+        f"RSS then {ctl.ready_rss:.0f} MiB)"
+    )
+    print(
+        f"{'':34}{'controller':>12}{'emulator limit':>16}{'OVN limit':>12}"
+        f"{'ctl/emu':>9}{'ctl/ovn':>9}"
+    )
+    rows = [
+        ("pods/s to allocated", c.to_allocated, emu.to_allocated, ovn.to_allocated),
+        ("pods/s to routed", c.to_routed, emu.to_routed, ovn.to_routed),
+    ]
     for label, a, b, d in rows:
         print(f"{label:34}{a:12.1f}{b:16.1f}{d:12.1f}{_ratio(a, b):>9}{_ratio(a, d):>9}")
-    lat = [("p50 POST->allocated ms", c.p50_allocated, emu.p50_allocated),
-           ("p99 POST->allocated ms", c.p99_allocated, emu.p99_allocated),
-           ("p50 POST->routed ms", c.p50_routed, emu.p50_routed),
-           ("p99 POST->routed ms", c.p99_routed, emu.p99_routed)]
+    lat = [
+        ("p50 POST->allocated ms", c.p50_allocated, emu.p50_allocated),
+        ("p99 POST->allocated ms", c.p99_allocated, emu.p99_allocated),
+        ("p50 POST->routed ms", c.p50_routed, emu.p50_routed),
+        ("p99 POST->routed ms", c.p99_routed, emu.p99_routed),
+    ]
     for label, a, b in lat:
         print(f"{label:34}{a * 1000:12.0f}{b * 1000:16.0f}{'-':>12}{_ratio(a, b):>9}{'-':>9}")
-    print(f"{'wall s (first POST to last routed)':34}{c.wall:12.2f}{emu.wall:16.2f}"
-          f"{ovn.wall:12.2f}")
+    print(
+        f"{'wall s (first POST to last routed)':34}{c.wall:12.2f}{emu.wall:16.2f}{ovn.wall:12.2f}"
+    )
     for key, value in c.extra.items():
         other = emu.extra.get(key)
         tail = f"{other:16.2f}" if other is not None else ""
@@ -873,11 +1004,16 @@ def print_throughput(n: int, ctl: ControllerRun, emu: Throughput, ovn: Throughpu
 
 def print_startup(s: Startup, baseline: float | None) -> None:
     print(f"\n== start-up with {s.existing} existing pods (seeding took {s.seed_seconds:.1f}s)")
-    base = f" (empty cluster: {baseline:.2f}s, ratio {_ratio(s.ready_seconds, baseline)})" \
-        if baseline else ""
+    base = (
+        f" (empty cluster: {baseline:.2f}s, ratio {_ratio(s.ready_seconds, baseline)})"
+        if baseline
+        else ""
+    )
     print(f"spawn to /readyz 200: {s.ready_seconds:.2f}s{base}")
-    print(f"controller RSS at ready {s.rss_at_ready:.0f} MiB, peak {s.peak_rss:.0f} MiB, "
-          f"CPU {s.cpu_seconds:.2f}s")
+    print(
+        f"controller RSS at ready {s.rss_at_ready:.0f} MiB, peak {s.peak_rss:.0f} MiB, "
+        f"CPU {s.cpu_seconds:.2f}s"
+    )
     for label, secs in s.phases.items():
         print(f"    {label:48}{secs:8.2f}s")
 
@@ -896,9 +1032,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--existing", type=int, default=20_000)
     parser.add_argument("--worker-num", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")
-    parser.add_argument("--py-spy", type=Path, metavar="DIR",
-                        help="profile the controller during each N run with py-spy (installed "
-                             "separately); collapsed stacks written to DIR/controller-N.txt")
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="DIR",
+        help="profile the controller during each N run with py-spy (installed "
+        "separately); collapsed stacks written to DIR/controller-N.txt",
+    )
     args = parser.parse_args(argv)
     try:
         sizes = [int(x) for x in args.pods.split(",") if x.strip()]
@@ -912,9 +1052,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("controller.ovn").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="bench-e2e") as tmp:
         root = args.workdir or Path(tmp)
-        print(f"bench/e2e.py: sizes {sizes}, existing {args.existing}, worker-num "
-              f"{args.worker_num}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; "
-              f"workdir {root}", flush=True)
+        print(
+            f"bench/e2e.py: sizes {sizes}, existing {args.existing}, worker-num "
+            f"{args.worker_num}, cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; "
+            f"workdir {root}",
+            flush=True,
+        )
         baseline = None
         for n in sizes:
             profile = args.py_spy / f"controller-{n}.txt" if args.py_spy else None
@@ -926,8 +1069,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         if args.existing:
             profile = args.py_spy / "controller-startup.txt" if args.py_spy else None
-            print_startup(run_startup(args.existing, root / "startup", args.worker_num, profile),
-                          baseline)
+            print_startup(
+                run_startup(args.existing, root / "startup", args.worker_num, profile), baseline
+            )
     return 0
 
 

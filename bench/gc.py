@@ -34,11 +34,11 @@ if _ROOT not in sys.path:
 
 from controller.cache import Indexer  # noqa: E402
 from controller.config import Config  # noqa: E402
-from controller.gc import GarbageCollector  # noqa: E402
+from controller.controllers.gc import GarbageCollector  # noqa: E402
+from controller.core.model import Pod  # noqa: E402
 from controller.ipam import IPAM  # noqa: E402
-from controller.kube.fake import FakeKubeApi  # noqa: E402
-from controller.model import Pod  # noqa: E402
 from controller.ovn.api import NatRule, NbClient, PortInfo, StaticRoute  # noqa: E402
+from controller.testing.fake_kube import FakeKubeApi  # noqa: E402
 
 LR, LS = "ovn-cluster", "ovn-default"
 

@@ -23,8 +23,8 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
-from controller.ovn import fake  # noqa: E402
 from controller.ovn.api import PortSpec  # noqa: E402
+from controller.testing import fake_nb as fake  # noqa: E402
 
 T = TypeVar("T")
 

@@ -33,10 +33,10 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
-from controller import annotations as ann  # noqa: E402
 from controller import pod_logic as pl  # noqa: E402
+from controller.core import annotations as ann  # noqa: E402
+from controller.core.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
 from controller.ipam import IPAM  # noqa: E402
-from controller.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
 from controller.queues import RealClock  # noqa: E402
 from tests.pod_controller.helpers import NODE, Env, raw_pod, standard_env  # noqa: E402
 

@@ -33,11 +33,11 @@ if _ROOT not in sys.path:
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from controller.queues import (  # noqa: E402
-    PrometheusMetricsProvider,
     Queue,
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
+from controller.runtime.queue_metrics import PrometheusMetricsProvider  # noqa: E402
 
 Factory = Callable[[], Any]
 

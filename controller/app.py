@@ -3,7 +3,7 @@
 `main(argv)` is `python -m cmd.controller` / `kube-ovn-controller`: parse the flags (a bad one
 prints "error: ..." and exits 2), set up logging, then run a `Controller` until SIGTERM/SIGINT
 (exit 0, the lease handed back) or until the leadership is lost or start-up fails (exit 1).
-`kube-ovn-controller check` audits the cluster once instead (`controller.check.run_check`).
+`kube-ovn-controller check` audits the cluster once instead (`controller.audit.check.run_check`).
 
 `Controller(config)` owns every component, so tests and the sandbox run the real thing
 in-process: `start()` returns at once, `stop()` shuts everything down, `wait()` gives the exit
@@ -25,7 +25,8 @@ Start-up order, as kube-ovn's `Controller.Run` (kube-ovn.md 5.5):
    a follower starts nothing else (no informer runs, so it enqueues nothing; every informer
    callback also checks `is_leader`). Losing the lease ends the process with exit code 1.
 2. informers started; caches synced (failure: exit 1).
-3. bootstrap: default Vpc, cluster router, join and default subnets (`controller.bootstrap`).
+3. bootstrap: default Vpc, cluster router, join and default subnets
+   (`controller.controllers.bootstrap`).
 4. IPAM rebuilt (`init_ipam`), then the start-up gc (`GarbageCollector.run_startup_gc`: what
    pods deleted while no controller ran left behind).
 5. workers: subnet and namespace first; wait (bounded) until the namespace queue drained and the
@@ -55,12 +56,16 @@ from typing import Any
 import prometheus_client
 from prometheus_client import CollectorRegistry
 
-from controller.bootstrap import init_default_vpc, init_ipam, init_ovn
+from controller.audit.check import run_check
 from controller.cache import Indexer, SharedIndexInformer, SharedInformerFactory
-from controller.check import run_check
 from controller.config import COMMAND_CHECK, Config, parse_args
 from controller.config import build_parser as build_config_parser
-from controller.constants import (
+from controller.controllers.bootstrap import init_default_vpc, init_ipam, init_ovn
+from controller.controllers.gc import GarbageCollector
+from controller.controllers.namespace import NamespaceController
+from controller.controllers.node import NodeController, NodeQueues
+from controller.controllers.subnet import DEFAULT_STATUS_DELAY, SubnetController, SubnetQueues
+from controller.core.constants import (
     EVENT_COMPONENT,
     KUBEOVN_GROUP,
     KUBEOVN_VERSION,
@@ -85,33 +90,29 @@ from controller.constants import (
     RESOURCE_VLANS,
     RESOURCE_VPCS,
 )
-from controller.errors import ConfigError
-from controller.gc import GarbageCollector
+from controller.core.errors import ConfigError
 from controller.ipam import IPAM
-from controller.keymutex import KeyMutex
 from controller.kube.client import KubeClient, load_api_client
 from controller.kube.cluster import ClusterApi
 from controller.kube.errors import KubeApiError, KubeConfigError
 from controller.kube.events import BackgroundEventRecorder
-from controller.leaderelection import (
+from controller.ovn.api import OvnError
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.pod.controller import PodController, PodQueues
+from controller.queues import (
+    RateLimitingQueue,
+    default_controller_rate_limiter,
+)
+from controller.runtime.keymutex import KeyMutex
+from controller.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,
     LeaseLock,
 )
-from controller.log import setup_logging
-from controller.metrics import ControllerMetrics, MetricsServer
-from controller.namespace import NamespaceController
-from controller.node import NodeController, NodeQueues
-from controller.ovn.api import OvnError
-from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.pod import PodController, PodQueues
-from controller.queues import (
-    PrometheusMetricsProvider,
-    RateLimitingQueue,
-    default_controller_rate_limiter,
-)
-from controller.subnet import DEFAULT_STATUS_DELAY, SubnetController, SubnetQueues
+from controller.runtime.log import setup_logging
+from controller.runtime.metrics import ControllerMetrics, MetricsServer
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 LOG = logging.getLogger(__name__)
 

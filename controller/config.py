@@ -34,7 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from controller.constants import (
+from controller.core.address import IPNetwork, address_count, parse_cidr, parse_ip
+from controller.core.constants import (
     DEFAULT_CIDR,
     DEFAULT_CLUSTER_ROUTER,
     DEFAULT_CONTROLLER_NAMESPACE,
@@ -48,8 +49,7 @@ from controller.constants import (
     POD_NIC_TYPES,
     POD_NIC_VETH_PAIR,
 )
-from controller.errors import ConfigError
-from controller.netutil import IPNetwork, address_count, parse_cidr, parse_ip
+from controller.core.errors import ConfigError
 
 COMMAND_RUN = "run"
 COMMAND_CHECK = "check"
@@ -363,9 +363,7 @@ def _nb_addr(value: str, environ: Mapping[str, str]) -> str:
             port = environ.get("OVN_NB_SERVICE_PORT") or str(DEFAULT_NB_PORT)
             value = f"{scheme}:[{environ['OVN_NB_SERVICE_HOST']}]:{port}"
         else:
-            raise ConfigError(
-                "--ovn-nb-addr is required (or set OVN_DB_IPS / OVN_NB_SERVICE_HOST)"
-            )
+            raise ConfigError("--ovn-nb-addr is required (or set OVN_DB_IPS / OVN_NB_SERVICE_HOST)")
     for remote in value.split(","):
         _check_remote(remote.strip())
     return ",".join(r.strip() for r in value.split(","))

@@ -2,7 +2,7 @@
 commands, links.
 
 Each check reads the source of truth (the argparse parser, the Prometheus collectors on a fresh
-registry, `controller.constants`) and compares it with the README's text, in both directions
+registry, `controller.core.constants`) and compares it with the README's text, in both directions
 where the README has a table: nothing undocumented, nothing documented that no longer exists.
 """
 
@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller import audit, check, constants
+from controller.audit import audit, check
 from controller.config import build_parser
-from controller.metrics import ControllerMetrics
-from controller.queues.metrics import PrometheusMetricsProvider
+from controller.core import constants
+from controller.runtime.metrics import ControllerMetrics
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -15,7 +15,7 @@ from socket import AF_INET, AF_INET6, inet_pton
 
 from netaddr.strategy import ipv4, ipv6  # type: ignore[import-untyped]
 
-from controller.constants import PROTOCOL_DUAL, PROTOCOL_IPV4, PROTOCOL_IPV6
+from controller.core.constants import PROTOCOL_DUAL, PROTOCOL_IPV4, PROTOCOL_IPV6
 from controller.ipam.errors import InvalidAddressError, InvalidCIDRError
 
 V4 = 4

@@ -204,7 +204,7 @@ class KubeApi(Protocol):
 
 
 class ClusterLister(Protocol):
-    """Uncached cluster-wide lists, for one-shot tools (`controller.check`) that run without
+    """Uncached cluster-wide lists, for one-shot tools (`controller.audit.check`) that run without
     informers. Every object of the collection is returned (the adapter pages through it)."""
 
     def list_pods(self) -> list[KubeObject]: ...

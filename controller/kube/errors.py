@@ -2,9 +2,9 @@
 
 Contract:
 
-* Only the adapter (`controller.kube.client`) and the in-memory fake (`controller.kube.fake`)
-  raise these; nothing outside `controller.kube` ever sees `kubernetes.client.ApiException` or a
-  urllib3 exception.
+* Only the adapter (`controller.kube.client`) and the in-memory fake
+  (`controller.testing.fake_kube`) raise these; nothing outside `controller.kube` ever sees
+  `kubernetes.client.ApiException` or a urllib3 exception.
 * `error_from_status(status, reason, message)` maps an HTTP status plus the Kubernetes `Status`
   reason onto one class, the way kuryr-kubernetes' `_raise_from_response` does. 409 is split by
   the Status reason: `AlreadyExists` (a create lost a race) versus `Conflict` (a stale
@@ -13,7 +13,7 @@ Contract:
   transport failures) or not (validation, authorisation).
 
 NOTE: `KubeApiError` derives from `Exception` for now; the lead should re-parent it under
-`controller.errors.ControllerError` once that module lands (and drop the smaller KubeApiError /
+`controller.core.errors.ControllerError` once that module lands (and drop the smaller KubeApiError /
 NotFoundError / ConflictError trio there, or make it re-export these). The Status reason is kept
 as `status_reason` so it cannot be mistaken for ControllerError's Event `reason`.
 """
@@ -33,7 +33,7 @@ class KubeApiError(Exception):
         # Base first: a future ControllerError base sets its own `message`, which ours overrides.
         super().__init__(f"{text}: {message}" if message else text)
         self.status = status
-        # NOTE: not `reason`: in controller.errors that name means the Warning Event's reason.
+        # NOTE: not `reason`: in controller.core.errors that name means the Warning Event's reason.
         self.status_reason = status_reason
         self.message = message
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.constants import DENY_ALL_SECURITY_GROUP
+from controller.core.constants import DENY_ALL_SECURITY_GROUP
 
 VENDOR_KEY = "vendor"
 POD_KEY = "pod"

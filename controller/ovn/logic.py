@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.constants import POLICY_DST_IP, POLICY_SRC_IP, SECURITY_GROUP_DROP_PRIORITY
+from controller.core.constants import POLICY_DST_IP, POLICY_SRC_IP, SECURITY_GROUP_DROP_PRIORITY
 from controller.ovn import external_ids as ext
 from controller.ovn.api import (
     VENDOR,

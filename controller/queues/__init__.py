@@ -4,10 +4,11 @@
 * `delaying_queue`: `DelayingQueue`, plus `add_after`.
 * `rate_limiting_queue`: `RateLimitingQueue`, plus `add_rate_limited`/`forget`/`num_requeues`.
 * `default_rate_limiters`: the rate limiters and `default_controller_rate_limiter()`.
-* `metrics`: the `MetricsProvider` protocol, a no-op provider and a Prometheus provider.
+* `metrics`: the `MetricsProvider` protocol and a no-op provider (the Prometheus one is
+  `controller.runtime.queue_metrics`).
 * `clock`: the injectable `Clock`, `RealClock` and the virtual `FakeClock` for tests.
 
-The package does not import prometheus_client; `PrometheusMetricsProvider` does, when built.
+The package imports no client library.
 
 The worker idiom (kube-ovn processNextWorkItem)::
 
@@ -46,7 +47,6 @@ from controller.queues.metrics import (
     HistogramMetric,
     MetricsProvider,
     NoopMetricsProvider,
-    PrometheusMetricsProvider,
     SettableGaugeMetric,
 )
 from controller.queues.queue import Queue
@@ -66,7 +66,6 @@ __all__ = [
     "MaxOfRateLimiter",
     "MetricsProvider",
     "NoopMetricsProvider",
-    "PrometheusMetricsProvider",
     "Queue",
     "RateLimiter",
     "RateLimitingQueue",

@@ -66,8 +66,9 @@ class _Route:
 
     __slots__ = ("name", "namespace", "rt", "subresource")
 
-    def __init__(self, rt: ResourceType, namespace: str | None, name: str,
-                 subresource: str) -> None:
+    def __init__(
+        self, rt: ResourceType, namespace: str | None, name: str, subresource: str
+    ) -> None:
         self.rt = rt
         self.namespace = namespace
         self.name = name
@@ -75,15 +76,22 @@ class _Route:
 
 
 def _not_found_path() -> ApiError:
-    return ApiError(404, "NotFound", "the server could not find the requested resource",
-                    details={"causes": [{"reason": "UnexpectedServerResponse",
-                                         "message": "404 page not found"}]})
+    return ApiError(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+        details={
+            "causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]
+        },
+    )
 
 
 def _method_not_allowed(method: str, what: str) -> ApiError:
-    return ApiError(405, "MethodNotAllowed",
-                    f"the server does not allow this method on the requested resource "
-                    f"({method} {what})")
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        f"the server does not allow this method on the requested resource ({method} {what})",
+    )
 
 
 def parse_route(path: str) -> tuple[str, str, list[str]] | None:
@@ -129,15 +137,23 @@ def _verb(method: str, route: _Route, query: dict[str, str]) -> str:
     return method.lower()
 
 
-def _list_body(rt: ResourceType, items: Sequence[Stored], rv: int, token: str | None,
-               remaining: int | None) -> bytes:
+def _list_body(
+    rt: ResourceType, items: Sequence[Stored], rv: int, token: str | None, remaining: int | None
+) -> bytes:
     meta: JsonDict = {"resourceVersion": str(rv)}
     if token:
         meta["continue"] = token
     if remaining is not None:
         meta["remainingItemCount"] = remaining
-    head = (b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode()
-            + b'","metadata":' + dumps(meta) + b',"items":[')
+    head = (
+        b'{"kind":"'
+        + rt.list_kind.encode()
+        + b'","apiVersion":"'
+        + rt.api_version.encode()
+        + b'","metadata":'
+        + dumps(meta)
+        + b',"items":['
+    )
     if rt.builtin:
         # A real apiserver leaves kind/apiVersion out of built-in list items (custom resources
         # keep them); clients that rely on them would break against a real cluster.
@@ -167,17 +183,32 @@ def _int_param(query: dict[str, str], name: str) -> int | None:
 def _discovery_resources(group: str, version: str) -> JsonDict:
     out: list[JsonDict] = []
     for rt in resources.in_group_version(group, version):
-        entry: JsonDict = {"name": rt.plural, "singularName": rt.singular,
-                           "namespaced": rt.namespaced, "kind": rt.kind, "verbs": list(rt.verbs)}
+        entry: JsonDict = {
+            "name": rt.plural,
+            "singularName": rt.singular,
+            "namespaced": rt.namespaced,
+            "kind": rt.kind,
+            "verbs": list(rt.verbs),
+        }
         if rt.short_names:
             entry["shortNames"] = list(rt.short_names)
         out.append(entry)
         if rt.has_status:
-            out.append({"name": f"{rt.plural}/status", "singularName": "",
-                        "namespaced": rt.namespaced, "kind": rt.kind,
-                        "verbs": ["get", "patch", "update"]})
-    return {"kind": "APIResourceList", "apiVersion": "v1",
-            "groupVersion": f"{group}/{version}" if group else version, "resources": out}
+            out.append(
+                {
+                    "name": f"{rt.plural}/status",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": out,
+    }
 
 
 def _api_group(name: str, versions: list[str]) -> JsonDict:
@@ -199,8 +230,9 @@ class _HangupMonitor:
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = socket.socketpair()
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._thread = threading.Thread(target=self._run, name="apiserver-emulator-hangups",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="apiserver-emulator-hangups", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -262,15 +294,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         LOG.debug("%s " + format, self.address_string(), *args)
 
-    def send_error(self, code: int, message: str | None = None,
-                   explain: str | None = None) -> None:
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Protocol-level errors (bad request line, unknown method) as Status bodies too."""
         try:
             phrase = HTTPStatus(code).phrase
         except ValueError:
             phrase = "Error"
-        body = dumps(ApiError(code, phrase.replace(" ", ""), message or explain or phrase)
-                     .status())
+        body = dumps(ApiError(code, phrase.replace(" ", ""), message or explain or phrase).status())
         self.close_connection = True
         self.send_response(code, message)
         self.send_header("Connection", "close")
@@ -349,9 +379,16 @@ class _Handler(BaseHTTPRequestHandler):
             route: _Route | None = None
             if parsed is not None and parsed[2]:
                 route = resolve(*parsed)
-                info = RequestInfo(method, _verb(method, route, query), route.rt.group,
-                                   route.rt.plural, route.namespace or "", route.name,
-                                   route.subresource, split.path)
+                info = RequestInfo(
+                    method,
+                    _verb(method, route, query),
+                    route.rt.group,
+                    route.rt.plural,
+                    route.namespace or "",
+                    route.name,
+                    route.subresource,
+                    split.path,
+                )
                 self._info = info
             decision = api.faults.decide(info)
             if decision.latency:
@@ -376,8 +413,9 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a bug here must still answer with a Status, not hang
             LOG.exception("emulator failed serving %s %s", method, self.path)
             with contextlib.suppress(OSError):
-                self._send_error(ApiError(500, "InternalError",
-                                          f"Internal error occurred: {exc!r}"))
+                self._send_error(
+                    ApiError(500, "InternalError", f"Internal error occurred: {exc!r}")
+                )
 
     def _record(self, code: int) -> None:
         """Log the request once, before its answer leaves, so a client never outruns the log."""
@@ -397,26 +435,44 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, SERVER_VERSION)
             return
         if path == "/api":
-            self._send_json(200, {"kind": "APIVersions", "versions": ["v1"],
-                                  "serverAddressByClientCIDRs": [
-                                      {"clientCIDR": "0.0.0.0/0",
-                                       "serverAddress": f"{api.host}:{api.port}"}]})
+            self._send_json(
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{api.host}:{api.port}"}
+                    ],
+                },
+            )
             return
         if path == "/api/v1":
             self._send_json(200, _discovery_resources("", "v1"))
             return
         groups = resources.groups()
         if path == "/apis":
-            self._send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
-                                  "groups": [_api_group(g, v) for g, v in groups.items()]})
+            self._send_json(
+                200,
+                {
+                    "kind": "APIGroupList",
+                    "apiVersion": "v1",
+                    "groups": [_api_group(g, v) for g, v in groups.items()],
+                },
+            )
             return
         parts = [p for p in path.split("/") if p]
         if len(parts) == 2 and parts[0] == "apis" and parts[1] in groups:
-            self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1",
-                                  **_api_group(parts[1], groups[parts[1]])})
+            self._send_json(
+                200,
+                {"kind": "APIGroup", "apiVersion": "v1", **_api_group(parts[1], groups[parts[1]])},
+            )
             return
-        if (len(parts) == 3 and parts[0] == "apis" and parts[1] in groups
-                and parts[2] in groups[parts[1]]):
+        if (
+            len(parts) == 3
+            and parts[0] == "apis"
+            and parts[1] in groups
+            and parts[2] in groups[parts[1]]
+        ):
             self._send_json(200, _discovery_resources(parts[1], parts[2]))
             return
         raise _not_found_path()
@@ -425,9 +481,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _selector(self, route: _Route, query: dict[str, str]) -> Selector:
         try:
-            return build_selector(route.namespace if route.rt.namespaced else None,
-                                  query.get("labelSelector"), query.get("fieldSelector"),
-                                  route.rt.field_labels)
+            return build_selector(
+                route.namespace if route.rt.namespaced else None,
+                query.get("labelSelector"),
+                query.get("fieldSelector"),
+                route.rt.field_labels,
+            )
         except ValueError as exc:
             raise resources.bad_request(str(exc)) from None
 
@@ -436,23 +495,35 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             return json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise resources.bad_request(f"couldn't decode the request body as JSON: {exc}"
-                                        ) from None
+            raise resources.bad_request(
+                f"couldn't decode the request body as JSON: {exc}"
+            ) from None
 
-    def _serve_resource(self, method: str, verb: str, route: _Route, query: dict[str, str],
-                        body: bytes) -> None:
+    def _serve_resource(
+        self, method: str, verb: str, route: _Route, query: dict[str, str], body: bytes
+    ) -> None:
         store = self.server.api.store
         rt = route.rt
         dry_run = query.get("dryRun") == "All"
         if verb == "list":
             result = store.list_page(
-                rt, self._selector(route, query),
+                rt,
+                self._selector(route, query),
                 resource_version=query.get("resourceVersion"),
                 resource_version_match=query.get("resourceVersionMatch"),
                 limit=_int_param(query, "limit") or 0,
-                continue_token=query.get("continue"))
-            self._send(200, _list_body(rt, result.items, result.resource_version,
-                                       result.continue_token, result.remaining))
+                continue_token=query.get("continue"),
+            )
+            self._send(
+                200,
+                _list_body(
+                    rt,
+                    result.items,
+                    result.resource_version,
+                    result.continue_token,
+                    result.remaining,
+                ),
+            )
             return
         if verb == "get":
             if route.subresource and not rt.has_status:
@@ -464,23 +535,38 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _method_not_allowed(method, self.path)
             if rt.namespaced and not route.namespace:
                 raise _method_not_allowed(method, self.path)
-            stored = store.create_stored(rt, self._json(body), route.namespace,
-                                         keep_status=not rt.has_status or rt.status_on_create,
-                                         dry_run=dry_run)
+            stored = store.create_stored(
+                rt,
+                self._json(body),
+                route.namespace,
+                keep_status=not rt.has_status or rt.status_on_create,
+                dry_run=dry_run,
+            )
             self._send(201, stored.raw)
             return
         if verb == "update":
-            stored = store.update_stored(rt, self._json(body), route.namespace, route.name,
-                                         subresource=route.subresource or None,
-                                         dry_run=dry_run)
+            stored = store.update_stored(
+                rt,
+                self._json(body),
+                route.namespace,
+                route.name,
+                subresource=route.subresource or None,
+                dry_run=dry_run,
+            )
             self._send(200, stored.raw)
             return
         if verb == "patch":
             content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
             check_patch_type(rt, content_type)  # before the body: a real apiserver does too
-            stored = store.patch_stored(rt, route.namespace, route.name, self._json(body),
-                                        content_type, subresource=route.subresource or None,
-                                        dry_run=dry_run)
+            stored = store.patch_stored(
+                rt,
+                route.namespace,
+                route.name,
+                self._json(body),
+                content_type,
+                subresource=route.subresource or None,
+                dry_run=dry_run,
+            )
             self._send(200, stored.raw)
             return
         if verb in ("delete", "deletecollection"):
@@ -489,25 +575,36 @@ class _Handler(BaseHTTPRequestHandler):
                 raise resources.bad_request("DeleteOptions must be a JSON object")
             grace = _int_param(query, "gracePeriodSeconds")
             if grace is None and options.get("gracePeriodSeconds") is not None:
-                grace = _int_param({"gracePeriodSeconds": str(options["gracePeriodSeconds"])},
-                                   "gracePeriodSeconds")
+                grace = _int_param(
+                    {"gracePeriodSeconds": str(options["gracePeriodSeconds"])}, "gracePeriodSeconds"
+                )
             if verb == "deletecollection":
                 if route.subresource:
                     raise _method_not_allowed(method, self.path)
-                deleted = store.delete_collection(rt, self._selector(route, query),
-                                                  grace_period_seconds=grace)
-                self._send_json(200, {"kind": rt.list_kind, "apiVersion": rt.api_version,
-                                      "metadata": {"resourceVersion":
-                                                   str(store.resource_version)},
-                                      "items": deleted})
+                deleted = store.delete_collection(
+                    rt, self._selector(route, query), grace_period_seconds=grace
+                )
+                self._send_json(
+                    200,
+                    {
+                        "kind": rt.list_kind,
+                        "apiVersion": rt.api_version,
+                        "metadata": {"resourceVersion": str(store.resource_version)},
+                        "items": deleted,
+                    },
+                )
                 return
             if route.subresource:
                 raise _method_not_allowed(method, self.path)
             preconditions = options.get("preconditions")
             stored, removed = store.delete_stored(
-                rt, route.namespace, route.name, grace_period_seconds=grace,
+                rt,
+                route.namespace,
+                route.name,
+                grace_period_seconds=grace,
                 preconditions=preconditions if isinstance(preconditions, dict) else None,
-                dry_run=dry_run or options.get("dryRun") == ["All"])
+                dry_run=dry_run or options.get("dryRun") == ["All"],
+            )
             if removed and not rt.delete_returns_object:
                 self._send_json(200, resources.success_status(rt, stored.obj))
             else:
@@ -528,15 +625,15 @@ class _Handler(BaseHTTPRequestHandler):
         send_initial = None if send_initial_raw is None else send_initial_raw.lower() in _TRUE
         rv = query.get("resourceVersion")
         if send_initial is not None and query.get("resourceVersionMatch") != "NotOlderThan":
-            raise resources.bad_request("sendInitialEvents requires setting "
-                                        "resourceVersionMatch to NotOlderThan")
+            raise resources.bad_request(
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+            )
         if send_initial is False and rv in (None, "", "0"):
             rv = str(store.resource_version)
         error: ApiError | None = None
         watcher = None
         if force_gone:
-            error = resources.too_old(int(rv) if rv and rv.isdigit() else 0,
-                                      store.compacted_rv())
+            error = resources.too_old(int(rv) if rv and rv.isdigit() else 0, store.compacted_rv())
         else:
             try:
                 watcher = store.watch(rt, selector, rv, send_initial_events=send_initial)
@@ -576,11 +673,18 @@ class _Handler(BaseHTTPRequestHandler):
         meta: JsonDict = {"resourceVersion": str(rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return _event_line("BOOKMARK", dumps({"kind": rt.kind, "apiVersion": rt.api_version,
-                                              "metadata": meta}))
+        return _event_line(
+            "BOOKMARK", dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta})
+        )
 
-    def _stream(self, watcher: Watcher, rt: ResourceType, timeout: int | None, bookmarks: bool,
-                send_initial: bool) -> None:
+    def _stream(
+        self,
+        watcher: Watcher,
+        rt: ResourceType,
+        timeout: int | None,
+        bookmarks: bool,
+        send_initial: bool,
+    ) -> None:
         api = self.server.api
         now = time.monotonic()
         limit = api.max_watch_seconds if timeout is None or timeout <= 0 else timeout
@@ -642,8 +746,9 @@ class ApiServer:
     ) -> None:
         if bookmark_interval <= 0:
             raise ValueError("bookmark_interval must be positive")
-        self.store = store or ObjectStore(history_window=history_window,
-                                          immediate_pod_delete=immediate_pod_delete)
+        self.store = store or ObjectStore(
+            history_window=history_window, immediate_pod_delete=immediate_pod_delete
+        )
         self.faults = FaultInjector(self.store)
         self.bookmark_interval = bookmark_interval
         self.max_watch_seconds = max_watch_seconds
@@ -671,9 +776,12 @@ class ApiServer:
         self.hangups = _HangupMonitor()
         self.hangups.start()
         self._port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.5},
-                                        name=f"apiserver-emulator-{self._port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.5},
+            name=f"apiserver-emulator-{self._port}",
+            daemon=True,
+        )
         self._thread.start()
         LOG.info("API server emulator listening on %s", self.url)
         return self
@@ -690,8 +798,10 @@ class ApiServer:
         stopper = threading.Thread(target=httpd.shutdown, daemon=True)
         stopper.start()
         while stopper.is_alive():
-            with contextlib.suppress(OSError), socket.create_connection(
-                    (self._host, self._port), timeout=1):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection((self._host, self._port), timeout=1),
+            ):
                 pass
             stopper.join(0.05)
         httpd.server_close()
@@ -710,8 +820,12 @@ class ApiServer:
     def __enter__(self) -> ApiServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     # ------------------------------------------------------------------ access
@@ -751,8 +865,16 @@ class ApiServer:
             self._hooks.append(hook)
 
     def record(self, info: RequestInfo, code: int) -> None:
-        rec = RequestRecord(info.method, info.verb, info.group, info.resource, info.namespace,
-                            info.name, info.subresource, code)
+        rec = RequestRecord(
+            info.method,
+            info.verb,
+            info.group,
+            info.resource,
+            info.namespace,
+            info.name,
+            info.subresource,
+            code,
+        )
         with self._log_lock:
             self.request_log.append(rec)
             if rec.resource:
@@ -771,26 +893,44 @@ class ApiServer:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m controller.sandbox.apiserver",
-        description="Run the Kubernetes API server emulator until SIGTERM/SIGINT.")
+        description="Run the Kubernetes API server emulator until SIGTERM/SIGINT.",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--kubeconfig", type=Path, help="write a kubeconfig for it here")
-    parser.add_argument("--history-window", type=int, default=100_000,
-                        help="resourceVersions of watch history kept (older ones answer 410)")
+    parser.add_argument(
+        "--history-window",
+        type=int,
+        default=100_000,
+        help="resourceVersions of watch history kept (older ones answer 410)",
+    )
     parser.add_argument("--bookmark-interval", type=float, default=60.0)
-    parser.add_argument("--graceful-pod-delete", action="store_true",
-                        help="keep deleted pods terminating until their grace period is "
-                             "finalized (default: pods go at once)")
-    parser.add_argument("--seed", type=Path, action="append", default=[],
-                        help="YAML/JSON manifests to create before serving (repeatable)")
+    parser.add_argument(
+        "--graceful-pod-delete",
+        action="store_true",
+        help="keep deleted pods terminating until their grace period is "
+        "finalized (default: pods go at once)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=Path,
+        action="append",
+        default=[],
+        help="YAML/JSON manifests to create before serving (repeatable)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     try:
-        server = ApiServer(host=args.host, port=args.port, history_window=args.history_window,
-                           bookmark_interval=args.bookmark_interval,
-                           immediate_pod_delete=not args.graceful_pod_delete)
+        server = ApiServer(
+            host=args.host,
+            port=args.port,
+            history_window=args.history_window,
+            bookmark_interval=args.bookmark_interval,
+            immediate_pod_delete=not args.graceful_pod_delete,
+        )
         for path in args.seed:
             with path.open(encoding="utf-8") as fh:
                 server.store.load(yaml.safe_load_all(fh))

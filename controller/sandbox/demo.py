@@ -56,14 +56,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from controller.constants import (
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,
     ROUTED_ANNOTATION,
 )
-from controller.naming import pod_name_to_port_name
+from controller.core.naming import pod_name_to_port_name
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.apiserver import ApiServer
@@ -115,20 +115,41 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the kube-ovn pod controller against a local sandbox (an NB "
         "ovsdb-server and the API server emulator), create demo pods and show their addresses.",
     )
-    p.add_argument("--pods", type=int, default=3,
-                   help=f"replicas of the Deployment-like set (0..{MAX_DEPLOYMENT_PODS}; "
-                   "the StatefulSet and the dual-stack pod come on top)")
-    p.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
-                   help="controller /metrics port on 127.0.0.1 (0: any free port)")
-    p.add_argument("--workdir", type=Path, default=None,
-                   help="keep the sandbox files (NB database, kubeconfig, controller log) here "
-                   "instead of a temporary directory removed at exit")
-    p.add_argument("--once", action="store_true",
-                   help="exit 0 once every demo pod is up (for tests and CI)")
-    p.add_argument("--timeout", type=float, default=90.0,
-                   help="seconds for the controller to get ready and for the pods to come up")
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
-                   help="the controller's log level (its log goes to <workdir>/controller.log)")
+    p.add_argument(
+        "--pods",
+        type=int,
+        default=3,
+        help=f"replicas of the Deployment-like set (0..{MAX_DEPLOYMENT_PODS}; "
+        "the StatefulSet and the dual-stack pod come on top)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=DEFAULT_METRICS_PORT,
+        help="controller /metrics port on 127.0.0.1 (0: any free port)",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="keep the sandbox files (NB database, kubeconfig, controller log) here "
+        "instead of a temporary directory removed at exit",
+    )
+    p.add_argument(
+        "--once", action="store_true", help="exit 0 once every demo pod is up (for tests and CI)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=90.0,
+        help="seconds for the controller to get ready and for the pods to come up",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="the controller's log level (its log goes to <workdir>/controller.log)",
+    )
     return p
 
 
@@ -142,8 +163,14 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
         parser.error(f"--metrics-port must be a TCP port (0..65535), got {ns.metrics_port}")
     if not ns.timeout > 0:
         parser.error(f"--timeout must be positive, got {ns.timeout}")
-    return DemoOptions(pods=ns.pods, metrics_port=ns.metrics_port, workdir=ns.workdir,
-                       once=ns.once, timeout=ns.timeout, log_level=ns.log_level)
+    return DemoOptions(
+        pods=ns.pods,
+        metrics_port=ns.metrics_port,
+        workdir=ns.workdir,
+        once=ns.once,
+        timeout=ns.timeout,
+        log_level=ns.log_level,
+    )
 
 
 # ---------------------------------------------------------------------- demo objects (pure)
@@ -162,8 +189,12 @@ def node_objects() -> list[dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": _meta(name, labels={"kubernetes.io/hostname": name}),
-            "status": {"addresses": [{"type": "InternalIP", "address": ip},
-                                     {"type": "Hostname", "address": name}]},
+            "status": {
+                "addresses": [
+                    {"type": "InternalIP", "address": ip},
+                    {"type": "Hostname", "address": name},
+                ]
+            },
         }
         for name, ip in NODES
     ]
@@ -175,12 +206,19 @@ def subnet_objects() -> list[dict[str, Any]]:
             "apiVersion": "kubeovn.io/v1",
             "kind": "Subnet",
             "metadata": _meta(name),
-            "spec": {"cidrBlock": cidr, "protocol": protocol, "namespaces": namespaces,
-                     "gatewayType": "distributed", "natOutgoing": False},
+            "spec": {
+                "cidrBlock": cidr,
+                "protocol": protocol,
+                "namespaces": namespaces,
+                "gatewayType": "distributed",
+                "natOutgoing": False,
+            },
         }
 
-    return [subnet(DEMO_SUBNET, DEMO_CIDR, "IPv4", [DEMO_NAMESPACE]),
-            subnet(DUAL_SUBNET, DUAL_CIDR, "Dual", [])]
+    return [
+        subnet(DEMO_SUBNET, DEMO_CIDR, "IPv4", [DEMO_NAMESPACE]),
+        subnet(DUAL_SUBNET, DUAL_CIDR, "Dual", []),
+    ]
 
 
 def statefulset_object() -> dict[str, Any]:
@@ -206,8 +244,14 @@ def _pod_spec(node: str) -> dict[str, Any]:
 
 
 def _owner(kind: str, name: str, uid: str) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid,
-            "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _name_suffix(rng: random.Random, length: int) -> str:
@@ -227,30 +271,50 @@ def pod_objects(replicas: int, statefulset_uid: str, *, seed: int) -> list[dict[
         names.add(f"{rs_name}-{_name_suffix(rng, 5)}")
     pods: list[dict[str, Any]] = []
     for i, name in enumerate(sorted(names)):
-        pods.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": _meta(name, DEMO_NAMESPACE, labels=dict(rs_labels),
-                              ownerReferences=[_owner("ReplicaSet", rs_name, rs_uid)]),
-            "spec": _pod_spec(NODES[i % len(NODES)][0]),
-        })
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": _meta(
+                    name,
+                    DEMO_NAMESPACE,
+                    labels=dict(rs_labels),
+                    ownerReferences=[_owner("ReplicaSet", rs_name, rs_uid)],
+                ),
+                "spec": _pod_spec(NODES[i % len(NODES)][0]),
+            }
+        )
     for i in range(STATEFULSET_REPLICAS):
         name = f"{STATEFULSET}-{i}"
         labels = {"app": STATEFULSET, "statefulset.kubernetes.io/pod-name": name}
         spec = _pod_spec(NODES[i % len(NODES)][0])
         spec.update(hostname=name, subdomain=STATEFULSET)
-        pods.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": _meta(name, DEMO_NAMESPACE, labels=labels,
-                              ownerReferences=[_owner("StatefulSet", STATEFULSET,
-                                                      statefulset_uid)]),
-            "spec": spec,
-        })
-    pods.append({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": _meta(DUAL_POD, DEMO_NAMESPACE, labels={"app": DUAL_POD},
-                          annotations={LOGICAL_SWITCH_ANNOTATION: DUAL_SUBNET}),
-        "spec": _pod_spec(NODES[-1][0]),
-    })
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": _meta(
+                    name,
+                    DEMO_NAMESPACE,
+                    labels=labels,
+                    ownerReferences=[_owner("StatefulSet", STATEFULSET, statefulset_uid)],
+                ),
+                "spec": spec,
+            }
+        )
+    pods.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": _meta(
+                DUAL_POD,
+                DEMO_NAMESPACE,
+                labels={"app": DUAL_POD},
+                annotations={LOGICAL_SWITCH_ANNOTATION: DUAL_SUBNET},
+            ),
+            "spec": _pod_spec(NODES[-1][0]),
+        }
+    )
     return pods
 
 
@@ -298,8 +362,11 @@ def pod_row(pod: Mapping[str, Any], port_switch: str | None, seconds: float) -> 
     else None. `port_switch` is the switch of the pod's LSP as read from the NB (None: no port)."""
     meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    if (port_switch is None or annotations.get(ALLOCATED_ANNOTATION) != "true"
-            or annotations.get(ROUTED_ANNOTATION) != "true"):
+    if (
+        port_switch is None
+        or annotations.get(ALLOCATED_ANNOTATION) != "true"
+        or annotations.get(ROUTED_ANNOTATION) != "true"
+    ):
         return None
     name, namespace = meta.get("name", ""), meta.get("namespace", "")
     return PodRow(
@@ -318,8 +385,16 @@ def column_widths(pod_names: Sequence[str]) -> tuple[int, ...]:
     """Fixed widths known before the first row, so rows can stream as pods come up."""
     longest = max((len(n) for n in pod_names), default=10)
     node = max(len(n) for n, _ in NODES)
-    return (len(DEMO_NAMESPACE) + 1 + longest, 25, 17, longest + 1 + len(DEMO_NAMESPACE),
-            max(len(DEMO_SUBNET), len(DUAL_SUBNET)), node, 6, 8)
+    return (
+        len(DEMO_NAMESPACE) + 1 + longest,
+        25,
+        17,
+        longest + 1 + len(DEMO_NAMESPACE),
+        max(len(DEMO_SUBNET), len(DUAL_SUBNET)),
+        node,
+        6,
+        8,
+    )
 
 
 def format_line(cells: Sequence[str], widths: Sequence[int]) -> str:
@@ -327,8 +402,19 @@ def format_line(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 
 def format_row(row: PodRow, widths: Sequence[int]) -> str:
-    return format_line((row.pod, ",".join(row.ips), row.mac, row.lsp, row.switch, row.node,
-                        "yes" if row.routed else "no", f"{row.seconds:.2f}s"), widths)
+    return format_line(
+        (
+            row.pod,
+            ",".join(row.ips),
+            row.mac,
+            row.lsp,
+            row.switch,
+            row.node,
+            "yes" if row.routed else "no",
+            f"{row.seconds:.2f}s",
+        ),
+        widths,
+    )
 
 
 # ----------------------------------------------------------------------------- signals
@@ -446,13 +532,19 @@ class ControllerProcess:
 
     def start(self) -> None:
         if not (REPO_ROOT / "cmd" / "controller.py").is_file():
-            raise DemoError(f"cmd/controller.py not found under {REPO_ROOT}: run the demo from "
-                            "a checkout of this repository")
+            raise DemoError(
+                f"cmd/controller.py not found under {REPO_ROOT}: run the demo from "
+                "a checkout of this repository"
+            )
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "cmd.controller", *self.argv],
-                cwd=REPO_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=REPO_ROOT,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
                 preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
             )
 
@@ -537,8 +629,10 @@ class Demo:
         if self.metrics_port == 0:
             self.metrics_port = _free_port()
         elif not _port_is_free(self.metrics_port):
-            raise DemoError(f"port {self.metrics_port} on 127.0.0.1 is in use; pass "
-                            "--metrics-port 0 to use any free port")
+            raise DemoError(
+                f"port {self.metrics_port} on 127.0.0.1 is in use; pass "
+                "--metrics-port 0 to use any free port"
+            )
         workdir = self._workdir(stack)
         self.say(f"kube-ovn pod controller sandbox, workdir {workdir}")
         self.check_stop()
@@ -561,12 +655,19 @@ class Demo:
         self.check_stop()
 
         controller = ControllerProcess(
-            [f"--kubeconfig={kubeconfig}", f"--ovn-nb-addr={nb_server.remote}",
-             "--metrics-addr=127.0.0.1", f"--metrics-port={self.metrics_port}",
-             f"--log-level={opts.log_level}"],
+            [
+                f"--kubeconfig={kubeconfig}",
+                f"--ovn-nb-addr={nb_server.remote}",
+                "--metrics-addr=127.0.0.1",
+                f"--metrics-port={self.metrics_port}",
+                f"--log-level={opts.log_level}",
+            ],
             workdir / "controller.log",
-            {**os.environ, "POD_NAME": "kube-ovn-controller-demo",
-             "KUBE_NAMESPACE": CONTROLLER_NAMESPACE},
+            {
+                **os.environ,
+                "POD_NAME": "kube-ovn-controller-demo",
+                "KUBE_NAMESPACE": CONTROLLER_NAMESPACE,
+            },
         )
         stack.callback(self._stop_controller, controller)
         controller.start()
@@ -619,10 +720,13 @@ class Demo:
             _create_if_absent(server, "namespaces", {"metadata": _meta(namespace)})
         for node in node_objects():
             store.create("nodes", node)
-        store.create("configmaps", {
-            "metadata": _meta(EXTERNAL_GW_CONFIGMAP, CONTROLLER_NAMESPACE),
-            "data": {"enable-external-gw": "false", "external-gw-addr": "172.18.0.1/16"},
-        })
+        store.create(
+            "configmaps",
+            {
+                "metadata": _meta(EXTERNAL_GW_CONFIGMAP, CONTROLLER_NAMESPACE),
+                "data": {"enable-external-gw": "false", "external-gw-addr": "172.18.0.1/16"},
+            },
+        )
 
     def wait_ready(self, controller: ControllerProcess) -> None:
         url = f"http://127.0.0.1:{self.metrics_port}/readyz"
@@ -630,17 +734,28 @@ class Demo:
         while _http_status(url) != 200:
             code = controller.exited()
             if code is not None:
-                raise DemoError(f"the controller exited with code {code} during start-up:\n"
-                                f"{_tail(controller.log_path)}")
+                raise DemoError(
+                    f"the controller exited with code {code} during start-up:\n"
+                    f"{_tail(controller.log_path)}"
+                )
             if time.monotonic() > deadline:
-                raise DemoError(f"the controller was not ready after {self.options.timeout}s "
-                                f"({url}):\n{_tail(controller.log_path)}")
+                raise DemoError(
+                    f"the controller was not ready after {self.options.timeout}s "
+                    f"({url}):\n{_tail(controller.log_path)}"
+                )
             if self.flag.wait(_POLL):
                 raise Interrupted
 
-    def wait_store(self, server: ApiServer, controller: ControllerProcess, resource: str,
-                   namespace: str | None, name: str, predicate: Callable[[Any], bool],
-                   what: str) -> None:
+    def wait_store(
+        self,
+        server: ApiServer,
+        controller: ControllerProcess,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        predicate: Callable[[Any], bool],
+        what: str,
+    ) -> None:
         """Wait, bounded by --timeout, for the controller to bring an object to `predicate`."""
         deadline = time.monotonic() + self.options.timeout
         while True:
@@ -652,46 +767,74 @@ class Demo:
             self.check_stop()
             self.check_alive(controller)
             if time.monotonic() > deadline:
-                raise DemoError(f"the controller did not set {what} on {resource} {name} within "
-                                f"{self.options.timeout}s:\n{_tail(controller.log_path)}")
+                raise DemoError(
+                    f"the controller did not set {what} on {resource} {name} within "
+                    f"{self.options.timeout}s:\n{_tail(controller.log_path)}"
+                )
 
     def check_alive(self, controller: ControllerProcess) -> None:
         code = controller.exited()
         if code is not None:
-            raise DemoError(f"the controller exited with code {code}:\n"
-                            f"{_tail(controller.log_path)}")
+            raise DemoError(
+                f"the controller exited with code {code}:\n{_tail(controller.log_path)}"
+            )
 
-    def create_demo(self, server: ApiServer,
-                    controller: ControllerProcess) -> list[tuple[str, str]]:
+    def create_demo(
+        self, server: ApiServer, controller: ControllerProcess
+    ) -> list[tuple[str, str]]:
         store = server.store
-        store.create("namespaces", {"metadata": _meta(DEMO_NAMESPACE,
-                                                      labels={"purpose": "demo"})})
+        store.create("namespaces", {"metadata": _meta(DEMO_NAMESPACE, labels={"purpose": "demo"})})
         for subnet in subnet_objects():
             store.create("subnets", subnet)
         # Pods created before their subnet and namespace are wired would only be retried (and
         # log errors); a scheduler would not be faster than this anyway.
         for subnet in subnet_objects():
-            self.wait_store(server, controller, "subnets", None, subnet["metadata"]["name"],
-                            lambda obj: bool(((obj or {}).get("spec") or {}).get("gateway")),
-                            "its gateway")
-        self.wait_store(server, controller, "namespaces", None, DEMO_NAMESPACE,
-                        lambda obj: (((obj or {}).get("metadata") or {}).get("annotations")
-                                     or {}).get(LOGICAL_SWITCH_ANNOTATION) == DEMO_SUBNET,
-                        f"its {LOGICAL_SWITCH_ANNOTATION} annotation")
+            self.wait_store(
+                server,
+                controller,
+                "subnets",
+                None,
+                subnet["metadata"]["name"],
+                lambda obj: bool(((obj or {}).get("spec") or {}).get("gateway")),
+                "its gateway",
+            )
+        self.wait_store(
+            server,
+            controller,
+            "namespaces",
+            None,
+            DEMO_NAMESPACE,
+            lambda obj: (
+                (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(
+                    LOGICAL_SWITCH_ANNOTATION
+                )
+                == DEMO_SUBNET
+            ),
+            f"its {LOGICAL_SWITCH_ANNOTATION} annotation",
+        )
         sts = store.create("statefulsets", statefulset_object())
         seed = random.SystemRandom().getrandbits(64)
         pods = pod_objects(self.options.pods, sts["metadata"]["uid"], seed=seed)
         for pod in pods:
             store.create("pods", pod)
-        self.say(f"created namespace {DEMO_NAMESPACE}, subnets {DEMO_SUBNET} ({DEMO_CIDR}) and "
-                 f"{DUAL_SUBNET} ({DUAL_CIDR})")
-        self.say(f"created {len(pods)} pods: Deployment-like {DEPLOYMENT} "
-                 f"({self.options.pods}), StatefulSet {STATEFULSET} ({STATEFULSET_REPLICAS}), "
-                 f"dual-stack {DUAL_POD} (1)")
+        self.say(
+            f"created namespace {DEMO_NAMESPACE}, subnets {DEMO_SUBNET} ({DEMO_CIDR}) and "
+            f"{DUAL_SUBNET} ({DUAL_CIDR})"
+        )
+        self.say(
+            f"created {len(pods)} pods: Deployment-like {DEPLOYMENT} "
+            f"({self.options.pods}), StatefulSet {STATEFULSET} ({STATEFULSET_REPLICAS}), "
+            f"dual-stack {DUAL_POD} (1)"
+        )
         return [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
 
-    def show_pods(self, server: ApiServer, nb: NbClient, controller: ControllerProcess,
-                  pods: Sequence[tuple[str, str]]) -> bool:
+    def show_pods(
+        self,
+        server: ApiServer,
+        nb: NbClient,
+        controller: ControllerProcess,
+        pods: Sequence[tuple[str, str]],
+    ) -> bool:
         """Print a row per pod as it comes up; True when all are up in time."""
         store = server.store
         node_ips = dict(NODES)
@@ -716,8 +859,9 @@ class Demo:
                     if status is not None and (pod.get("status") or {}).get("podIP") is None:
                         store.patch("pods", ns, name, {"status": status}, subresource="status")
                     port = nb.get_port(pod_name_to_port_name(name, ns))
-                    row = pod_row(pod, None if port is None else port.switch,
-                                  time.monotonic() - created)
+                    row = pod_row(
+                        pod, None if port is None else port.switch, time.monotonic() - created
+                    )
                     if row is not None:
                         pending.discard(key)
                         self.say(format_row(row, widths))
@@ -725,8 +869,10 @@ class Demo:
                     break
                 self.check_alive(controller)
                 if time.monotonic() > deadline:
-                    self.say(f"not up after {self.options.timeout}s: {', '.join(sorted(pending))}"
-                             f"\n{_tail(controller.log_path)}")
+                    self.say(
+                        f"not up after {self.options.timeout}s: {', '.join(sorted(pending))}"
+                        f"\n{_tail(controller.log_path)}"
+                    )
                     return False
                 # Woken by any pod write; the timeout bounds how late we see a signal or an NB
                 # port that lands without a pod write after it.

@@ -134,9 +134,20 @@ class FaultInjector:
         """Answer the next `n` matching requests with a Status error of code `status`."""
         if not 400 <= status <= 599:
             raise ValueError(f"status must be an HTTP error code, got {status}")
-        self._add(_Rule("error", n, method, verb, resource, namespace, name, status=status,
-                        reason=reason or _REASONS.get(status, "InternalError"),
-                        message=message or f"injected fault: HTTP {status}"))
+        self._add(
+            _Rule(
+                "error",
+                n,
+                method,
+                verb,
+                resource,
+                namespace,
+                name,
+                status=status,
+                reason=reason or _REASONS.get(status, "InternalError"),
+                message=message or f"injected fault: HTTP {status}",
+            )
+        )
 
     def add_latency(
         self,

@@ -32,8 +32,12 @@ def kubeconfig_dict(
         "preferences": {},
         "clusters": [{"name": context, "cluster": {"server": server_url}}],
         "users": [{"name": context, "user": {"token": token}}],
-        "contexts": [{"name": context,
-                      "context": {"cluster": context, "user": context, "namespace": namespace}}],
+        "contexts": [
+            {
+                "name": context,
+                "context": {"cluster": context, "user": context, "namespace": namespace},
+            }
+        ],
         "current-context": context,
     }
 

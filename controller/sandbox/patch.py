@@ -201,8 +201,11 @@ _SET_ORDER = "$setElementOrder/"
 
 def _strip_directives(value: Json) -> Json:
     if isinstance(value, dict):
-        return {k: _strip_directives(v) for k, v in value.items()
-                if not k.startswith("$") and v is not None}
+        return {
+            k: _strip_directives(v)
+            for k, v in value.items()
+            if not k.startswith("$") and v is not None
+        }
     if isinstance(value, list):
         return [_strip_directives(v) for v in value]
     return value
@@ -227,8 +230,11 @@ def _merge_list(field: str, original: Json, patch: list[Json]) -> list[Json]:
     if not isinstance(original, list):
         original = []
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
-        return [_strip_directives(p) for p in patch
-                if not (isinstance(p, dict) and p.get("$patch") == "replace")]
+        return [
+            _strip_directives(p)
+            for p in patch
+            if not (isinstance(p, dict) and p.get("$patch") == "replace")
+        ]
     if field in PRIMITIVE_MERGE_LISTS:
         merged = list(original)
         for item in patch:
@@ -242,8 +248,10 @@ def _merge_list(field: str, original: Json, patch: list[Json]) -> list[Json]:
     for item in patch:
         if key not in item:
             raise PatchError(f"map in list {field!r} has no merge key {key!r}")
-        idx = next((i for i, o in enumerate(merged)
-                    if isinstance(o, dict) and o.get(key) == item[key]), None)
+        idx = next(
+            (i for i, o in enumerate(merged) if isinstance(o, dict) and o.get(key) == item[key]),
+            None,
+        )
         directive = item.get("$patch")
         if directive == "delete":
             if idx is not None:
@@ -272,7 +280,7 @@ def _merge_map(original: Json, patch: dict[str, Json]) -> Json:
         if key in ("$patch", "$retainKeys") or key.startswith(_SET_ORDER):
             continue
         if key.startswith(_DELETE_PRIMITIVE):
-            target = key[len(_DELETE_PRIMITIVE):]
+            target = key[len(_DELETE_PRIMITIVE) :]
             if not isinstance(value, list):
                 raise ValueError(f"{key} must be a list")
             if isinstance(result.get(target), list):

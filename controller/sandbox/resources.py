@@ -79,38 +79,147 @@ _EVENT_FIELDS = (
 )
 
 RESOURCES: tuple[ResourceType, ...] = (
-    ResourceType("", "v1", "pods", "Pod", True, "pod", has_status=True, short_names=("po",),
-                 field_labels=_POD_FIELDS, delete_returns_object=True),
-    ResourceType("", "v1", "namespaces", "Namespace", False, "namespace", has_status=True,
-                 short_names=("ns",), field_labels=("status.phase",)),
-    ResourceType("", "v1", "nodes", "Node", False, "node", has_status=True, short_names=("no",),
-                 field_labels=("spec.unschedulable",), status_on_create=True),
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        "pod",
+        has_status=True,
+        short_names=("po",),
+        field_labels=_POD_FIELDS,
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        False,
+        "namespace",
+        has_status=True,
+        short_names=("ns",),
+        field_labels=("status.phase",),
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "nodes",
+        "Node",
+        False,
+        "node",
+        has_status=True,
+        short_names=("no",),
+        field_labels=("spec.unschedulable",),
+        status_on_create=True,
+    ),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, "configmap", short_names=("cm",)),
-    ResourceType("", "v1", "events", "Event", True, "event", short_names=("ev",),
-                 field_labels=_EVENT_FIELDS),
-    ResourceType("", "v1", "services", "Service", True, "service", has_status=True,
-                 short_names=("svc",), field_labels=("spec.clusterIP", "spec.type"),
-                 delete_returns_object=True),
-    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, "statefulset",
-                 has_status=True, short_names=("sts",)),
+    ResourceType(
+        "", "v1", "events", "Event", True, "event", short_names=("ev",), field_labels=_EVENT_FIELDS
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "services",
+        "Service",
+        True,
+        "service",
+        has_status=True,
+        short_names=("svc",),
+        field_labels=("spec.clusterIP", "spec.type"),
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        True,
+        "statefulset",
+        has_status=True,
+        short_names=("sts",),
+    ),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
-    ResourceType("kubeovn.io", "v1", "subnets", "Subnet", False, "subnet", has_status=True,
-                 builtin=False, delete_returns_object=True),
-    ResourceType("kubeovn.io", "v1", "ips", "IP", False, "ip", builtin=False,
-                 short_names=("ip",), delete_returns_object=True),
-    ResourceType("kubeovn.io", "v1", "vlans", "Vlan", False, "vlan", has_status=True,
-                 builtin=False, delete_returns_object=True),
-    ResourceType("kubeovn.io", "v1", "vpcs", "Vpc", False, "vpc", has_status=True,
-                 builtin=False, delete_returns_object=True),
-    ResourceType("k8s.cni.cncf.io", "v1", "network-attachment-definitions",
-                 "NetworkAttachmentDefinition", True, "network-attachment-definition",
-                 builtin=False, short_names=("net-attach-def",), delete_returns_object=True),
-    ResourceType("kubevirt.io", "v1", "virtualmachines", "VirtualMachine", True,
-                 "virtualmachine", has_status=True, builtin=False, short_names=("vm", "vms"),
-                 delete_returns_object=True),
-    ResourceType("kubevirt.io", "v1", "virtualmachineinstances", "VirtualMachineInstance",
-                 True, "virtualmachineinstance", has_status=True, builtin=False,
-                 short_names=("vmi", "vmis"), delete_returns_object=True),
+    ResourceType(
+        "kubeovn.io",
+        "v1",
+        "subnets",
+        "Subnet",
+        False,
+        "subnet",
+        has_status=True,
+        builtin=False,
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "kubeovn.io",
+        "v1",
+        "ips",
+        "IP",
+        False,
+        "ip",
+        builtin=False,
+        short_names=("ip",),
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "kubeovn.io",
+        "v1",
+        "vlans",
+        "Vlan",
+        False,
+        "vlan",
+        has_status=True,
+        builtin=False,
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "kubeovn.io",
+        "v1",
+        "vpcs",
+        "Vpc",
+        False,
+        "vpc",
+        has_status=True,
+        builtin=False,
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "k8s.cni.cncf.io",
+        "v1",
+        "network-attachment-definitions",
+        "NetworkAttachmentDefinition",
+        True,
+        "network-attachment-definition",
+        builtin=False,
+        short_names=("net-attach-def",),
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "kubevirt.io",
+        "v1",
+        "virtualmachines",
+        "VirtualMachine",
+        True,
+        "virtualmachine",
+        has_status=True,
+        builtin=False,
+        short_names=("vm", "vms"),
+        delete_returns_object=True,
+    ),
+    ResourceType(
+        "kubevirt.io",
+        "v1",
+        "virtualmachineinstances",
+        "VirtualMachineInstance",
+        True,
+        "virtualmachineinstance",
+        has_status=True,
+        builtin=False,
+        short_names=("vmi", "vmis"),
+        delete_returns_object=True,
+    ),
 )
 
 _BY_PATH: dict[tuple[str, str, str], ResourceType] = {
@@ -200,35 +309,49 @@ def _details(rt: ResourceType | None, name: str) -> JsonDict:
 
 
 def not_found(rt: ResourceType, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{rt.group_resource} "{name}" not found',
-                    details=_details(rt, name))
+    return ApiError(
+        404, "NotFound", f'{rt.group_resource} "{name}" not found', details=_details(rt, name)
+    )
 
 
 def namespace_not_found(ns: str) -> ApiError:
-    return ApiError(404, "NotFound", f'namespaces "{ns}" not found',
-                    details={"name": ns, "kind": "namespaces"})
+    return ApiError(
+        404, "NotFound", f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"}
+    )
 
 
 def already_exists(rt: ResourceType, name: str) -> ApiError:
-    return ApiError(409, "AlreadyExists", f'{rt.group_resource} "{name}" already exists',
-                    details=_details(rt, name))
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{rt.group_resource} "{name}" already exists',
+        details=_details(rt, name),
+    )
 
 
 def conflict(rt: ResourceType, name: str, why: str) -> ApiError:
     return ApiError(
-        409, "Conflict", f'Operation cannot be fulfilled on {rt.group_resource} "{name}": {why}',
-        details=_details(rt, name))
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {rt.group_resource} "{name}": {why}',
+        details=_details(rt, name),
+    )
 
 
 def modified_conflict(rt: ResourceType, name: str) -> ApiError:
-    return conflict(rt, name, "the object has been modified; please apply your changes to the "
-                    "latest version and try again")
+    return conflict(
+        rt,
+        name,
+        "the object has been modified; please apply your changes to the "
+        "latest version and try again",
+    )
 
 
 def invalid(rt: ResourceType | None, name: str, message: str) -> ApiError:
     kind = rt.kind if rt is not None else "Object"
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {message}',
-                    details=_details(rt, name))
+    return ApiError(
+        422, "Invalid", f'{kind} "{name}" is invalid: {message}', details=_details(rt, name)
+    )
 
 
 def bad_request(message: str) -> ApiError:
@@ -247,11 +370,16 @@ def too_old(requested: int, oldest: int) -> ApiError:
 def too_large(requested: int, current: int) -> ApiError:
     # NOTE: a real apiserver waits ~3 s for its cache to catch up before answering this 504.
     return ApiError(
-        504, "Timeout",
+        504,
+        "Timeout",
         f"Too large resource version: {requested}, current: {current}",
-        details={"causes": [{"reason": "ResourceVersionTooLarge",
-                             "message": "Too large resource version"}],
-                 "retryAfterSeconds": 1})
+        details={
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
 
 
 def success_status(rt: ResourceType, obj: JsonDict) -> JsonDict:
@@ -259,5 +387,10 @@ def success_status(rt: ResourceType, obj: JsonDict) -> JsonDict:
     details = _details(rt, meta.get("name", ""))
     if meta.get("uid"):
         details["uid"] = meta["uid"]
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": details}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }

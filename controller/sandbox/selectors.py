@@ -52,7 +52,7 @@ def parse_field_selector(
                 path, _, value = part.partition(token)
                 path = path.strip()
                 if path not in allowed:
-                    raise ValueError(f'field label not supported: {path}')
+                    raise ValueError(f"field label not supported: {path}")
                 reqs.append(FieldRequirement(path, equal, value.strip()))
                 break
         else:
@@ -104,6 +104,8 @@ def build_selector(
     field_labels: tuple[str, ...],
 ) -> Selector:
     allowed = ("metadata.name", "metadata.namespace", *field_labels)
-    return Selector(namespace, parse_label_selector(label_selector),
-                    parse_field_selector(field_selector, allowed))
-
+    return Selector(
+        namespace,
+        parse_label_selector(label_selector),
+        parse_field_selector(field_selector, allowed),
+    )

@@ -94,7 +94,7 @@ class Stored:
     def list_item(self, prefix: bytes) -> bytes:
         """The JSON without its leading `"kind":..,"apiVersion":..,` (`prefix`), if present."""
         if self.raw.startswith(prefix):
-            return b"{" + self.raw[len(prefix):]
+            return b"{" + self.raw[len(prefix) :]
         return self.raw
 
 
@@ -149,8 +149,14 @@ class Watcher:
     condition, so a write costs one `notify_all` however many watchers there are.
     """
 
-    def __init__(self, store: ObjectStore, table: _Table, selector: Selector, cursor: int,
-                 initial: list[Stored]) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        table: _Table,
+        selector: Selector,
+        cursor: int,
+        initial: list[Stored],
+    ) -> None:
         self._store = store
         self._table = table
         self._selector = selector
@@ -178,8 +184,7 @@ class Watcher:
                 if self.cursor < table.trimmed_rv:
                     # NOTE: a watcher that falls behind the history window has lost events it
                     # can never get back; a real apiserver ends such a watch the same way.
-                    return WatchBatch([], self.cursor,
-                                      error=too_old(self.cursor, table.trimmed_rv))
+                    return WatchBatch([], self.cursor, error=too_old(self.cursor, table.trimmed_rv))
                 hist = table.history
                 if hist and hist[-1].rv > self.cursor:
                     break
@@ -189,8 +194,9 @@ class Watcher:
                     self.cursor = max(self.cursor, store.resource_version)
                     return WatchBatch([], self.cursor)
                 table.cond.wait(remaining)
-            start = bisect.bisect_right(hist, self.cursor, lo=table.history_start,
-                                        key=lambda e: e.rv)
+            start = bisect.bisect_right(
+                hist, self.cursor, lo=table.history_start, key=lambda e: e.rv
+            )
             out: list[tuple[str, bytes]] = []
             for ev in hist[start:]:
                 converted = self._convert(ev)
@@ -240,21 +246,30 @@ def _body_metadata(obj: Any) -> JsonDict:
 
 def _uid_conflict(rt: ResourceType, name: str, uid: Any, stored_uid: str) -> ApiError:
     """The 409 for a write whose UID precondition names another incarnation of the object."""
-    return conflict(rt, name, f"Precondition failed: UID in precondition: {uid}, "
-                    f"UID in object meta: {stored_uid}")
+    return conflict(
+        rt,
+        name,
+        f"Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
+    )
 
 
 def check_patch_type(rt: ResourceType, patch_type: str) -> None:
     """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
     if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
-        raise ApiError(415, "UnsupportedMediaType",
-                       f"the body of the request was in an unknown format - accepted media "
-                       f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}")
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media "
+            f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}",
+        )
     if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-        raise ApiError(415, "UnsupportedMediaType",
-                       f"the body of the request was in an unknown format - accepted media "
-                       f"types include: {JSON_PATCH}, {MERGE_PATCH}"
-                       + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""))
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media "
+            f"types include: {JSON_PATCH}, {MERGE_PATCH}"
+            + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""),
+        )
 
 
 def _encode_continue(rv: int, key: Key) -> str:
@@ -314,8 +329,7 @@ class ObjectStore:
     def compact(self, rv: int | None = None) -> None:
         """Forget history up to `rv` (default: everything), like an etcd compaction."""
         with self._lock:
-            self._forced_compaction = max(self._forced_compaction,
-                                          self._rv if rv is None else rv)
+            self._forced_compaction = max(self._forced_compaction, self._rv if rv is None else rv)
             for table in self._tables.values():
                 self._trim(table)
                 table.cond.notify_all()
@@ -366,8 +380,9 @@ class ObjectStore:
         if not rt.namespaced:
             return ""
         if not namespace:
-            raise bad_request(f"the server could not find the requested resource: "
-                              f"{rt.plural} need a namespace")
+            raise bad_request(
+                f"the server could not find the requested resource: {rt.plural} need a namespace"
+            )
         return namespace
 
     def _check_namespace_exists(self, namespace: str) -> None:
@@ -376,10 +391,13 @@ class ObjectStore:
         if stored is None:
             raise namespace_not_found(namespace)
         if stored.obj["metadata"].get("deletionTimestamp"):
-            raise ApiError(403, "Forbidden",
-                           f"unable to create new content in namespace {namespace} because "
-                           "it is being terminated",
-                           details={"name": namespace, "kind": "namespaces"})
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"unable to create new content in namespace {namespace} because "
+                "it is being terminated",
+                details={"name": namespace, "kind": "namespaces"},
+            )
 
     def _get_stored(self, table: _Table, key: Key) -> Stored:
         stored = table.objects.get(key)
@@ -398,14 +416,17 @@ class ObjectStore:
         """A copy of the current object, or a 404 `ApiError`."""
         return self._copy(self.get_stored(resource, namespace, name))
 
-    def get_stored(self, resource: ResourceType | str, namespace: str | None,
-                   name: str) -> Stored:
+    def get_stored(self, resource: ResourceType | str, namespace: str | None, name: str) -> Stored:
         table = self._table(resource)
         with self._lock:
             return self._get_stored(table, self._key(table.rt, namespace, name))
 
-    def list(self, resource: ResourceType | str, namespace: str | None = None,
-             selector: Selector | None = None) -> list[JsonDict]:
+    def list(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None = None,
+        selector: Selector | None = None,
+    ) -> list[JsonDict]:
         """Copies of every object (in one namespace, matching `selector`), in key order."""
         table = self._table(resource)
         sel = Selector(namespace if table.rt.namespaced else None) if selector is None else selector
@@ -433,8 +454,9 @@ class ObjectStore:
         if limit < 0:
             raise bad_request("limit must not be negative")
         if resource_version_match and not resource_version and not continue_token:
-            raise bad_request("resourceVersionMatch is forbidden unless resourceVersion is "
-                              "provided")
+            raise bad_request(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided"
+            )
         if resource_version_match not in (None, "", "NotOlderThan", "Exact"):
             raise bad_request(f"unsupported resourceVersionMatch {resource_version_match!r}")
         with self._lock:
@@ -442,8 +464,9 @@ class ObjectStore:
             start: Key | None = None
             if continue_token:
                 if resource_version not in (None, "", "0") or resource_version_match:
-                    raise bad_request("specifying resource version is not allowed when using "
-                                      "continue")
+                    raise bad_request(
+                        "specifying resource version is not allowed when using continue"
+                    )
                 snapshot, start = _decode_continue(continue_token)
                 if snapshot < self.compacted_rv():
                     raise gone(
@@ -454,11 +477,13 @@ class ObjectStore:
                         "inconsistent list - objects that were created, modified, or deleted "
                         "between the time the first chunk was returned and now may show up in "
                         "the list.",
-                        continue_token=_encode_continue(current, start))
+                        continue_token=_encode_continue(current, start),
+                    )
             elif resource_version in (None, "", "0"):
                 if resource_version == "0" and resource_version_match == "Exact":
-                    raise bad_request("resourceVersionMatch Exact is forbidden for "
-                                      "resourceVersion 0")
+                    raise bad_request(
+                        "resourceVersionMatch Exact is forbidden for resourceVersion 0"
+                    )
                 snapshot = current
             else:
                 requested = self._parse_rv(resource_version)
@@ -494,10 +519,16 @@ class ObjectStore:
             overlay[ev.key] = None if ev.type == "ADDED" else ev.prev
         return overlay
 
-    def _page(self, table: _Table, overlay: dict[Key, Stored | None], selector: Selector,
-              snapshot: int, start: Key | None, limit: int) -> ListResult:
-        keys_list = (sorted(set(table.objects) | set(overlay)) if overlay
-                     else table.keys_sorted())
+    def _page(
+        self,
+        table: _Table,
+        overlay: dict[Key, Stored | None],
+        selector: Selector,
+        snapshot: int,
+        start: Key | None,
+        limit: int,
+    ) -> ListResult:
+        keys_list = sorted(set(table.objects) | set(overlay)) if overlay else table.keys_sorted()
         ns = selector.namespace if table.rt.namespaced else None
         lo, hi = 0, len(keys_list)
         if ns is not None:
@@ -549,12 +580,19 @@ class ObjectStore:
         status; the HTTP layer passes False for kinds with a status subresource, which drops it
         as a real apiserver does.
         """
-        return self._copy(self.create_stored(resource, obj, namespace, keep_status=keep_status,
-                                             dry_run=dry_run))
+        return self._copy(
+            self.create_stored(resource, obj, namespace, keep_status=keep_status, dry_run=dry_run)
+        )
 
-    def create_stored(self, resource: ResourceType | str, obj: JsonDict,
-                      namespace: str | None = None, *, keep_status: bool = True,
-                      dry_run: bool = False) -> Stored:
+    def create_stored(
+        self,
+        resource: ResourceType | str,
+        obj: JsonDict,
+        namespace: str | None = None,
+        *,
+        keep_status: bool = True,
+        dry_run: bool = False,
+    ) -> Stored:
         table = self._table(resource)
         rt = table.rt
         body_meta = _body_metadata(obj)
@@ -574,8 +612,9 @@ class ObjectStore:
             if not name:
                 prefix = meta.get("generateName")
                 if not prefix or not isinstance(prefix, str):
-                    raise invalid(rt, "", "metadata.name: Required value: name or generateName "
-                                  "is required")
+                    raise invalid(
+                        rt, "", "metadata.name: Required value: name or generateName is required"
+                    )
                 for _ in range(8):
                     name = prefix + "".join(random.choices(_GENERATE_ALPHABET, k=5))
                     if (ns, name) not in table.objects:
@@ -619,12 +658,22 @@ class ObjectStore:
         With a status subresource, the main resource ignores status changes and
         `subresource="status"` changes only the status.
         """
-        return self._copy(self.update_stored(resource, obj, namespace, name,
-                                             subresource=subresource, dry_run=dry_run))
+        return self._copy(
+            self.update_stored(
+                resource, obj, namespace, name, subresource=subresource, dry_run=dry_run
+            )
+        )
 
-    def update_stored(self, resource: ResourceType | str, obj: JsonDict,
-                      namespace: str | None = None, name: str | None = None, *,
-                      subresource: str | None = None, dry_run: bool = False) -> Stored:
+    def update_stored(
+        self,
+        resource: ResourceType | str,
+        obj: JsonDict,
+        namespace: str | None = None,
+        name: str | None = None,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Stored:
         table = self._table(resource)
         rt = table.rt
         meta_in = _body_metadata(obj)
@@ -633,8 +682,9 @@ class ObjectStore:
         if not name:
             raise bad_request("name is required to update an object")
         if body_name and body_name != name:
-            raise bad_request(f"the name of the object ({body_name}) does not match the name on "
-                              f"the URL ({name})")
+            raise bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
         namespace = namespace or meta_in.get("namespace")
         new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         with self._lock:
@@ -643,8 +693,15 @@ class ObjectStore:
             old = self._get_stored(table, key)
             return self._commit_update(table, key, old, new, subresource, dry_run)
 
-    def _commit_update(self, table: _Table, key: Key, old: Stored, new: JsonDict,
-                       subresource: str | None, dry_run: bool) -> Stored:
+    def _commit_update(
+        self,
+        table: _Table,
+        key: Key,
+        old: Stored,
+        new: JsonDict,
+        subresource: str | None,
+        dry_run: bool,
+    ) -> Stored:
         rt = table.rt
         name = key[1]
         meta = new.setdefault("metadata", {})
@@ -675,8 +732,13 @@ class ObjectStore:
                 else:
                     new.pop("status", None)
             # Fields a client cannot change through an update.
-            for fld in ("uid", "creationTimestamp", "deletionTimestamp",
-                        "deletionGracePeriodSeconds", "generation"):
+            for fld in (
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
                 if fld in old_meta:
                     meta[fld] = old_meta[fld]
                 else:
@@ -690,21 +752,32 @@ class ObjectStore:
         new["kind"] = rt.kind
         new["apiVersion"] = rt.api_version
         if old_meta.get("deletionTimestamp") and (
-                set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())):
-            raise invalid(rt, name, "metadata.finalizers: Forbidden: no new finalizers can be "
-                          "added if the object is being deleted")
+            set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
+        ):
+            raise invalid(
+                rt,
+                name,
+                "metadata.finalizers: Forbidden: no new finalizers can be "
+                "added if the object is being deleted",
+            )
         if admission.strip_volatile(new) == admission.strip_volatile(old.obj):
             return old  # a no-op write: no new version, no event
-        if ("generation" in meta and subresource is None
-                and admission.spec_part(new) != admission.spec_part(old.obj)):
+        if (
+            "generation" in meta
+            and subresource is None
+            and admission.spec_part(new) != admission.spec_part(old.obj)
+        ):
             meta["generation"] = int(meta["generation"]) + 1
         if dry_run:
             meta["resourceVersion"] = old_meta["resourceVersion"]
             return Stored.of(new)
         meta["resourceVersion"] = str(self._next_rv())
         stored = Stored.of(new)
-        if (meta.get("deletionTimestamp") and not meta.get("finalizers")
-                and meta.get("deletionGracePeriodSeconds", 0) == 0):
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and meta.get("deletionGracePeriodSeconds", 0) == 0
+        ):
             # The last finalizer is gone from an object being deleted: it goes now.
             self._remove(table, key, old, stored)
             return stored
@@ -724,12 +797,29 @@ class ObjectStore:
         dry_run: bool = False,
     ) -> JsonDict:
         """Apply a JSON, merge or strategic merge patch atomically (415 for others)."""
-        return self._copy(self.patch_stored(resource, namespace, name, patch_body, patch_type,
-                                            subresource=subresource, dry_run=dry_run))
+        return self._copy(
+            self.patch_stored(
+                resource,
+                namespace,
+                name,
+                patch_body,
+                patch_type,
+                subresource=subresource,
+                dry_run=dry_run,
+            )
+        )
 
-    def patch_stored(self, resource: ResourceType | str, namespace: str | None, name: str,
-                     patch_body: Any, patch_type: str = MERGE_PATCH, *,
-                     subresource: str | None = None, dry_run: bool = False) -> Stored:
+    def patch_stored(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None,
+        name: str,
+        patch_body: Any,
+        patch_type: str = MERGE_PATCH,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Stored:
         table = self._table(resource)
         rt = table.rt
         check_patch_type(rt, patch_type)
@@ -774,15 +864,26 @@ class ObjectStore:
         dry_run: bool = False,
     ) -> tuple[JsonDict, bool]:
         """Delete an object: returns (its last state, whether it is gone now)."""
-        stored, removed = self.delete_stored(resource, namespace, name,
-                                             grace_period_seconds=grace_period_seconds,
-                                             preconditions=preconditions, dry_run=dry_run)
+        stored, removed = self.delete_stored(
+            resource,
+            namespace,
+            name,
+            grace_period_seconds=grace_period_seconds,
+            preconditions=preconditions,
+            dry_run=dry_run,
+        )
         return self._copy(stored), removed
 
-    def delete_stored(self, resource: ResourceType | str, namespace: str | None, name: str, *,
-                      grace_period_seconds: int | None = None,
-                      preconditions: JsonDict | None = None,
-                      dry_run: bool = False) -> tuple[Stored, bool]:
+    def delete_stored(
+        self,
+        resource: ResourceType | str,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: JsonDict | None = None,
+        dry_run: bool = False,
+    ) -> tuple[Stored, bool]:
         table = self._table(resource)
         rt = table.rt
         if grace_period_seconds is not None and grace_period_seconds < 0:
@@ -798,9 +899,13 @@ class ObjectStore:
                     raise _uid_conflict(rt, name, uid, old_meta["uid"])
                 prv = preconditions.get("resourceVersion")
                 if prv and str(prv) != old_meta["resourceVersion"]:
-                    raise conflict(rt, name, "Precondition failed: ResourceVersion in "
-                                   f"precondition: {prv}, ResourceVersion in object meta: "
-                                   f"{old_meta['resourceVersion']}")
+                    raise conflict(
+                        rt,
+                        name,
+                        "Precondition failed: ResourceVersion in "
+                        f"precondition: {prv}, ResourceVersion in object meta: "
+                        f"{old_meta['resourceVersion']}",
+                    )
             grace = 0
             if rt.plural == "pods" and not self.immediate_pod_delete:
                 if grace_period_seconds is not None:
@@ -829,14 +934,17 @@ class ObjectStore:
 
     def _mark_deleting(self, table: _Table, key: Key, old: Stored, grace: int) -> Stored:
         old_meta = old.obj["metadata"]
-        if (old_meta.get("deletionTimestamp")
-                and old_meta.get("deletionGracePeriodSeconds", 0) == grace):
+        if (
+            old_meta.get("deletionTimestamp")
+            and old_meta.get("deletionGracePeriodSeconds", 0) == grace
+        ):
             return old
         stamp = old_meta.get("deletionTimestamp")
         if not stamp or grace < old_meta.get("deletionGracePeriodSeconds", 0):
             stamp = _rfc3339(self._clock() + grace)
-        stored = self._stamp(old, self._next_rv(), deletionTimestamp=stamp,
-                             deletionGracePeriodSeconds=grace)
+        stored = self._stamp(
+            old, self._next_rv(), deletionTimestamp=stamp, deletionGracePeriodSeconds=grace
+        )
         if grace == 0 and not old_meta.get("finalizers"):
             self._remove(table, key, old, stored)
             return stored
@@ -892,11 +1000,11 @@ class ObjectStore:
         for other in self._tables.values():
             if other.rt.namespaced and any(k[0] == ns for k in other.objects):
                 return
-        self._remove(ns_table, ("", ns), ns_stored,
-                     self._stamp(ns_stored, self._next_rv()))
+        self._remove(ns_table, ("", ns), ns_stored, self._stamp(ns_stored, self._next_rv()))
 
-    def finalize_delete(self, resource: ResourceType | str, namespace: str | None,
-                        name: str) -> bool:
+    def finalize_delete(
+        self, resource: ResourceType | str, namespace: str | None, name: str
+    ) -> bool:
         """Finish a graceful deletion, as a kubelet confirming a pod is gone would.
 
         Returns True if the object is gone; it stays (with grace 0) while finalizers remain.
@@ -904,16 +1012,25 @@ class ObjectStore:
         # A grace-0 delete already marks an object that keeps finalizers with grace 0.
         return self.delete_stored(resource, namespace, name, grace_period_seconds=0)[1]
 
-    def delete_collection(self, resource: ResourceType | str, selector: Selector, *,
-                          grace_period_seconds: int | None = None) -> JsonList:
+    def delete_collection(
+        self,
+        resource: ResourceType | str,
+        selector: Selector,
+        *,
+        grace_period_seconds: int | None = None,
+    ) -> JsonList:
         """Delete every object matching `selector`; returns their last states."""
         table = self._table(resource)
         out: JsonList = []
         with self._lock:
             for stored in self.list_page(table.rt, selector).items:
                 meta = stored.obj["metadata"]
-                obj, _ = self.delete(table.rt, meta.get("namespace"), meta["name"],
-                                     grace_period_seconds=grace_period_seconds)
+                obj, _ = self.delete(
+                    table.rt,
+                    meta.get("namespace"),
+                    meta["name"],
+                    grace_period_seconds=grace_period_seconds,
+                )
                 out.append(obj)
         return out
 
@@ -965,8 +1082,11 @@ class ObjectStore:
                     cursor = self._parse_rv(resource_version)
                     if cursor > current:
                         raise too_large(cursor, current)
-                initial = [s for s in table.objects.values()
-                           if selector.is_everything or selector.matches(s.obj)]
+                initial = [
+                    s
+                    for s in table.objects.values()
+                    if selector.is_everything or selector.matches(s.obj)
+                ]
                 initial.sort(key=lambda s: s.rv)
                 watcher = Watcher(self, table, selector, current, initial)
             else:
@@ -1042,11 +1162,14 @@ class ObjectStore:
         with table.cond:
             if table.cond.wait_for(check, timeout):
                 return seen[0]
-        raise TimeoutError(f"{table.rt.group_resource} {'/'.join(k for k in key if k)}: "
-                           f"condition not met within {timeout}s; last state: {seen[0]}")
+        raise TimeoutError(
+            f"{table.rt.group_resource} {'/'.join(k for k in key if k)}: "
+            f"condition not met within {timeout}s; last state: {seen[0]}"
+        )
 
-    def wait_for_watchers(self, resource: ResourceType | str, count: int,
-                          timeout: float = 5.0) -> bool:
+    def wait_for_watchers(
+        self, resource: ResourceType | str, count: int, timeout: float = 5.0
+    ) -> bool:
         """Block until exactly `count` watches of `resource` are open (for tests)."""
         table = self._table(resource)
         with table.cond:

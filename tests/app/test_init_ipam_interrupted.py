@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.bootstrap import init_ipam
 from controller.cache import Indexer
 from controller.config import parse_args
+from controller.controllers.bootstrap import init_ipam
 from controller.ipam import IPAM
-from controller.kube.fake import FakeKubeApi
+from controller.testing.fake_kube import FakeKubeApi
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 SUBNET = "ovn-default"

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
-from controller.bootstrap import init_ipam
 from controller.cache import Indexer
 from controller.config import parse_args
-from controller.constants import (
+from controller.controllers.bootstrap import init_ipam
+from controller.controllers.namespace import desired_namespace_annotations
+from controller.controllers.node import NodeController, NodeQueues
+from controller.controllers.subnet import SubnetController, SubnetQueues
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION,
     EXCLUDE_IPS_ANNOTATION,
@@ -19,15 +22,13 @@ from controller.constants import (
     LOGICAL_SWITCH_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,
 )
-from controller.errors import MalformedObjectError, ResourceNotReadyError
+from controller.core.errors import MalformedObjectError, ResourceNotReadyError
+from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM
-from controller.kube.fake import FakeEventRecorder, FakeKubeApi
-from controller.namespace import desired_namespace_annotations
-from controller.node import NodeController, NodeQueues
-from controller.ovn.fake import FakeNbClient
 from controller.queues import FakeClock, RateLimitingQueue, default_controller_rate_limiter
-from controller.subnet import SubnetController, SubnetQueues, format_subnet_spec
-from controller.worker import process_next_work_item
+from controller.runtime.worker import process_next_work_item
+from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
+from controller.testing.fake_nb import FakeNbClient
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 

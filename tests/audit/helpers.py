@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.audit import ClusterSnapshot
-from controller.model import (
+from controller.audit.audit import ClusterSnapshot
+from controller.controllers.node import node_ip_cr
+from controller.core.model import (
     FrozenDict,
     Node,
     OwnerReference,
@@ -21,7 +22,6 @@ from controller.model import (
     Subnet,
     VirtualMachine,
 )
-from controller.node import node_ip_cr
 from controller.ovn.api import VENDOR, NatRule, PortInfo, StaticRoute
 from controller.pod_logic import build_ip_cr
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from controller.audit import (
+from controller.audit.audit import (
     KIND_ADDRESS_OUTSIDE_SUBNET,
     KIND_ANNOTATION_MISMATCH,
     KIND_DUPLICATE_ADDRESS,
@@ -34,7 +34,14 @@ from controller.audit import (
     audit,
 )
 from controller.config import Config
-from controller.model import FrozenDict, OwnerReference, Pod, StatefulSet, Subnet, VirtualMachine
+from controller.core.model import (
+    FrozenDict,
+    OwnerReference,
+    Pod,
+    StatefulSet,
+    Subnet,
+    VirtualMachine,
+)
 from controller.ovn.api import VENDOR, NatRule, PortInfo, StaticRoute
 from tests.audit.helpers import DEFAULT, NOW, ROUTER, Cluster, clean_cluster, mac
 

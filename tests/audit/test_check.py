@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from controller.app import main
-from controller.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNAVAILABLE, check, run_check
+from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNAVAILABLE, check, run_check
 from controller.config import Config
 from controller.kube.errors import KubeUnavailableError
-from controller.kube.fake import FakeKubeApi
 from controller.ovn.api import PortSpec
-from controller.ovn.fake import FakeNbClient
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod_logic import build_ip_cr
 from controller.sandbox.apiserver import ApiServer
 from controller.sandbox.ovsdb import NbServer
+from controller.testing.fake_kube import FakeKubeApi
+from controller.testing.fake_nb import FakeNbClient
 
 pytestmark = pytest.mark.timeout(60)
 

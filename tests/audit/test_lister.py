@@ -9,8 +9,8 @@ import pytest
 
 from controller.kube.api import ClusterLister
 from controller.kube.client import KubeClient
-from controller.kube.fake import FakeKubeApi
 from controller.sandbox.apiserver import ApiServer
+from controller.testing.fake_kube import FakeKubeApi
 
 NAMESPACES = ("default", "ns1", "ns2")
 

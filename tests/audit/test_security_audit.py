@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from controller.audit import KIND_SG_MISMATCH, AuditReport, audit
+from controller.audit.audit import KIND_SG_MISMATCH, AuditReport, audit
 from controller.config import Config
-from controller.model import FrozenDict
+from controller.core.model import FrozenDict
 from controller.ovn.api import PortGroupInfo
 from tests.audit.helpers import Cluster, clean_cluster, mac
 

@@ -13,7 +13,7 @@ import helm_python
 import pytest
 
 from controller import config as controller_config
-from controller import constants
+from controller.core import constants
 from tests.chart.helpers import CHART_DIR, NAMESPACE, container, load_json, render
 
 # What the downward API and Kubernetes' service links put in the container's environment.

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from controller.constants import (
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     EIP_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
@@ -149,9 +149,7 @@ def _seed(cluster: Cluster) -> tuple[dict[str, Any], dict[str, Any]]:
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "db"}}, "template": {}},
         },
     )
-    vm = store.create(
-        "virtualmachines", {"metadata": {"name": "vm1", "namespace": NS}, "spec": {}}
-    )
+    vm = store.create("virtualmachines", {"metadata": {"name": "vm1", "namespace": NS}, "spec": {}})
     return sts, vm
 
 
@@ -166,8 +164,10 @@ def _exercise(cluster: Cluster, sts: dict[str, Any], vm: dict[str, Any]) -> None
         },
     )
     wait_for(
-        lambda: annotations(cluster.server, "namespaces", None, NS).get(LOGICAL_SWITCH_ANNOTATION)
-        == "apps-net",
+        lambda: (
+            annotations(cluster.server, "namespaces", None, NS).get(LOGICAL_SWITCH_ANNOTATION)
+            == "apps-net"
+        ),
         message="namespace bound",
     )
     wait_for(
@@ -192,9 +192,7 @@ def _exercise(cluster: Cluster, sts: dict[str, Any], vm: dict[str, Any]) -> None
         "eip": pod("eip", NS, annotations={EIP_ANNOTATION: "172.56.0.10"}, node_name=NODE),
         "db-0": pod("db-0", NS, owner=_owner("StatefulSet", "apps/v1", sts), node_name=NODE),
         "virt-launcher-vm1-abcde": pod("virt-launcher-vm1-abcde", NS, owner=vmi_owner),
-        "attached": pod(
-            "attached", NS, annotations={"k8s.v1.cni.cncf.io/networks": "macvlan"}
-        ),
+        "attached": pod("attached", NS, annotations={"k8s.v1.cni.cncf.io/networks": "macvlan"}),
     }
     for obj in pods.values():
         store.create("pods", obj)
@@ -233,8 +231,13 @@ def _exercise(cluster: Cluster, sts: dict[str, Any], vm: dict[str, Any]) -> None
         "ips",
         {
             "metadata": {"name": f"ghost.{NS}", "labels": {"ovn.kubernetes.io/subnet": "apps-net"}},
-            "spec": {"podName": "ghost", "namespace": NS, "subnet": "apps-net",
-                     "ipAddress": "10.66.0.200", "macAddress": "00:00:00:12:34:56"},
+            "spec": {
+                "podName": "ghost",
+                "namespace": NS,
+                "subnet": "apps-net",
+                "ipAddress": "10.66.0.200",
+                "macAddress": "00:00:00:12:34:56",
+            },
         },
     )
     wait_for(partial(_gone, cluster, "ips", None, f"ghost.{NS}"), message="gc removed the ghost")
@@ -245,9 +248,7 @@ def _exercise_without_informers(cluster: Cluster) -> None:
     """The NAD and VirtualMachine APIs were not served when the controller started, so it has no
     informer for them and GETs each object it needs."""
     store = cluster.server.store
-    vm = store.create(
-        "virtualmachines", {"metadata": {"name": "vm2", "namespace": NS}, "spec": {}}
-    )
+    vm = store.create("virtualmachines", {"metadata": {"name": "vm2", "namespace": NS}, "spec": {}})
     assert vm["metadata"]["name"] == "vm2"
     vmi_owner = {
         "apiVersion": "kubevirt.io/v1",
@@ -263,8 +264,11 @@ def _exercise_without_informers(cluster: Cluster) -> None:
         wait_for(partial(_allocated, cluster, name), message=f"{name} allocated")
     store.delete("pods", NS, "virt-launcher-vm2-fghij")  # the VM is alive: its address is kept
     wait_for(
-        lambda: not any(
-            p["metadata"]["name"].startswith("virt-launcher-vm2") for p in store.list("pods", NS)
+        lambda: (
+            not any(
+                p["metadata"]["name"].startswith("virt-launcher-vm2")
+                for p in store.list("pods", NS)
+            )
         )
     )
 

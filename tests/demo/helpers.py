@@ -79,8 +79,12 @@ class DemoRun:
     def __post_init__(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "controller.sandbox.demo", *self.args],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -98,16 +102,18 @@ class DemoRun:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"no line matching {pattern.pattern!r} within {timeout}s:\n"
-                                     + self.output())
+                raise AssertionError(
+                    f"no line matching {pattern.pattern!r} within {timeout}s:\n" + self.output()
+                )
             try:
                 line = self._queue.get(timeout=remaining)
             except queue.Empty:
                 continue
             if line is None:
                 self._queue.put(None)
-                raise AssertionError(f"demo ended before a line matching {pattern.pattern!r}:\n"
-                                     + self.output())
+                raise AssertionError(
+                    f"demo ended before a line matching {pattern.pattern!r}:\n" + self.output()
+                )
             self.lines.append(line)
             match = pattern.search(line)
             if match:

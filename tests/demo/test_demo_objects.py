@@ -25,16 +25,24 @@ def test_pods_look_like_a_deployment_a_statefulset_and_a_dual_stack_pod() -> Non
     for pod in app:
         owner = pod["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["apiVersion"], owner["controller"]) == (
-            "ReplicaSet", "apps/v1", True)
+            "ReplicaSet",
+            "apps/v1",
+            True,
+        )
         rs_hash = pod["metadata"]["labels"]["pod-template-hash"]
         assert pod["metadata"]["name"].startswith(f"{owner['name']}-")
         assert owner["name"] == f"demo-app-{rs_hash}"
     for i in range(2):
         owner = pods[f"web-{i}"]["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["apiVersion"], owner["name"], owner["uid"]) == (
-            "StatefulSet", "apps/v1", "web", STS_UID)
+            "StatefulSet",
+            "apps/v1",
+            "web",
+            STS_UID,
+        )
     assert pods["dual"]["metadata"]["annotations"] == {
-        "ovn.kubernetes.io/logical_switch": "demo-dual"}
+        "ovn.kubernetes.io/logical_switch": "demo-dual"
+    }
     nodes = {name for name, _ in demo.NODES}
     assert all(p["spec"]["nodeName"] in nodes for p in pods.values())
     assert all(p["metadata"]["namespace"] == "demo" for p in pods.values())
@@ -49,8 +57,11 @@ def test_pod_names_are_deterministic_per_seed_and_unique() -> None:
 
 def test_statefulset_and_subnets() -> None:
     sts = demo.statefulset_object()
-    assert (sts["apiVersion"], sts["kind"], sts["spec"]["replicas"]) == ("apps/v1",
-                                                                         "StatefulSet", 2)
+    assert (sts["apiVersion"], sts["kind"], sts["spec"]["replicas"]) == (
+        "apps/v1",
+        "StatefulSet",
+        2,
+    )
     subnets = {s["metadata"]["name"]: s["spec"] for s in demo.subnet_objects()}
     assert subnets["demo-subnet"]["namespaces"] == ["demo"]
     assert subnets["demo-dual"]["cidrBlock"] == "10.101.0.0/24,fd00:101::/120"
@@ -59,9 +70,16 @@ def test_statefulset_and_subnets() -> None:
 
 def allocated(ips: str, **extra: str) -> dict[str, Any]:
     return {
-        "metadata": {"name": "dual", "namespace": "demo", "annotations": {
-            "ovn.kubernetes.io/allocated": "true", "ovn.kubernetes.io/ip_address": ips,
-            "ovn.kubernetes.io/mac_address": "00:00:00:0a:7b:fd", **extra}},
+        "metadata": {
+            "name": "dual",
+            "namespace": "demo",
+            "annotations": {
+                "ovn.kubernetes.io/allocated": "true",
+                "ovn.kubernetes.io/ip_address": ips,
+                "ovn.kubernetes.io/mac_address": "00:00:00:0a:7b:fd",
+                **extra,
+            },
+        },
         "spec": {"nodeName": "demo-node-2"},
     }
 
@@ -84,18 +102,35 @@ def test_a_row_needs_allocation_route_and_port() -> None:
     assert demo.pod_row(pod, None, 0.1) is None  # no LSP in the NB
     assert demo.pod_row(allocated("10.101.0.2"), "demo-dual", 0.1) is None  # not routed
     row = demo.pod_row(pod, "demo-dual", 0.125)
-    assert row == demo.PodRow("demo/dual", ("10.101.0.2", "fd00:101::2"), "00:00:00:0a:7b:fd",
-                              "dual.demo", "demo-dual", "demo-node-2", True, 0.125)
+    assert row == demo.PodRow(
+        "demo/dual",
+        ("10.101.0.2", "fd00:101::2"),
+        "00:00:00:0a:7b:fd",
+        "dual.demo",
+        "demo-dual",
+        "demo-node-2",
+        True,
+        0.125,
+    )
     widths = demo.column_widths(["dual"])
     header = demo.format_line(demo.COLUMNS, widths)
     line = demo.format_row(row, widths)
-    assert line.split() == ["demo/dual", "10.101.0.2,fd00:101::2", "00:00:00:0a:7b:fd",
-                            "dual.demo", "demo-dual", "demo-node-2", "yes", "0.12s"]
+    assert line.split() == [
+        "demo/dual",
+        "10.101.0.2,fd00:101::2",
+        "00:00:00:0a:7b:fd",
+        "dual.demo",
+        "demo-dual",
+        "demo-node-2",
+        "yes",
+        "0.12s",
+    ]
     assert line.index("dual.demo") == header.index("LSP")
 
 
-@pytest.mark.parametrize("argv", [["--pods", "201"], ["--metrics-port", "-1"],
-                                  ["--timeout", "-5"], ["--nope"]])
+@pytest.mark.parametrize(
+    "argv", [["--pods", "201"], ["--metrics-port", "-1"], ["--timeout", "-5"], ["--nope"]]
+)
 def test_bad_flags_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         demo.parse_args(argv)

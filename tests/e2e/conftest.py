@@ -68,9 +68,7 @@ def open_cluster() -> Iterator[Cluster]:
             nb_server.stop()
 
 
-def launch_controller(
-    cluster: Cluster, *extra: str, identity: str = "controller-a"
-) -> Controller:
+def launch_controller(cluster: Cluster, *extra: str, identity: str = "controller-a") -> Controller:
     """Start the real controller in-process against `cluster` (the caller stops it)."""
     env = {"POD_NAME": identity, "KUBE_NAMESPACE": "kube-system", "KUBE_NODE_NAME": NODE}
     return run_controller(cluster.argv(*extra), env, startup_wait=10.0, status_delay=0.1)

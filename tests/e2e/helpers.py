@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from controller.app import Controller
-from controller.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
+from controller.core.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
 from controller.sandbox import ApiError, ApiServer
 from controller.sandbox.store import ObjectStore
 
@@ -115,10 +115,10 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
 
 
 def audit_clean(argv: list[str], *, strict: bool = True) -> None:
-    """Run the read-only `check` audit (controller.check) and fail with its report if unclean."""
+    """Run the read-only `check` audit (controller.audit.check); fail with its report if unclean."""
     import io
 
-    from controller.check import run_check
+    from controller.audit.check import run_check
     from controller.config import parse_args
 
     out = io.StringIO()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from controller.app import Controller
-from controller.constants import (
+from controller.core.constants import (
     CIDR_ANNOTATION,
     GATEWAY_ANNOTATION,
     IP_ADDRESS_ANNOTATION,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.app import Controller
-from controller.constants import (
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,

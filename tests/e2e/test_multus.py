@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from controller.app import Controller
-from controller.constants import (
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     ATTACHMENT_NETWORK_ANNOTATION,
     DEFAULT_NETWORK_ANNOTATION,

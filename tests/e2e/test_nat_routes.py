@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.constants import (
+from controller.core.constants import (
     EIP_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,

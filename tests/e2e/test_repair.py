@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.constants import IP_ADDRESS_ANNOTATION
+from controller.core.constants import IP_ADDRESS_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import get_or_none, running, wait_for

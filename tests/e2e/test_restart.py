@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from controller.app import Controller
-from controller.constants import ROUTED_ANNOTATION
+from controller.core.constants import ROUTED_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, allocated_pods, annotations, audit_clean, pod, running, wait_for

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from controller.app import Controller
-from controller.constants import (
+from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,
     PORT_SECURITY_ANNOTATION,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.constants import (
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION,
     EXCLUDE_IPS_ANNOTATION,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from controller.app import Controller
-from controller.constants import (
+from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
     IP_POOL_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,

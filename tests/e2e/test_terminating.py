@@ -10,7 +10,7 @@ import time
 import pytest
 
 from controller.app import Controller
-from controller.constants import IP_ADDRESS_ANNOTATION
+from controller.core.constants import IP_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (

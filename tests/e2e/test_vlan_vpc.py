@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from controller.app import Controller
-from controller.constants import (
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     EIP_ANNOTATION,
     IP_ADDRESS_ANNOTATION,

@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from controller.app import Controller
-from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
+from controller.core.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
 from controller.ovn.api import PortInfo
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import annotations, audit_clean, get_or_none, running, wait_for
@@ -54,9 +54,7 @@ def pod(
     return {"metadata": meta, "spec": spec}
 
 
-def start_graceful(
-    cluster: Cluster, start_controller: StartController, *flags: str
-) -> Controller:
+def start_graceful(cluster: Cluster, start_controller: StartController, *flags: str) -> Controller:
     """`graceful(cluster)`, then a controller started with `flags`, its workers running."""
     graceful(cluster)
     controller = running(start_controller(*flags))

@@ -34,14 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 FAULT_FLAGS = ("--gc-interval=1", "--inspect-interval=1", "--ovn-timeout=3")
 
 
-
 class ControllerProcess(Protocol):
     """Starts `python -m cmd.controller` with the cluster's flags plus `extra`."""
 
     started: list[subprocess.Popen[bytes]]
 
     def __call__(self, *extra: str, identity: str = ...) -> subprocess.Popen[bytes]: ...
-
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ with a fault fired in its middle, and the verdict (the consistency audit until s
 straight in the emulator's store (so injected API faults only hit the controller); the threads
 pause at their middle while `fault()` runs, then finish on the faulty cluster; `after()` runs
 once they are all done. It returns what should be alive.
-`wait_settled(auditor)` polls `controller.audit` over fresh reads of the API and the NB database
-(`Auditor`) until the report is `settled` twice in a row, and fails with the rendered report.
+`wait_settled(auditor)` polls `controller.audit.audit` over fresh reads of the API and the NB
+database (`Auditor`) until the report is `settled` twice in a row, and fails with the rendered
+report.
 `assert_burst_converged` / `assert_ipam_released` add what the audit cannot see: every pod the
 burst left alive is allocated, and an in-process controller's IPAM holds exactly those.
 `nb_failures(registry)` counts an in-process controller's failed NB verbs (to end an outage once
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
-from controller.audit import AuditReport, audit
-from controller.check import collect_snapshot
+from controller.audit.audit import AuditReport, audit
+from controller.audit.check import collect_snapshot
 from controller.config import parse_args
 from controller.kube.client import KubeClient, load_api_client
 from controller.kube.errors import KubeApiError
@@ -209,4 +210,3 @@ def nb_failures(registry: CollectorRegistry) -> float:
             ):
                 total += sample.value
     return total
-

@@ -15,15 +15,15 @@ from prometheus_client import CollectorRegistry
 
 from controller.cache import Indexer
 from controller.config import Config
-from controller.gc import GarbageCollector, KeyLock
+from controller.controllers.gc import GarbageCollector, KeyLock
+from controller.controllers.node import node_ip_cr
+from controller.core.naming import pod_name_to_port_name
 from controller.ipam import IPAM
-from controller.kube.fake import FakeKubeApi
-from controller.metrics import ControllerMetrics
-from controller.naming import pod_name_to_port_name
-from controller.node import node_ip_cr
 from controller.ovn.api import NbClient, PortSpec
-from controller.ovn.fake import FakeNbClient
 from controller.pod_logic import build_ip_cr
+from controller.runtime.metrics import ControllerMetrics
+from controller.testing.fake_kube import FakeKubeApi
+from controller.testing.fake_nb import FakeNbClient
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 LR = "ovn-cluster"

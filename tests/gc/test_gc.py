@@ -144,7 +144,7 @@ def test_lost_lsp_is_logged_for_the_inspection(caplog: pytest.LogCaptureFixture)
     w.network("p", A_IP, A_MAC, lsp=False)
     w.kube.add_pod(raw_pod("p", annotations=allocated(A_IP, A_MAC)))
     w.sync()
-    with caplog.at_level(logging.WARNING, logger="controller.gc"):
+    with caplog.at_level(logging.WARNING, logger="controller.controllers.gc"):
         w.gc.mark_and_clean_lsp()
     assert any("lsp lost for pod default/p" in r.getMessage() for r in caplog.records)
 

@@ -1,1 +1,1 @@
-"""Tests of controller.kube, controller.log and controller.metrics."""
+"""Tests of controller.kube, controller.runtime.log and controller.runtime.metrics."""

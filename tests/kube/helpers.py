@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from controller.kube.api import EventSink, KubeApi, KubeObject
-from controller.kube.fake import FakeKubeApi
+from controller.testing.fake_kube import FakeKubeApi
 
 
 class Harness(Protocol):

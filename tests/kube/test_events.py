@@ -13,7 +13,7 @@ import pytest
 from controller.kube.api import KubeObject, ObjectRef
 from controller.kube.errors import ForbiddenError, NotFoundError, ServerError
 from controller.kube.events import MAX_MESSAGE_LEN, BackgroundEventRecorder, EventCorrelator
-from controller.kube.fake import FakeEventRecorder, FakeKubeApi
+from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from tests.kube.helpers import pod
 
 POD = pod("p1", namespace="ns1")
@@ -256,7 +256,7 @@ def test_a_create_that_landed_before_its_response_was_lost_counts_as_written() -
 
 @dataclass(frozen=True)
 class ModelPod:
-    """Shaped like controller.model.Pod: attributes, not a dict."""
+    """Shaped like controller.core.model.Pod: attributes, not a dict."""
 
     namespace: str
     name: str

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.log import parse_level, pod_logger, setup_logging
+from controller.runtime.log import parse_level, pod_logger, setup_logging
 
 
 @pytest.fixture
@@ -36,15 +36,15 @@ def test_json_lines_carry_ts_level_logger_msg_and_extras() -> None:
     out = io.StringIO()
     setup_logging("info", "json", stream=out)
 
-    pod_logger("ns1/p1", logging.getLogger("controller.pod")).info(
+    pod_logger("ns1/p1", logging.getLogger("controller.pod.controller")).info(
         "allocated %s", "10.16.0.5", extra={"subnet": "ovn-default"}
     )
-    logging.getLogger("controller.pod").debug("hidden at info")
+    logging.getLogger("controller.pod.controller").debug("hidden at info")
 
     (line,) = _lines(out)
     doc = json.loads(line)
     assert doc["level"] == "INFO"
-    assert doc["logger"] == "controller.pod"
+    assert doc["logger"] == "controller.pod.controller"
     assert doc["msg"] == "allocated 10.16.0.5"
     assert doc["pod"] == "ns1/p1" and doc["subnet"] == "ovn-default"
     assert doc["ts"].endswith("Z") and "T" in doc["ts"]
@@ -73,7 +73,7 @@ def test_text_format_appends_extras() -> None:
     pod_logger("ns1/p1").warning("no address for %s", "eth0")
 
     (line,) = _lines(out)
-    assert line.endswith("WARNING controller.pod: no address for eth0 pod=ns1/p1")
+    assert line.endswith("WARNING controller.pod.controller: no address for eth0 pod=ns1/p1")
 
 
 @pytest.mark.usefixtures("restore_logging")

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.metrics import ControllerMetrics, MetricsServer
-from controller.queues.metrics import PrometheusMetricsProvider
+from controller.runtime.metrics import ControllerMetrics, MetricsServer
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 
 @pytest.fixture

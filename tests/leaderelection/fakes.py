@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from controller.leaderelection import (
+from controller.runtime.leaderelection import (
     LeaderElectionRecord,
     LockConflictError,
     LockError,

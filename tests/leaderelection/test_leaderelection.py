@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.leaderelection import (
+from controller.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,

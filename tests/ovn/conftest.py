@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 from controller.ovn.api import NbClient
-from controller.ovn.fake import FakeNbClient
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.ovsdb import NbServer
+from controller.testing.fake_nb import FakeNbClient
 from tests.ovn.helpers import FakeView, NbctlView, NbView
 
 TIMEOUT = 5.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from controller.ovn.fake import FakeNbClient
+from controller.testing.fake_nb import FakeNbClient
 from tests.fixtures.nb import nbctl
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller.ovn.api import InvalidRequestError, PortGroupInfo, PortSpec
-from controller.ovn.fake import FakeNbClient
+from controller.testing.fake_nb import FakeNbClient
 from tests.e2e.nbrows import nb_rows
 from tests.ovn.conftest import Subject
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from controller.ovn.api import DuplicateAddressError, NotFoundError, OvnTimeoutError, PortSpec
-from controller.ovn.fake import FakeNbClient
+from controller.testing.fake_nb import FakeNbClient
 
 
 def test_fail_next_raises_once_and_changes_nothing() -> None:

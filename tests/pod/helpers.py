@@ -6,8 +6,8 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.model import Namespace, NetworkAttachmentDefinition, Node, Pod, Subnet
-from controller.netutil import get_gw_by_cidr
+from controller.core.address import get_gw_by_cidr
+from controller.core.model import Namespace, NetworkAttachmentDefinition, Node, Pod, Subnet
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

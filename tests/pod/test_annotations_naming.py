@@ -1,4 +1,4 @@
-"""controller.annotations, controller.naming, controller.constants, controller.errors."""
+"""controller.core: annotations, naming, constants, errors."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import annotations as ann
-from controller import constants as c
-from controller import errors, naming
+from controller.core import annotations as ann
+from controller.core import constants as c
+from controller.core import errors, naming
 from controller.ovn.api import VENDOR
 
 PROVIDERS = ["ovn", "net1.ns1.ovn", "net2.ns1"]

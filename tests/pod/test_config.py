@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from controller.config import Config, build_parser, parse_args, parse_duration
-from controller.errors import ConfigError
+from controller.core.errors import ConfigError
 
 NB = "--ovn-nb-addr=tcp:[127.0.0.1]:6641"
 ENV = {"POD_NAME": "kube-ovn-controller-0"}

@@ -1,4 +1,4 @@
-"""controller.model: tolerant from_dict, clear errors on malformed values, value semantics."""
+"""controller.core.model: tolerant from_dict, clear errors on malformed values, value semantics."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from controller.errors import MalformedObjectError
-from controller.model import (
+from controller.core.errors import MalformedObjectError
+from controller.core.model import (
     FrozenDict,
     Namespace,
     NetworkAttachmentDefinition,

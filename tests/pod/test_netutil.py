@@ -1,4 +1,4 @@
-"""controller.netutil: kube-ovn pkg/util/net.go semantics, quirks included."""
+"""controller.core.address: kube-ovn pkg/util/net.go semantics, quirks included."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import netutil
+from controller.core import address as netutil
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,12 @@
-"""controller.network_attachment: multus selection annotations and NAD configs."""
+"""controller.core.network_attachment: multus selection annotations and NAD configs."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.errors import InvalidPodNetworkError
-from controller.model import NetworkSelectionElement as Sel
-from controller.network_attachment import (
+from controller.core.errors import InvalidPodNetworkError
+from controller.core.model import NetworkSelectionElement as Sel
+from controller.core.network_attachment import (
     NetConf,
     ipam_provider_name,
     is_default_net,

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from controller import pod_logic as pl
-from controller.errors import InvalidPodNetworkError
+from controller.core.errors import InvalidPodNetworkError
+from controller.core.model import PodNet, ProviderType, Subnet
 from controller.ipam import IPAM
 from controller.ipam import errors as ipam_errors
-from controller.model import PodNet, ProviderType, Subnet
 from controller.pod_logic import AddressMode, AddressRequest
 from tests.pod.helpers import NOW, namespace, node, pod, sts_pod, subnet
 
@@ -164,9 +164,10 @@ def test_is_replaced_by_and_timezone_guard() -> None:
 def test_pure_modules_import_no_io_libraries() -> None:
     code = (
         "import sys\n"
-        "import controller.config, controller.constants, controller.errors, controller.model\n"
-        "import controller.annotations, controller.naming, controller.pod_logic\n"
-        "import controller.network_attachment, controller.netutil\n"
+        "import controller.config, controller.core.constants, controller.core.errors\n"
+        "import controller.core.model\n"
+        "import controller.core.annotations, controller.core.naming, controller.pod_logic\n"
+        "import controller.core.network_attachment, controller.core.address\n"
         "bad = [m for m in ('kubernetes', 'ovsdbapp', 'ovs', 'prometheus_client', 'urllib3')\n"
         "       if m in sys.modules]\n"
         "print(','.join(bad))\n"

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller import pod_logic as pl
-from controller.model import Pod, StatefulSet, VirtualMachine
+from controller.core.model import Pod, StatefulSet, VirtualMachine
 from controller.pod_logic import EnqueueDecision, PodAction
 from tests.pod.helpers import NOW, namespace, pod, sts_pod, subnet, vm_pod
 

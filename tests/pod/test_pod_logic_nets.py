@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from controller import pod_logic as pl
-from controller.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
-from controller.model import (
+from controller.core.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
+from controller.core.model import (
     NetworkAttachmentDefinition,
     Pod,
     PodNet,

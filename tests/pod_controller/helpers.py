@@ -4,8 +4,8 @@
 would hold), `FakeNbClient`, the real `IPAM`, `FakeEventRecorder`, real queues on a `FakeClock`.
 Helpers move state the way an informer would: `create_pod` / `sync` / `remove_pod` copy the fake
 API server's objects into the pod indexer and fire the controller's callbacks. `process(queue)` /
-`converge()` run the worker function (`controller.worker.process_next_work_item`) inline, on the
-test thread, so no real threads are involved.
+`converge()` run the worker function (`controller.runtime.worker.process_next_work_item`)
+inline, on the test thread, so no real threads are involved.
 """
 
 from __future__ import annotations
@@ -20,11 +20,7 @@ from typing import Any
 from controller.cache import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
 from controller.config import Config
 from controller.ipam import IPAM
-from controller.keymutex import KeyMutex
-from controller.kube.fake import FakeEventRecorder, FakeKubeApi
-from controller.metrics import ControllerMetrics
-from controller.ovn.fake import FakeNbClient
-from controller.pod import PodController, PodQueues
+from controller.pod.controller import PodController, PodQueues
 from controller.queues import (
     Clock,
     FakeClock,
@@ -32,7 +28,11 @@ from controller.queues import (
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
-from controller.worker import process_next_work_item
+from controller.runtime.keymutex import KeyMutex
+from controller.runtime.metrics import ControllerMetrics
+from controller.runtime.worker import process_next_work_item
+from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
+from controller.testing.fake_nb import FakeNbClient
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 ROUTER = "ovn-cluster"

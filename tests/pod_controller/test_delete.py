@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown
-from controller.model import format_time
+from controller.core.model import format_time
 from tests.pod_controller.helpers import NODE, NODE_JOIN_IP, Env, raw_pod
 
 EIP = "ovn.kubernetes.io/eip"

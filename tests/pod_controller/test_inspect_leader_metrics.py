@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from controller.metrics import ControllerMetrics
-from controller.model import format_time
-from controller.queues import PrometheusMetricsProvider
+from controller.core.model import format_time
+from controller.runtime.metrics import ControllerMetrics
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 from tests.pod_controller.helpers import NODE, Env, raw_pod, standard_env
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.errors import ControllerError, MalformedObjectError, PermanentError
-from controller.subnet import format_subnet_spec
+from controller.core.errors import ControllerError, MalformedObjectError, PermanentError
+from controller.core.subnet_spec import format_subnet_spec
 from tests.pod_controller.helpers import Env, raw_pod, raw_subnet
 
 LS = "ovn.kubernetes.io/logical_switch"
@@ -46,9 +46,7 @@ def test_a_pod_on_a_malformed_subnet_is_told_why(env: Env) -> None:
 def test_unresolvable_networks_get_an_event_and_stay_retryable(
     env: Env, annotations: dict[str, str], text: str
 ) -> None:
-    env.nads.add(
-        {"metadata": {"name": "broken", "namespace": "default"}, "spec": {"config": "{"}}
-    )
+    env.nads.add({"metadata": {"name": "broken", "namespace": "default"}, "spec": {"config": "{"}})
     conf = '{"type": "kube-ovn"}'
     env.nads.add({"metadata": {"name": "dup", "namespace": "default"}, "spec": {"config": conf}})
     env.create_pod(raw_pod("p", annotations=annotations))

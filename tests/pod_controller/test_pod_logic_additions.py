@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from controller import pod_logic as pl
-from controller.errors import InvalidPodNetworkError
-from controller.model import PodNet, ProviderType, Subnet
+from controller.core.errors import InvalidPodNetworkError
+from controller.core.model import PodNet, ProviderType, Subnet
 from tests.pod.helpers import NOW, pod, subnet
 
 DEFAULT = subnet("ovn-default", "10.16.0.0/16")
@@ -89,9 +89,7 @@ def test_inspect_pod_reroutes_only_pods_with_the_ovn_network() -> None:
     # handleUpdatePod only routes the `ovn` network (and refuses a pod without it): a pod whose
     # default network is replaced by an attachment must not be re-queued for routes every pass
     att = PodNet(ProviderType.ORIGINAL, "net1.ns.ovn", OTHER, True)
-    override = pod(
-        "p", annotations={"net1.ns.ovn.kubernetes.io/allocated": "true"}, node_name="n1"
-    )
+    override = pod("p", annotations={"net1.ns.ovn.kubernetes.io/allocated": "true"}, node_name="n1")
     assert pl.inspect_pod(override, [att], lambda _: True, NOW, keep_vm_ip=False) == (
         pl.InspectResult()
     )

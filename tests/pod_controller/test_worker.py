@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.errors import InvalidPodNetworkError, RetryableError
+from controller.core.errors import InvalidPodNetworkError, RetryableError
 from controller.ovn.api import OvnTimeoutError
 from controller.queues import FakeClock, RateLimitingQueue, default_controller_rate_limiter
-from controller.worker import process_next_work_item, run_worker
+from controller.runtime.worker import process_next_work_item, run_worker
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_a_bug_is_requeued_and_logged_with_traceback(
 ) -> None:
     handler = Flaky(KeyError("oops"))
     queue.add("a")
-    with caplog.at_level(logging.INFO, logger="controller.worker"):
+    with caplog.at_level(logging.INFO, logger="controller.runtime.worker"):
         process_next_work_item(queue, handler, name="AddPod")
     assert queue.num_requeues("a") == 1
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]

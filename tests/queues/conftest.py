@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.queues import FakeClock, PrometheusMetricsProvider, Queue
+from controller.queues import FakeClock, Queue
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from controller.keymutex import KeyMutex, fnv1a_32
+from controller.runtime.keymutex import KeyMutex, fnv1a_32
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,11 @@ from controller.queues import (
     FakeClock,
     ItemExponentialFailureRateLimiter,
     NoopMetricsProvider,
-    PrometheusMetricsProvider,
     Queue,
     RateLimitingQueue,
 )
 from controller.queues.metrics import DURATION_BUCKETS
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 Make = Callable[..., Any]
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,10 +14,10 @@ from controller.queues import (
     DelayingQueue,
     FakeClock,
     ItemExponentialFailureRateLimiter,
-    PrometheusMetricsProvider,
     Queue,
     RateLimitingQueue,
 )
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 Make = Callable[..., Any]
 

@@ -25,10 +25,16 @@ class RawWatch:
     the urllib3 read timeout given at open, so a missing event fails the test instead of hanging.
     """
 
-    def __init__(self, list_func: Callable[..., Any], *args: Any, read_timeout: float = 5.0,
-                 **kwargs: Any) -> None:
-        self.resp = list_func(*args, watch=True, _preload_content=False,
-                              _request_timeout=(5.0, read_timeout), **kwargs)
+    def __init__(
+        self, list_func: Callable[..., Any], *args: Any, read_timeout: float = 5.0, **kwargs: Any
+    ) -> None:
+        self.resp = list_func(
+            *args,
+            watch=True,
+            _preload_content=False,
+            _request_timeout=(5.0, read_timeout),
+            **kwargs,
+        )
         self._lines: Iterator[str] = iter_resp_lines(self.resp)
 
     def next(self) -> dict[str, Any]:

@@ -15,7 +15,8 @@ NS = "default"
 def test_read_modify_write_with_conflicts_loses_no_increment(server: ApiServer) -> None:
     with server.api_client() as api:
         client.CoreV1Api(api).create_namespaced_config_map(
-            NS, {"metadata": {"name": "counter"}, "data": {"n": "0"}})
+            NS, {"metadata": {"name": "counter"}, "data": {"n": "0"}}
+        )
     conflicts: list[int] = []
     errors: list[BaseException] = []
 

@@ -91,50 +91,122 @@ CASES: dict[str, Typed | Custom] = {
     "pods": Typed("core", "namespaced_pod", True, pod("x")),
     "namespaces": Typed("core", "namespace", False, {"metadata": {"name": "x"}}),
     "nodes": Typed("core", "node", False, {"metadata": {"name": "x"}}),
-    "configmaps": Typed("core", "namespaced_config_map", True,
-                        {"metadata": {"name": "x"}, "data": {"k": "v"}}),
-    "events": Typed("core", "namespaced_event", True,
-                    {"metadata": {"name": "x"}, "reason": "Test",
-                     "involvedObject": {"kind": "Pod", "name": "p", "namespace": NS}}),
-    "services": Typed("core", "namespaced_service", True,
-                      {"metadata": {"name": "x"}, "spec": {"ports": [{"port": 80}]}}),
-    "statefulsets": Typed("apps", "namespaced_stateful_set", True,
-                          {"metadata": {"name": "x"},
-                           "spec": {"selector": {"matchLabels": {"a": "b"}}, "serviceName": "s",
-                                    "template": {"metadata": {"labels": {"a": "b"}},
-                                                 "spec": pod("t")["spec"]}}}),
-    "leases": Typed("coordination", "namespaced_lease", True,
-                    {"metadata": {"name": "x"}, "spec": {"holderIdentity": "me"}}),
-    "subnets": Custom("kubeovn.io", "subnets", False,
-                      {"apiVersion": "kubeovn.io/v1", "kind": "Subnet", "metadata": {"name": "x"},
-                       "spec": {"cidrBlock": "10.16.0.0/16"}}),
-    "ips": Custom("kubeovn.io", "ips", False,
-                  {"apiVersion": "kubeovn.io/v1", "kind": "IP", "metadata": {"name": "x"},
-                   "spec": {"ipAddress": "10.16.0.2"}}),
-    "vlans": Custom("kubeovn.io", "vlans", False,
-                    {"apiVersion": "kubeovn.io/v1", "kind": "Vlan", "metadata": {"name": "x"},
-                     "spec": {"id": 10}}),
-    "vpcs": Custom("kubeovn.io", "vpcs", False,
-                   {"apiVersion": "kubeovn.io/v1", "kind": "Vpc", "metadata": {"name": "x"},
-                    "spec": {}}),
+    "configmaps": Typed(
+        "core", "namespaced_config_map", True, {"metadata": {"name": "x"}, "data": {"k": "v"}}
+    ),
+    "events": Typed(
+        "core",
+        "namespaced_event",
+        True,
+        {
+            "metadata": {"name": "x"},
+            "reason": "Test",
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": NS},
+        },
+    ),
+    "services": Typed(
+        "core",
+        "namespaced_service",
+        True,
+        {"metadata": {"name": "x"}, "spec": {"ports": [{"port": 80}]}},
+    ),
+    "statefulsets": Typed(
+        "apps",
+        "namespaced_stateful_set",
+        True,
+        {
+            "metadata": {"name": "x"},
+            "spec": {
+                "selector": {"matchLabels": {"a": "b"}},
+                "serviceName": "s",
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": pod("t")["spec"]},
+            },
+        },
+    ),
+    "leases": Typed(
+        "coordination",
+        "namespaced_lease",
+        True,
+        {"metadata": {"name": "x"}, "spec": {"holderIdentity": "me"}},
+    ),
+    "subnets": Custom(
+        "kubeovn.io",
+        "subnets",
+        False,
+        {
+            "apiVersion": "kubeovn.io/v1",
+            "kind": "Subnet",
+            "metadata": {"name": "x"},
+            "spec": {"cidrBlock": "10.16.0.0/16"},
+        },
+    ),
+    "ips": Custom(
+        "kubeovn.io",
+        "ips",
+        False,
+        {
+            "apiVersion": "kubeovn.io/v1",
+            "kind": "IP",
+            "metadata": {"name": "x"},
+            "spec": {"ipAddress": "10.16.0.2"},
+        },
+    ),
+    "vlans": Custom(
+        "kubeovn.io",
+        "vlans",
+        False,
+        {
+            "apiVersion": "kubeovn.io/v1",
+            "kind": "Vlan",
+            "metadata": {"name": "x"},
+            "spec": {"id": 10},
+        },
+    ),
+    "vpcs": Custom(
+        "kubeovn.io",
+        "vpcs",
+        False,
+        {"apiVersion": "kubeovn.io/v1", "kind": "Vpc", "metadata": {"name": "x"}, "spec": {}},
+    ),
     "network-attachment-definitions": Custom(
-        "k8s.cni.cncf.io", "network-attachment-definitions", True,
-        {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-         "metadata": {"name": "x"}, "spec": {"config": "{}"}}),
-    "virtualmachines": Custom("kubevirt.io", "virtualmachines", True,
-                              {"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
-                               "metadata": {"name": "x"}, "spec": {"running": True}}),
-    "virtualmachineinstances": Custom("kubevirt.io", "virtualmachineinstances", True,
-                                      {"apiVersion": "kubevirt.io/v1",
-                                       "kind": "VirtualMachineInstance",
-                                       "metadata": {"name": "x"}, "spec": {}}),
+        "k8s.cni.cncf.io",
+        "network-attachment-definitions",
+        True,
+        {
+            "apiVersion": "k8s.cni.cncf.io/v1",
+            "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": "x"},
+            "spec": {"config": "{}"},
+        },
+    ),
+    "virtualmachines": Custom(
+        "kubevirt.io",
+        "virtualmachines",
+        True,
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": "x"},
+            "spec": {"running": True},
+        },
+    ),
+    "virtualmachineinstances": Custom(
+        "kubevirt.io",
+        "virtualmachineinstances",
+        True,
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstance",
+            "metadata": {"name": "x"},
+            "spec": {},
+        },
+    ),
 }
 
 
 @pytest.fixture
 def clients(api: Any, core: Any, custom: Any, apps: Any, coordination: Any) -> dict[str, Any]:
-    return {"api": api, "core": core, "custom": custom, "apps": apps,
-            "coordination": coordination}
+    return {"api": api, "core": core, "custom": custom, "apps": apps, "coordination": coordination}
 
 
 def test_every_served_resource_has_a_crud_case() -> None:
@@ -195,8 +267,9 @@ def test_discovery(api: Any) -> None:
     assert "pods/status" in core_resources
     assert not core_resources["nodes"].namespaced
     groups = {g.name: g for g in client.ApisApi(api).get_api_versions().groups}
-    assert {"apps", "coordination.k8s.io", "kubeovn.io", "k8s.cni.cncf.io",
-            "kubevirt.io"} <= set(groups)
+    assert {"apps", "coordination.k8s.io", "kubeovn.io", "k8s.cni.cncf.io", "kubevirt.io"} <= set(
+        groups
+    )
     apps = client.AppsV1Api(api).get_api_resources()
     assert {r.name for r in apps.resources} == {"statefulsets", "statefulsets/status"}
 
@@ -211,10 +284,12 @@ def test_unknown_paths_answer_a_status(server: ApiServer) -> None:
 
 
 def test_generate_name(core: Any) -> None:
-    first = core.create_namespaced_pod(NS, {"metadata": {"generateName": "web-"},
-                                            "spec": pod("")["spec"]})
-    second = core.create_namespaced_pod(NS, {"metadata": {"generateName": "web-"},
-                                             "spec": pod("")["spec"]})
+    first = core.create_namespaced_pod(
+        NS, {"metadata": {"generateName": "web-"}, "spec": pod("")["spec"]}
+    )
+    second = core.create_namespaced_pod(
+        NS, {"metadata": {"generateName": "web-"}, "spec": pod("")["spec"]}
+    )
     assert first.metadata.name.startswith("web-") and len(first.metadata.name) == 9
     assert first.metadata.name != second.metadata.name
 
@@ -242,8 +317,7 @@ def test_replace_name_mismatch_is_bad_request(core: Any) -> None:
 
 
 def test_noop_update_keeps_the_resource_version(core: Any) -> None:
-    created = core.create_namespaced_config_map(NS, {"metadata": {"name": "a"},
-                                                     "data": {"k": "v"}})
+    created = core.create_namespaced_config_map(NS, {"metadata": {"name": "a"}, "data": {"k": "v"}})
     same = core.patch_namespaced_config_map("a", NS, {"data": {"k": "v"}})
     assert same.metadata.resource_version == created.metadata.resource_version
     changed = core.patch_namespaced_config_map("a", NS, {"data": {"k": "w"}})
@@ -251,14 +325,21 @@ def test_noop_update_keeps_the_resource_version(core: Any) -> None:
 
 
 def test_in_process_store_and_http_agree(server: ApiServer, core: Any) -> None:
-    server.store.create("pods", {"metadata": {"name": "seeded", "namespace": NS},
-                                 "spec": pod("")["spec"], "status": {"phase": "Running"}})
+    server.store.create(
+        "pods",
+        {
+            "metadata": {"name": "seeded", "namespace": NS},
+            "spec": pod("")["spec"],
+            "status": {"phase": "Running"},
+        },
+    )
     got = core.read_namespaced_pod("seeded", NS)
     assert got.status.phase == "Running"  # in-process creates keep the given status
     core.patch_namespaced_pod("seeded", NS, {"metadata": {"labels": {"a": "b"}}})
     assert server.store.get("pods", NS, "seeded")["metadata"]["labels"] == {"a": "b"}
-    http_created = core.create_namespaced_pod(NS, {**pod("viahttp"),
-                                                   "status": {"phase": "Running"}})
+    http_created = core.create_namespaced_pod(
+        NS, {**pod("viahttp"), "status": {"phase": "Running"}}
+    )
     assert http_created.status.phase == "Pending"  # HTTP creates drop status, then default it
 
 
@@ -269,8 +350,13 @@ def test_request_log_records_verbs(server: ApiServer, core: Any) -> None:
     core.patch_namespaced_pod_status("p", NS, {"status": {"phase": "Running"}})
     core.delete_namespaced_pod("p", NS)
     used = server.verbs_used()
-    assert {("", "pods", "create"), ("", "pods", "get"), ("", "pods", "list"),
-            ("", "pods/status", "patch"), ("", "pods", "delete")} <= used
+    assert {
+        ("", "pods", "create"),
+        ("", "pods", "get"),
+        ("", "pods", "list"),
+        ("", "pods/status", "patch"),
+        ("", "pods", "delete"),
+    } <= used
     last = server.request_log[-1]
     assert (last.method, last.namespace, last.name, last.code) == ("DELETE", NS, "p", 200)
 

@@ -24,10 +24,12 @@ def test_finalizers_hold_an_object_until_removed(core: Any) -> None:
     assert held.metadata.deletion_grace_period_seconds == 0
     core.delete_namespaced_config_map("c", NS)  # deleting again changes nothing
     with pytest.raises(client.ApiException) as err:
-        core.patch_namespaced_config_map("c", NS, {"metadata": {"finalizers": None,
-                                                                "labels": {"a": "b"}},
-                                                   "data": {"k": "v"}},
-                                         _content_type="application/merge-patch+json")
+        core.patch_namespaced_config_map(
+            "c",
+            NS,
+            {"metadata": {"finalizers": None, "labels": {"a": "b"}}, "data": {"k": "v"}},
+            _content_type="application/merge-patch+json",
+        )
         core.read_namespaced_config_map("c", NS)
     assert err.value.status == 404
     with RawWatch(core.list_namespaced_config_map, NS, resource_version=start) as w:
@@ -40,8 +42,12 @@ def test_no_new_finalizers_while_deleting(core: Any) -> None:
     core.create_namespaced_config_map(NS, {"metadata": {"name": "c", "finalizers": ["a"]}})
     core.delete_namespaced_config_map("c", NS)
     with pytest.raises(client.ApiException) as err:
-        core.patch_namespaced_config_map("c", NS, {"metadata": {"finalizers": ["a", "b"]}},
-                                         _content_type="application/merge-patch+json")
+        core.patch_namespaced_config_map(
+            "c",
+            NS,
+            {"metadata": {"finalizers": ["a", "b"]}},
+            _content_type="application/merge-patch+json",
+        )
     assert err.value.status == 422
 
 
@@ -83,8 +89,7 @@ def test_graceful_pod_with_zero_grace_goes_at_once(graceful: tuple[ApiServer, An
 
 def test_finalize_delete_leaves_objects_with_finalizers(graceful: tuple[ApiServer, Any]) -> None:
     server, core = graceful
-    core.create_namespaced_pod(NS, {**pod("p"), "metadata": {"name": "p",
-                                                             "finalizers": ["keep"]}})
+    core.create_namespaced_pod(NS, {**pod("p"), "metadata": {"name": "p", "finalizers": ["keep"]}})
     core.delete_namespaced_pod("p", NS)
     assert server.store.finalize_delete("pods", NS, "p") is False
     assert core.read_namespaced_pod("p", NS).metadata.deletion_grace_period_seconds == 0
@@ -98,9 +103,17 @@ def test_delete_preconditions(core: Any) -> None:
         with pytest.raises(client.ApiException) as err:
             core.delete_namespaced_config_map("c", NS, body={"preconditions": pre})
         assert err.value.status == 409
-    resp = core.delete_namespaced_config_map("c", NS, body={"preconditions": {
-        "uid": created.metadata.uid, "resourceVersion": created.metadata.resource_version}},
-        _preload_content=False)
+    resp = core.delete_namespaced_config_map(
+        "c",
+        NS,
+        body={
+            "preconditions": {
+                "uid": created.metadata.uid,
+                "resourceVersion": created.metadata.resource_version,
+            }
+        },
+        _preload_content=False,
+    )
     status = json.loads(resp.data)
     assert (status["kind"], status["status"]) == ("Status", "Success")
     assert status["details"]["name"] == "c"
@@ -118,18 +131,24 @@ def test_deleting_a_namespace_deletes_its_contents(core: Any) -> None:
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_pod("team", pod("q"))
     assert err.value.status == 403
-    core.patch_namespaced_config_map("c", "team", {"metadata": {"finalizers": None}},
-                                     _content_type="application/merge-patch+json")
+    core.patch_namespaced_config_map(
+        "c",
+        "team",
+        {"metadata": {"finalizers": None}},
+        _content_type="application/merge-patch+json",
+    )
     assert "team" not in {n.metadata.name for n in core.list_namespace().items}
     assert core.read_namespaced_config_map("survivor", NS).metadata.name == "survivor"
 
 
 def test_delete_collection_with_selector(core: Any) -> None:
     for i in range(4):
-        core.create_namespaced_config_map(NS, {"metadata": {"name": f"c{i}",
-                                                            "labels": {"odd": str(i % 2)}}})
-    resp = core.delete_collection_namespaced_config_map(NS, label_selector="odd=1",
-                                                        _preload_content=False)
+        core.create_namespaced_config_map(
+            NS, {"metadata": {"name": f"c{i}", "labels": {"odd": str(i % 2)}}}
+        )
+    resp = core.delete_collection_namespaced_config_map(
+        NS, label_selector="odd=1", _preload_content=False
+    )
     assert [i["metadata"]["name"] for i in json.loads(resp.data)["items"]] == ["c1", "c3"]
     names = [c.metadata.name for c in core.list_namespaced_config_map(NS).items]
     assert names == ["c0", "c2"]

@@ -53,8 +53,9 @@ def test_faults_match_subresources_and_names(server: ApiServer, core: Any) -> No
     assert err.value.status == 409
 
 
-def test_dropped_connection_on_create_surfaces_and_creates_nothing(server: ApiServer,
-                                                                   core: Any) -> None:
+def test_dropped_connection_on_create_surfaces_and_creates_nothing(
+    server: ApiServer, core: Any
+) -> None:
     server.faults.drop_connections(1, verb="create")
     with pytest.raises(urllib3.exceptions.ProtocolError):
         core.create_namespaced_pod(NS, pod("p"))
@@ -73,8 +74,9 @@ def test_dropped_read_is_retried_by_urllib3(server: ApiServer, core: Any) -> Non
 def test_latency_delays_the_answer(server: ApiServer, core: Any) -> None:
     server.faults.add_latency(30.0, n=1, verb="create")
     with pytest.raises(urllib3.exceptions.ReadTimeoutError):
-        core.create_namespaced_config_map(NS, {"metadata": {"name": "slow"}},
-                                          _request_timeout=(5, 0.3))
+        core.create_namespaced_config_map(
+            NS, {"metadata": {"name": "slow"}}, _request_timeout=(5, 0.3)
+        )
     fast = core.create_namespaced_config_map(NS, {"metadata": {"name": "fast"}})
     assert fast.metadata.name == "fast"
 
@@ -92,8 +94,9 @@ def test_force_gone_next_watch(server: ApiServer, core: Any) -> None:
     rv = core.list_namespaced_pod(NS).metadata.resource_version
     server.faults.force_gone_next_watch("pods")
     with pytest.raises(client.ApiException) as err:
-        for _ in watch.Watch().stream(core.list_namespaced_pod, NS, resource_version=rv,
-                                      timeout_seconds=5):
+        for _ in watch.Watch().stream(
+            core.list_namespaced_pod, NS, resource_version=rv, timeout_seconds=5
+        ):
             pass
     assert err.value.status == 410
     core.create_namespaced_pod(NS, pod("p"))

@@ -71,16 +71,19 @@ def test_bad_continue_token_is_400(core: Any) -> None:
     assert err.value.status == 400
 
 
-@pytest.mark.parametrize(("selector", "expected"), [
-    ("app=web", ["a", "b"]),
-    ("app==web,tier=front", ["a"]),
-    ("app!=web", ["c", "d"]),
-    ("app in (web,db)", ["a", "b", "c"]),
-    ("app notin (web)", ["c", "d"]),
-    ("tier", ["a", "c"]),
-    ("!tier", ["b", "d"]),
-    ("", ["a", "b", "c", "d"]),
-])
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app=web", ["a", "b"]),
+        ("app==web,tier=front", ["a"]),
+        ("app!=web", ["c", "d"]),
+        ("app in (web,db)", ["a", "b", "c"]),
+        ("app notin (web)", ["c", "d"]),
+        ("tier", ["a", "c"]),
+        ("!tier", ["b", "d"]),
+        ("", ["a", "b", "c", "d"]),
+    ],
+)
 def test_label_selectors(core: Any, selector: str, expected: list[str]) -> None:
     core.create_namespaced_config_map(NS, _cm("a", {"app": "web", "tier": "front"}))
     core.create_namespaced_config_map(NS, _cm("b", {"app": "web"}))
@@ -95,8 +98,9 @@ def test_selectors_with_pagination(core: Any) -> None:
     page = core.list_namespaced_config_map(NS, label_selector="even=true", limit=2)
     assert _names(page) == ["cm0", "cm2"]
     assert page.metadata.remaining_item_count is None  # never counted under a selector
-    rest = core.list_namespaced_config_map(NS, label_selector="even=true", limit=2,
-                                           _continue=page.metadata._continue)
+    rest = core.list_namespaced_config_map(
+        NS, label_selector="even=true", limit=2, _continue=page.metadata._continue
+    )
     assert _names(rest) == ["cm4"] and rest.metadata._continue is None
 
 
@@ -109,9 +113,10 @@ def test_field_selectors(core: Any) -> None:
     everywhere = core.list_pod_for_all_namespaces
     assert _names(everywhere(field_selector="spec.nodeName=n1")) == ["a"]
     assert _names(everywhere(field_selector="spec.nodeName=")) == ["b", "a"]
-    assert [(p.metadata.namespace, p.metadata.name)
-            for p in everywhere(field_selector="metadata.name=a,metadata.namespace!=default")
-            .items] == [("other", "a")]
+    assert [
+        (p.metadata.namespace, p.metadata.name)
+        for p in everywhere(field_selector="metadata.name=a,metadata.namespace!=default").items
+    ] == [("other", "a")]
     with pytest.raises(client.ApiException) as err:
         everywhere(field_selector="spec.bogus=1")
     assert err.value.status == 400 and "field label not supported" in err.value.body
@@ -125,11 +130,11 @@ def test_resource_version_semantics(server: ApiServer, core: Any) -> None:
     at = core.list_namespaced_config_map(NS).metadata.resource_version
     core.create_namespaced_config_map(NS, _cm("b"))
     core.delete_namespaced_config_map("a", NS)
-    exact = core.list_namespaced_config_map(NS, resource_version=at,
-                                            resource_version_match="Exact")
+    exact = core.list_namespaced_config_map(NS, resource_version=at, resource_version_match="Exact")
     assert _names(exact) == ["a"] and exact.metadata.resource_version == at
-    not_older = core.list_namespaced_config_map(NS, resource_version=at,
-                                                resource_version_match="NotOlderThan")
+    not_older = core.list_namespaced_config_map(
+        NS, resource_version=at, resource_version_match="NotOlderThan"
+    )
     assert _names(not_older) == ["b"]
     assert _names(core.list_namespaced_config_map(NS, resource_version="0")) == ["b"]
     with pytest.raises(client.ApiException) as future:
@@ -156,8 +161,12 @@ def test_raw_list_body_shape(core: Any) -> None:
 
 def test_cluster_scoped_custom_objects_list_with_selector(custom: Any) -> None:
     for name, vpc in (("s1", "a"), ("s2", "b"), ("s3", "a")):
-        custom.create_cluster_custom_object("kubeovn.io", "v1", "subnets", {
-            "metadata": {"name": name, "labels": {"vpc": vpc}}, "spec": {}})
+        custom.create_cluster_custom_object(
+            "kubeovn.io",
+            "v1",
+            "subnets",
+            {"metadata": {"name": name, "labels": {"vpc": vpc}}, "spec": {}},
+        )
     out = custom.list_cluster_custom_object("kubeovn.io", "v1", "subnets", label_selector="vpc=a")
     assert out["kind"] == "SubnetList"
     assert {(i["kind"], i["apiVersion"]) for i in out["items"]} == {("Subnet", "kubeovn.io/v1")}

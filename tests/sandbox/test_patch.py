@@ -23,39 +23,57 @@ DOC = {"a": {"b": [1, 2, 3], "c": "x"}, "d/e": 1, "f~g": 2}
 # ---------------------------------------------------------------------------- JSON patch
 
 
-@pytest.mark.parametrize(("ops", "expected"), [
-    ([{"op": "add", "path": "/a/b/1", "value": 9}],
-     {**DOC, "a": {"b": [1, 9, 2, 3], "c": "x"}}),
-    ([{"op": "add", "path": "/a/b/-", "value": 4}],
-     {**DOC, "a": {"b": [1, 2, 3, 4], "c": "x"}}),
-    ([{"op": "remove", "path": "/a/c"}], {**DOC, "a": {"b": [1, 2, 3]}}),
-    ([{"op": "replace", "path": "/d~1e", "value": 5}], {**DOC, "d/e": 5}),
-    ([{"op": "move", "from": "/f~0g", "path": "/h"}],
-     {"a": DOC["a"], "d/e": 1, "h": 2}),
-    ([{"op": "copy", "from": "/a/c", "path": "/z"}], {**DOC, "z": "x"}),
-    ([{"op": "test", "path": "/a/c", "value": "x"}, {"op": "remove", "path": "/a/b/0"}],
-     {**DOC, "a": {"b": [2, 3], "c": "x"}}),
-])
+@pytest.mark.parametrize(
+    ("ops", "expected"),
+    [
+        (
+            [{"op": "add", "path": "/a/b/1", "value": 9}],
+            {**DOC, "a": {"b": [1, 9, 2, 3], "c": "x"}},
+        ),
+        (
+            [{"op": "add", "path": "/a/b/-", "value": 4}],
+            {**DOC, "a": {"b": [1, 2, 3, 4], "c": "x"}},
+        ),
+        ([{"op": "remove", "path": "/a/c"}], {**DOC, "a": {"b": [1, 2, 3]}}),
+        ([{"op": "replace", "path": "/d~1e", "value": 5}], {**DOC, "d/e": 5}),
+        ([{"op": "move", "from": "/f~0g", "path": "/h"}], {"a": DOC["a"], "d/e": 1, "h": 2}),
+        ([{"op": "copy", "from": "/a/c", "path": "/z"}], {**DOC, "z": "x"}),
+        (
+            [{"op": "test", "path": "/a/c", "value": "x"}, {"op": "remove", "path": "/a/b/0"}],
+            {**DOC, "a": {"b": [2, 3], "c": "x"}},
+        ),
+    ],
+)
 def test_json_patch_operations(ops: list[Any], expected: Any) -> None:
     before = json.dumps(DOC)
     assert apply_json_patch(DOC, ops) == expected
     assert json.dumps(DOC) == before  # the input is untouched
 
 
-@pytest.mark.parametrize("ops", [
-    [{"op": "test", "path": "/a/c", "value": "y"}],
-    [{"op": "remove", "path": "/nope"}],
-    [{"op": "replace", "path": "/a/b/7", "value": 1}],
-    [{"op": "add", "path": "/x/y", "value": 1}],
-    [{"op": "move", "from": "/a", "path": "/a/b/c"}],
-])
+@pytest.mark.parametrize(
+    "ops",
+    [
+        [{"op": "test", "path": "/a/c", "value": "y"}],
+        [{"op": "remove", "path": "/nope"}],
+        [{"op": "replace", "path": "/a/b/7", "value": 1}],
+        [{"op": "add", "path": "/x/y", "value": 1}],
+        [{"op": "move", "from": "/a", "path": "/a/b/c"}],
+    ],
+)
 def test_json_patch_failures(ops: list[Any]) -> None:
     with pytest.raises(PatchError):
         apply_json_patch(DOC, ops)
 
 
-@pytest.mark.parametrize("ops", [{"op": "add"}, [{"op": "frobnicate", "path": "/a"}],
-                                 [{"op": "add", "path": "a", "value": 1}], [{"path": "/a"}]])
+@pytest.mark.parametrize(
+    "ops",
+    [
+        {"op": "add"},
+        [{"op": "frobnicate", "path": "/a"}],
+        [{"op": "add", "path": "a", "value": 1}],
+        [{"path": "/a"}],
+    ],
+)
 def test_malformed_json_patch(ops: Any) -> None:
     with pytest.raises(ValueError, match=r"."):
         apply_json_patch(DOC, ops)
@@ -83,8 +101,12 @@ POD = {
     "metadata": {"name": "p", "finalizers": ["a"], "labels": {"x": "1"}},
     "spec": {
         "containers": [
-            {"name": "app", "image": "v1", "env": [{"name": "A", "value": "1"}],
-             "ports": [{"containerPort": 80}]},
+            {
+                "name": "app",
+                "image": "v1",
+                "env": [{"name": "A", "value": "1"}],
+                "ports": [{"containerPort": 80}],
+            },
             {"name": "side", "image": "s1"},
         ],
         "tolerations": [{"key": "t1"}],
@@ -93,10 +115,22 @@ POD = {
 
 
 def test_strategic_merge_merges_lists_by_key() -> None:
-    patched = apply_strategic_merge_patch(POD, {"spec": {"containers": [
-        {"name": "app", "image": "v2", "env": [{"name": "B", "value": "2"}],
-         "ports": [{"containerPort": 443}]},
-        {"name": "new", "image": "n"}]}})
+    patched = apply_strategic_merge_patch(
+        POD,
+        {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "app",
+                        "image": "v2",
+                        "env": [{"name": "B", "value": "2"}],
+                        "ports": [{"containerPort": 443}],
+                    },
+                    {"name": "new", "image": "n"},
+                ]
+            }
+        },
+    )
     containers = patched["spec"]["containers"]
     assert [c["name"] for c in containers] == ["app", "side", "new"]
     assert containers[0]["image"] == "v2"
@@ -110,19 +144,23 @@ def test_strategic_merge_replaces_lists_without_a_merge_key() -> None:
 
 
 def test_strategic_merge_directives() -> None:
-    deleted = apply_strategic_merge_patch(POD, {"spec": {"containers": [
-        {"name": "side", "$patch": "delete"}]}})
+    deleted = apply_strategic_merge_patch(
+        POD, {"spec": {"containers": [{"name": "side", "$patch": "delete"}]}}
+    )
     assert [c["name"] for c in deleted["spec"]["containers"]] == ["app"]
-    replaced = apply_strategic_merge_patch(POD, {"spec": {"containers": [
-        {"name": "only", "image": "o"}, {"$patch": "replace"}]}})
+    replaced = apply_strategic_merge_patch(
+        POD, {"spec": {"containers": [{"name": "only", "image": "o"}, {"$patch": "replace"}]}}
+    )
     assert replaced["spec"]["containers"] == [{"name": "only", "image": "o"}]
-    whole_map = apply_strategic_merge_patch(POD, {"metadata": {"labels": {
-        "y": "2", "$patch": "replace"}}})
+    whole_map = apply_strategic_merge_patch(
+        POD, {"metadata": {"labels": {"y": "2", "$patch": "replace"}}}
+    )
     assert whole_map["metadata"]["labels"] == {"y": "2"}
     gone = apply_strategic_merge_patch(POD, {"metadata": {"labels": {"$patch": "delete"}}})
     assert "labels" not in gone["metadata"]
-    retained = apply_strategic_merge_patch({"spec": {"a": 1, "b": 2}},
-                                           {"spec": {"$retainKeys": ["b", "c"], "c": 3}})
+    retained = apply_strategic_merge_patch(
+        {"spec": {"a": 1, "b": 2}}, {"spec": {"$retainKeys": ["b", "c"], "c": 3}}
+    )
     assert retained == {"spec": {"b": 2, "c": 3}}
 
 
@@ -130,8 +168,14 @@ def test_strategic_merge_finalizers_are_a_set() -> None:
     added = apply_strategic_merge_patch(POD, {"metadata": {"finalizers": ["b", "a"]}})
     assert added["metadata"]["finalizers"] == ["a", "b"]
     removed = apply_strategic_merge_patch(
-        added, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"],
-                             "$setElementOrder/finalizers": ["b"]}})
+        added,
+        {
+            "metadata": {
+                "$deleteFromPrimitiveList/finalizers": ["a"],
+                "$setElementOrder/finalizers": ["b"],
+            }
+        },
+    )
     assert removed["metadata"]["finalizers"] == ["b"]
 
 
@@ -147,18 +191,23 @@ def test_strategic_merge_null_deletes_and_input_is_untouched() -> None:
 
 def test_three_patch_kinds_on_a_pod(core: Any) -> None:
     core.create_namespaced_pod(NS, pod("p", labels={"a": "1"}))
-    smp = core.patch_namespaced_pod("p", NS, {"spec": {"containers": [
-        {"name": "app", "image": "busybox:2"}]}})  # a dict body goes as strategic merge
+    smp = core.patch_namespaced_pod(
+        "p", NS, {"spec": {"containers": [{"name": "app", "image": "busybox:2"}]}}
+    )  # a dict body goes as strategic merge
     assert [(c.name, c.image) for c in smp.spec.containers] == [("app", "busybox:2")]
-    merged = core.patch_namespaced_pod("p", NS, {"metadata": {"labels": {"a": None, "b": "2"}}},
-                                       _content_type="application/merge-patch+json")
+    merged = core.patch_namespaced_pod(
+        "p",
+        NS,
+        {"metadata": {"labels": {"a": None, "b": "2"}}},
+        _content_type="application/merge-patch+json",
+    )
     assert merged.metadata.labels == {"b": "2"}
-    jp = core.patch_namespaced_pod("p", NS, [
-        {"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}])
+    jp = core.patch_namespaced_pod(
+        "p", NS, [{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}]
+    )
     assert jp.metadata.annotations == {"k": "v"}
     with pytest.raises(client.ApiException) as failed_test:
-        core.patch_namespaced_pod("p", NS, [{"op": "test", "path": "/metadata/name",
-                                             "value": "q"}])
+        core.patch_namespaced_pod("p", NS, [{"op": "test", "path": "/metadata/name", "value": "q"}])
     assert failed_test.value.status == 422
 
 
@@ -166,8 +215,16 @@ def test_patch_with_stale_resource_version_conflicts(core: Any) -> None:
     created = core.create_namespaced_pod(NS, pod("p"))
     core.patch_namespaced_pod("p", NS, {"metadata": {"labels": {"a": "1"}}})
     with pytest.raises(client.ApiException) as err:
-        core.patch_namespaced_pod("p", NS, {"metadata": {
-            "labels": {"a": "2"}, "resourceVersion": created.metadata.resource_version}})
+        core.patch_namespaced_pod(
+            "p",
+            NS,
+            {
+                "metadata": {
+                    "labels": {"a": "2"},
+                    "resourceVersion": created.metadata.resource_version,
+                }
+            },
+        )
     assert err.value.status == 409
 
 
@@ -179,46 +236,73 @@ def test_patch_cannot_rename(core: Any) -> None:
 
 
 def test_custom_resources_refuse_strategic_merge(custom: Any) -> None:
-    custom.create_cluster_custom_object("kubeovn.io", "v1", "ips", {
-        "metadata": {"name": "ip1"}, "spec": {"ipAddress": "10.0.0.2"}})
+    custom.create_cluster_custom_object(
+        "kubeovn.io", "v1", "ips", {"metadata": {"name": "ip1"}, "spec": {"ipAddress": "10.0.0.2"}}
+    )
     with pytest.raises(client.ApiException) as err:
         custom.patch_cluster_custom_object(
-            "kubeovn.io", "v1", "ips", "ip1", {"spec": {"ipAddress": "10.0.0.3"}},
-            _content_type="application/strategic-merge-patch+json")
+            "kubeovn.io",
+            "v1",
+            "ips",
+            "ip1",
+            {"spec": {"ipAddress": "10.0.0.3"}},
+            _content_type="application/strategic-merge-patch+json",
+        )
     assert err.value.status == 415
     assert json.loads(err.value.body)["reason"] == "UnsupportedMediaType"
-    merged = custom.patch_cluster_custom_object("kubeovn.io", "v1", "ips", "ip1",
-                                                {"spec": {"macAddress": "m"}})
+    merged = custom.patch_cluster_custom_object(
+        "kubeovn.io", "v1", "ips", "ip1", {"spec": {"macAddress": "m"}}
+    )
     assert merged["spec"] == {"ipAddress": "10.0.0.2", "macAddress": "m"}
     jp = custom.patch_cluster_custom_object(
-        "kubeovn.io", "v1", "ips", "ip1",
+        "kubeovn.io",
+        "v1",
+        "ips",
+        "ip1",
         [{"op": "replace", "path": "/spec/ipAddress", "value": "10.0.0.9"}],
-        _content_type="application/json-patch+json")
+        _content_type="application/json-patch+json",
+    )
     assert jp["spec"]["ipAddress"] == "10.0.0.9"
 
 
 def test_server_side_apply_is_refused(core: Any) -> None:
     core.create_namespaced_pod(NS, pod("p"))
     with pytest.raises(client.ApiException) as err:
-        core.patch_namespaced_pod("p", NS, {"metadata": {"labels": {"a": "b"}}},
-                                  _content_type="application/apply-patch+yaml",
-                                  field_manager="me")
+        core.patch_namespaced_pod(
+            "p",
+            NS,
+            {"metadata": {"labels": {"a": "b"}}},
+            _content_type="application/apply-patch+yaml",
+            field_manager="me",
+        )
     assert err.value.status == 415
 
 
 def test_status_subresource_on_a_custom_resource(custom: Any) -> None:
     group = ("kubeovn.io", "v1", "subnets")
-    created = custom.create_cluster_custom_object(*group, {
-        "metadata": {"name": "s"}, "spec": {"cidrBlock": "10.0.0.0/24"},
-        "status": {"v4availableIPs": 1}})
+    created = custom.create_cluster_custom_object(
+        *group,
+        {
+            "metadata": {"name": "s"},
+            "spec": {"cidrBlock": "10.0.0.0/24"},
+            "status": {"v4availableIPs": 1},
+        },
+    )
     assert "status" not in created  # dropped on create, as with a status subresource
-    main = custom.patch_cluster_custom_object(*group, "s", {
-        "spec": {"gateway": "10.0.0.1"}, "status": {"v4availableIPs": 7}})
+    main = custom.patch_cluster_custom_object(
+        *group, "s", {"spec": {"gateway": "10.0.0.1"}, "status": {"v4availableIPs": 7}}
+    )
     assert main["spec"]["gateway"] == "10.0.0.1" and "status" not in main
     assert main["metadata"]["generation"] == 2
-    status = custom.patch_cluster_custom_object_status(*group, "s", {
-        "spec": {"cidrBlock": "changed"}, "status": {"v4availableIPs": 7},
-        "metadata": {"labels": {"ignored": "yes"}}})
+    status = custom.patch_cluster_custom_object_status(
+        *group,
+        "s",
+        {
+            "spec": {"cidrBlock": "changed"},
+            "status": {"v4availableIPs": 7},
+            "metadata": {"labels": {"ignored": "yes"}},
+        },
+    )
     assert status["status"] == {"v4availableIPs": 7}
     assert status["spec"]["cidrBlock"] == "10.0.0.0/24"
     assert "labels" not in status["metadata"] and status["metadata"]["generation"] == 2
@@ -230,17 +314,20 @@ def test_status_subresource_on_a_custom_resource(custom: Any) -> None:
 
 def test_status_subresource_on_a_pod(core: Any) -> None:
     core.create_namespaced_pod(NS, pod("p"))
-    running = core.patch_namespaced_pod_status("p", NS, {"status": {"phase": "Running",
-                                                                    "podIP": "10.0.0.5"}})
+    running = core.patch_namespaced_pod_status(
+        "p", NS, {"status": {"phase": "Running", "podIP": "10.0.0.5"}}
+    )
     assert (running.status.phase, running.status.pod_ip) == ("Running", "10.0.0.5")
-    ignored = core.patch_namespaced_pod("p", NS, {"status": {"phase": "Failed"},
-                                                  "metadata": {"labels": {"a": "b"}}})
+    ignored = core.patch_namespaced_pod(
+        "p", NS, {"status": {"phase": "Failed"}, "metadata": {"labels": {"a": "b"}}}
+    )
     assert ignored.status.phase == "Running" and ignored.metadata.labels == {"a": "b"}
 
 
 def test_resources_without_status_have_no_status_endpoint(custom: Any) -> None:
     custom.create_cluster_custom_object("kubeovn.io", "v1", "ips", {"metadata": {"name": "i"}})
     with pytest.raises(client.ApiException) as err:
-        custom.patch_cluster_custom_object_status("kubeovn.io", "v1", "ips", "i",
-                                                  {"status": {"a": 1}})
+        custom.patch_cluster_custom_object_status(
+            "kubeovn.io", "v1", "ips", "i", {"status": {"a": 1}}
+        )
     assert err.value.status == 404

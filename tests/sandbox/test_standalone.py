@@ -33,9 +33,24 @@ def test_standalone_server_serves_the_official_client(tmp_path: Path) -> None:
     seed = tmp_path / "seed.yaml"
     seed.write_text(SEED)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "controller.sandbox.apiserver", "--port", "0",
-         "--kubeconfig", str(kubeconfig), "--log-level", "WARNING", "--seed", str(seed)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "controller.sandbox.apiserver",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--log-level",
+            "WARNING",
+            "--seed",
+            str(seed),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # printed once the kubeconfig is written
@@ -46,12 +61,14 @@ def test_standalone_server_serves_the_official_client(tmp_path: Path) -> None:
         with client.ApiClient(cfg) as api:
             core = client.CoreV1Api(api)
             core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
-            assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] \
-                == ["c"]
+            assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == [
+                "c"
+            ]
             seeded = core.read_namespaced_pod("web", "team")
             assert seeded.status.phase == "Running"
             subnet = client.CustomObjectsApi(api).get_cluster_custom_object(
-                "kubeovn.io", "v1", "subnets", "ovn-default")
+                "kubeovn.io", "v1", "subnets", "ovn-default"
+            )
             assert subnet["spec"]["cidrBlock"] == "10.16.0.0/16"
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -62,7 +79,12 @@ def test_standalone_server_serves_the_official_client(tmp_path: Path) -> None:
 def test_standalone_rejects_bad_arguments() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "controller.sandbox.apiserver", "--history-window", "0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 2
     assert "history_window" in out.stderr
 
@@ -72,6 +94,11 @@ def test_standalone_rejects_a_bad_seed(tmp_path: Path) -> None:
     seed.write_text("apiVersion: v9\nkind: Widget\nmetadata: {name: w}\n")
     out = subprocess.run(
         [sys.executable, "-m", "controller.sandbox.apiserver", "--seed", str(seed)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 2
     assert "no served resource" in out.stderr

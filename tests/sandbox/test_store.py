@@ -86,13 +86,18 @@ def test_exact_list_rolls_back_to_the_old_state() -> None:
     store.patch("configmaps", NS, "a", {"metadata": {"labels": {"v": "2"}}})
     store.delete("configmaps", NS, "b")
     store.create("configmaps", _cm("c"))
-    old = store.list_page("configmaps", Selector(NS), resource_version=str(at),
-                          resource_version_match="Exact")
+    old = store.list_page(
+        "configmaps", Selector(NS), resource_version=str(at), resource_version_match="Exact"
+    )
     assert [(s.obj["metadata"]["name"], s.obj["metadata"]["labels"]) for s in old.items] == [
-        ("a", {"v": "1"}), ("b", {})]
+        ("a", {"v": "1"}),
+        ("b", {}),
+    ]
     now = store.list("configmaps", NS)
     assert [(o["metadata"]["name"], o["metadata"]["labels"]) for o in now] == [
-        ("a", {"v": "2"}), ("c", {})]
+        ("a", {"v": "2"}),
+        ("c", {}),
+    ]
 
 
 def test_namespaced_objects_need_a_namespace() -> None:
@@ -151,12 +156,17 @@ def test_field_selector_refuses_unknown_labels_and_bad_syntax() -> None:
 
 def test_load_manifests_creates_namespaces_first() -> None:
     store = ObjectStore()
-    count = store.load([
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}},
-        None,
-        {"apiVersion": "v1", "kind": "List", "items": [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}]},
-    ])
+    count = store.load(
+        [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "x"}},
+            None,
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}],
+            },
+        ]
+    )
     assert count == 2
     assert store.get("configmaps", "x", "c")["metadata"]["namespace"] == "x"
     with pytest.raises(ApiError) as err:
@@ -167,12 +177,19 @@ def test_load_manifests_creates_namespaces_first() -> None:
 def test_wait_for_wakes_on_writes_and_times_out() -> None:
     store = ObjectStore()
     store.create("configmaps", _cm("a"))
-    writer = threading.Thread(target=lambda: store.patch(
-        "configmaps", NS, "a", {"metadata": {"labels": {"ready": "yes"}}}))
+    writer = threading.Thread(
+        target=lambda: store.patch(
+            "configmaps", NS, "a", {"metadata": {"labels": {"ready": "yes"}}}
+        )
+    )
     writer.start()
-    got = store.wait_for("configmaps", NS, "a",
-                         lambda o: o is not None and o["metadata"]["labels"].get("ready") == "yes",
-                         timeout=10)
+    got = store.wait_for(
+        "configmaps",
+        NS,
+        "a",
+        lambda o: o is not None and o["metadata"]["labels"].get("ready") == "yes",
+        timeout=10,
+    )
     writer.join()
     assert got is not None and got["metadata"]["labels"] == {"ready": "yes"}
     assert store.wait_for("configmaps", NS, "missing", lambda o: o is None, timeout=0) is None

@@ -28,8 +28,7 @@ def test_events_arrive_in_order_with_increasing_versions(core: Any) -> None:
     core.delete_namespaced_pod("b", NS)
     with RawWatch(core.list_namespaced_pod, NS, resource_version=start) as w:
         events = w.take(4)
-    assert summary(events) == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"),
-                               ("DELETED", "b")]
+    assert summary(events) == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
     versions = [_rv(e["object"]) for e in events]
     assert versions == sorted(versions) and len(set(versions)) == 4
     assert events[2]["object"]["metadata"]["labels"] == {"x": "1"}
@@ -74,8 +73,9 @@ def test_label_selector_turns_transitions_into_added_and_deleted(core: Any) -> N
     core.patch_namespaced_pod("p", NS, {"metadata": {"labels": {"app": "web"}}})
     core.patch_namespaced_pod("p", NS, {"metadata": {"annotations": {"n": "1"}}})
     core.patch_namespaced_pod("p", NS, {"metadata": {"labels": {"app": "db"}}})
-    with RawWatch(core.list_namespaced_pod, NS, resource_version=start,
-                  label_selector="app=web") as w:
+    with RawWatch(
+        core.list_namespaced_pod, NS, resource_version=start, label_selector="app=web"
+    ) as w:
         events = w.take(3)
     assert summary(events) == [("ADDED", "p"), ("MODIFIED", "p"), ("DELETED", "p")]
 
@@ -84,8 +84,9 @@ def test_field_selector_on_node_name(core: Any) -> None:
     start = core.list_namespaced_pod(NS).metadata.resource_version
     core.create_namespaced_pod(NS, pod("elsewhere", nodeName="n2"))
     core.create_namespaced_pod(NS, pod("here", nodeName="n1"))
-    with RawWatch(core.list_namespaced_pod, NS, resource_version=start,
-                  field_selector="spec.nodeName=n1") as w:
+    with RawWatch(
+        core.list_namespaced_pod, NS, resource_version=start, field_selector="spec.nodeName=n1"
+    ) as w:
         assert summary(w.take(1)) == [("ADDED", "here")]
 
 
@@ -109,8 +110,9 @@ def test_history_window_bounds_how_far_back_a_watch_can_start() -> None:
         for i in range(1, 5):
             core.create_namespaced_pod(NS, pod(f"p{i}"))
         with pytest.raises(client.ApiException) as err:
-            for _ in watch.Watch().stream(core.list_namespaced_pod, NS, resource_version=first,
-                                          timeout_seconds=5):
+            for _ in watch.Watch().stream(
+                core.list_namespaced_pod, NS, resource_version=first, timeout_seconds=5
+            ):
                 pass
         assert err.value.status == 410
         recent = str(small.store.resource_version - 2)
@@ -120,8 +122,12 @@ def test_history_window_bounds_how_far_back_a_watch_can_start() -> None:
 
 def test_bookmarks_carry_only_the_version(core: Any) -> None:
     created = core.create_namespaced_pod(NS, pod("a"))
-    with RawWatch(core.list_namespaced_pod, NS, resource_version=created.metadata.resource_version,
-                  allow_watch_bookmarks=True) as w:
+    with RawWatch(
+        core.list_namespaced_pod,
+        NS,
+        resource_version=created.metadata.resource_version,
+        allow_watch_bookmarks=True,
+    ) as w:
         event = w.next()
     assert event["type"] == "BOOKMARK"
     obj = event["object"]
@@ -138,16 +144,22 @@ def test_no_bookmarks_unless_asked(core: Any) -> None:
 
 def test_timeout_seconds_ends_the_stream_cleanly(core: Any) -> None:
     core.create_namespaced_pod(NS, pod("a"))
-    events = list(watch.Watch().stream(core.list_namespaced_pod, NS, resource_version="0",
-                                       timeout_seconds=1))
+    events = list(
+        watch.Watch().stream(core.list_namespaced_pod, NS, resource_version="0", timeout_seconds=1)
+    )
     assert [(e["type"], e["object"].metadata.name) for e in events] == [("ADDED", "a")]
 
 
 def test_send_initial_events_ends_with_an_annotated_bookmark(core: Any) -> None:
     core.create_namespaced_pod(NS, pod("a"))
     core.create_namespaced_pod(NS, pod("b"))
-    with RawWatch(core.list_namespaced_pod, NS, send_initial_events=True,
-                  resource_version_match="NotOlderThan", allow_watch_bookmarks=True) as w:
+    with RawWatch(
+        core.list_namespaced_pod,
+        NS,
+        send_initial_events=True,
+        resource_version_match="NotOlderThan",
+        allow_watch_bookmarks=True,
+    ) as w:
         events = [w.next() for _ in range(3)]
     assert summary(events[:2]) == [("ADDED", "a"), ("ADDED", "b")]
     assert events[2]["type"] == "BOOKMARK"
@@ -155,13 +167,27 @@ def test_send_initial_events_ends_with_an_annotated_bookmark(core: Any) -> None:
 
 
 def test_watch_stream_deserialises_custom_objects(server: ApiServer, custom: Any) -> None:
-    custom.create_cluster_custom_object("kubeovn.io", "v1", "subnets", {
-        "apiVersion": "kubeovn.io/v1", "kind": "Subnet", "metadata": {"name": "s"},
-        "spec": {"cidrBlock": "10.0.0.0/24"}})
+    custom.create_cluster_custom_object(
+        "kubeovn.io",
+        "v1",
+        "subnets",
+        {
+            "apiVersion": "kubeovn.io/v1",
+            "kind": "Subnet",
+            "metadata": {"name": "s"},
+            "spec": {"cidrBlock": "10.0.0.0/24"},
+        },
+    )
     w = watch.Watch()
     seen = []
-    for event in w.stream(custom.list_cluster_custom_object, "kubeovn.io", "v1", "subnets",
-                          resource_version="0", timeout_seconds=5):
+    for event in w.stream(
+        custom.list_cluster_custom_object,
+        "kubeovn.io",
+        "v1",
+        "subnets",
+        resource_version="0",
+        timeout_seconds=5,
+    ):
         seen.append((event["type"], event["object"]["metadata"]["name"]))
         w.stop()
     assert seen == [("ADDED", "s")]
@@ -172,8 +198,10 @@ def test_many_watchers_all_see_every_event(server: ApiServer, core: Any) -> None
     results: dict[int, list[tuple[str, str]]] = {}
 
     def run(i: int) -> None:
-        with server.api_client() as own, RawWatch(client.CoreV1Api(own).list_namespaced_pod, NS,
-                                                  resource_version=rv) as w:
+        with (
+            server.api_client() as own,
+            RawWatch(client.CoreV1Api(own).list_namespaced_pod, NS, resource_version=rv) as w,
+        ):
             results[i] = summary(w.take(20))
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
@@ -197,7 +225,6 @@ def test_a_client_hanging_up_ends_the_server_side_watch(server: ApiServer, core:
 
 def test_watch_from_a_future_version_is_504(core: Any) -> None:
     with pytest.raises(client.ApiException) as err:
-        core.list_namespaced_pod(NS, watch=True, resource_version="999999",
-                                 _preload_content=False)
+        core.list_namespaced_pod(NS, watch=True, resource_version="999999", _preload_content=False)
     assert err.value.status == 504
     assert "ResourceVersionTooLarge" in err.value.body

@@ -4,7 +4,7 @@
 for each pod network: the pod's `<provider>.kubernetes.io/*` annotations, its IP CR (5.8), its
 logical switch port (4.1, OVN providers only), and its src-ip route / NAT rules on the cluster
 router (1.7). It returns an `AuditReport` of `Finding`s; `ClusterSnapshot` is what the caller
-(`controller.check`) fetched from the API server and the NB database.
+(`controller.audit.check`) fetched from the API server and the NB database.
 
 What is checked (the `KIND_*` constants name each finding):
 
@@ -57,9 +57,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from controller import annotations as ann
 from controller.config import Config
-from controller.constants import (
+from controller.core import annotations as ann
+from controller.core.address import is_valid_mac, parse_cidr, parse_ip
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION_TEMPLATE,
     DEFAULT_NETWORK_ANNOTATION,
@@ -87,11 +88,10 @@ from controller.constants import (
     SUBNET_NAME_LABEL,
     annotation_key,
 )
+from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
+from controller.core.naming import ip_cr_name, node_port_name, pod_key
 from controller.ipam import IPAM
 from controller.ipam.errors import IPAMError
-from controller.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
-from controller.naming import ip_cr_name, node_port_name, pod_key
-from controller.netutil import is_valid_mac, parse_cidr, parse_ip
 from controller.ovn import external_ids as ext
 from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, StaticRoute
 from controller.ovn.logic import sg_eligible

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from controller.constants import (
+from controller.core.constants import (
     ALLOCATED_ANNOTATION_SUFFIX,
     ALLOCATED_ANNOTATION_TEMPLATE,
     CIDR_ANNOTATION_TEMPLATE,
@@ -42,7 +42,7 @@ from controller.constants import (
     VM_ANNOTATION_TEMPLATE,
     annotation_key,
 )
-from controller.errors import InvalidPodNetworkError
+from controller.core.errors import InvalidPodNetworkError
 
 TRUE = "true"
 
@@ -196,7 +196,8 @@ def allocated_providers(annotations: Mapping[str, str]) -> list[str]:
     return [
         key[: -len(ALLOCATED_ANNOTATION_SUFFIX)]
         for key, value in annotations.items()
-        if key.endswith(ALLOCATED_ANNOTATION_SUFFIX) and value == TRUE
+        if key.endswith(ALLOCATED_ANNOTATION_SUFFIX)
+        and value == TRUE
         and len(key) > len(ALLOCATED_ANNOTATION_SUFFIX)
     ]
 
@@ -206,8 +207,6 @@ def attachment_providers_to_release(annotations: Mapping[str, str]) -> list[str]
     return [p for p in allocated_providers(annotations) if p != OVN_PROVIDER]
 
 
-def changed_keys(
-    old: Mapping[str, str], new: Mapping[str, str], keys: Iterable[str]
-) -> list[str]:
+def changed_keys(old: Mapping[str, str], new: Mapping[str, str], keys: Iterable[str]) -> list[str]:
     """The given keys whose value differs between two annotation maps (absent == "")."""
     return [k for k in keys if old.get(k, "") != new.get(k, "")]

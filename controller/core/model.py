@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
 
-from controller.constants import (
+from controller.core.address import check_protocol
+from controller.core.constants import (
     DEFAULT_VPC,
     GATEWAY_TYPE_DISTRIBUTED,
     KIND_STATEFULSET,
     KIND_VM_INSTANCE,
     OVN_PROVIDER,
 )
-from controller.errors import MalformedObjectError
-from controller.netutil import check_protocol
+from controller.core.errors import MalformedObjectError
 
 _T = TypeVar("_T")
 

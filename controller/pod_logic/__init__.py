@@ -49,8 +49,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from controller import annotations as ann
-from controller.constants import (
+from controller.core import annotations as ann
+from controller.core.address import (
+    check_cidrs,
+    check_protocol,
+    cidr_contain_ip,
+    get_string_ip,
+    is_valid_mac,
+    parse_cidr,
+    parse_ip,
+    split_string_ip,
+)
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     ATTACHMENT_NETWORK_ANNOTATION,
     CIDR_ANNOTATION,
@@ -88,9 +98,8 @@ from controller.constants import (
     SUBNET_NAME_LABEL,
     annotation_key,
 )
-from controller.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
-from controller.ipam.errors import IPAMError, NoAvailableError
-from controller.model import (
+from controller.core.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
+from controller.core.model import (
     Namespace,
     NetworkAttachmentDefinition,
     NetworkSelectionElement,
@@ -103,18 +112,8 @@ from controller.model import (
     VirtualMachine,
     Vlan,
 )
-from controller.naming import ip_cr_name, pod_key, pod_name_to_port_name
-from controller.netutil import (
-    check_cidrs,
-    check_protocol,
-    cidr_contain_ip,
-    get_string_ip,
-    is_valid_mac,
-    parse_cidr,
-    parse_ip,
-    split_string_ip,
-)
-from controller.network_attachment import (
+from controller.core.naming import ip_cr_name, pod_key, pod_name_to_port_name
+from controller.core.network_attachment import (
     ipam_provider_name,
     is_default_net,
     is_ovn_network,
@@ -122,6 +121,7 @@ from controller.network_attachment import (
     ovn_provider_name,
     parse_pod_network_annotation,
 )
+from controller.ipam.errors import IPAMError, NoAvailableError
 from controller.ovn.api import PortSpec
 
 #: Kubernetes' default `terminationGracePeriodSeconds`.
@@ -647,9 +647,7 @@ def get_pod_attachment_nets(
             else:
                 subnet = get_pod_default_subnet(pod, namespace, by_name)
             result.append(
-                PodNet(
-                    ProviderType.ORIGINAL, provider, subnet, is_default_net(default_ann, attach)
-                )
+                PodNet(ProviderType.ORIGINAL, provider, subnet, is_default_net(default_ann, attach))
             )
         else:
             provider = ipam_provider_name(attach)
@@ -1213,9 +1211,7 @@ def plan_update_pod(
     north_gateway = pod.annotations.get(NORTH_GATEWAY_ANNOTATION, "")
     pairs: list[tuple[str, str]] = []
     if enable_eip_snat and (eip or snat):
-        pairs = src_ip_route_pairs(
-            pod_ip, external_gateway_next_hop(external_gw_config).split(",")
-        )
+        pairs = src_ip_route_pairs(pod_ip, external_gateway_next_hop(external_gw_config).split(","))
     else:
         if subnet.gateway_type == GATEWAY_TYPE_DISTRIBUTED and not north_gateway:
             if node is None:
@@ -1223,9 +1219,7 @@ def plan_update_pod(
             pairs = src_ip_route_pairs(pod_ip, get_node_tunnel_ips(node))
         if north_gateway:
             pairs += src_ip_route_pairs(pod_ip, north_gateway.split(","))
-    routes = tuple(
-        RouteAction(POLICY_SRC_IP, prefix, hop, cluster_router) for prefix, hop in pairs
-    )
+    routes = tuple(RouteAction(POLICY_SRC_IP, prefix, hop, cluster_router) for prefix, hop in pairs)
     nats: list[NatAction] = []
     if enable_eip_snat:
         port = mac = ""

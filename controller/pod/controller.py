@@ -56,11 +56,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller import annotations as ann
 from controller import pod_logic as pl
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.config import Config
-from controller.constants import (
+from controller.core import annotations as ann
+from controller.core.address import split_string_ip
+from controller.core.constants import (
     DEFAULT_VPC,
     EVENT_TYPE_WARNING,
     EXTERNAL_GATEWAY_CONFIG,
@@ -72,21 +73,14 @@ from controller.constants import (
     REASON_VALIDATE_POD_NETWORK_FAILED,
     ROUTED_ANNOTATION,
 )
-from controller.errors import (
+from controller.core.errors import (
     ControllerError,
     InvalidPodNetworkError,
     MalformedObjectError,
     PermanentError,
     ResourceNotReadyError,
 )
-from controller.ipam import IPAM
-from controller.ipam.errors import IPAMError
-from controller.keymutex import KeyMutex
-from controller.kube.api import EventRecorder, KubeApi, KubeObject
-from controller.kube.errors import KubeApiError
-from controller.kube.errors import NotFoundError as KubeNotFoundError
-from controller.metrics import ControllerMetrics
-from controller.model import (
+from controller.core.model import (
     Namespace,
     NetworkAttachmentDefinition,
     Node,
@@ -99,14 +93,20 @@ from controller.model import (
     Vlan,
     Vpc,
 )
-from controller.naming import pod_name_to_port_name
-from controller.netutil import split_string_ip
+from controller.core.naming import pod_name_to_port_name
+from controller.core.subnet_spec import format_subnet_spec
+from controller.ipam import IPAM
+from controller.ipam.errors import IPAMError
+from controller.kube.api import EventRecorder, KubeApi, KubeObject
+from controller.kube.errors import KubeApiError
+from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.ovn import external_ids as ext
 from controller.ovn.api import NbClient, OvnError, PortInfo
 from controller.ovn.logic import port_columns
 from controller.queues import Clock, RateLimitingQueue, RealClock
-from controller.subnet import format_subnet_spec
-from controller.worker import start_workers
+from controller.runtime.keymutex import KeyMutex
+from controller.runtime.metrics import ControllerMetrics
+from controller.runtime.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 

@@ -2,10 +2,8 @@
 
 Contract:
 
-* `format_subnet_spec(name, spec)` (pure) is kube-ovn's `formatSubnet`: CIDR blocks normalised
-  to their network address, the gateway defaulted to the first address of each block and always
-  added to `excludeIps`, `protocol`, `provider` (`ovn`), `vpc` (`ovn-cluster`) and `gatewayType`
-  (`distributed`) defaulted. Bad CIDRs or gateways raise `MalformedObjectError`.
+* Specs are normalised by `controller.core.subnet_spec.format_subnet_spec` (kube-ovn's
+  `formatSubnet`).
 * A Subnet whose spec cannot be formatted gets a Warning Event `ValidateLogicalSwitchFailed`
   (kube-ovn's reason) and the handler raises `PermanentError`: the worker forgets the key instead
   of retrying it with backoff forever, since only an edit of the spec can fix it (and that edit
@@ -38,24 +36,23 @@ from typing import Any
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.cache.keys import object_name
 from controller.config import Config
-from controller.constants import (
+from controller.core.address import check_protocol
+from controller.core.constants import (
     DEFAULT_VPC,
     EVENT_TYPE_WARNING,
-    GATEWAY_TYPE_DISTRIBUTED,
     KUBEOVN_API_VERSION,
-    OVN_PROVIDER,
     REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
 )
-from controller.errors import MalformedObjectError, PermanentError, ResourceNotReadyError
+from controller.core.errors import MalformedObjectError, PermanentError, ResourceNotReadyError
+from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, SubnetNotFoundError
 from controller.kube.api import EventRecorder, KubeApi, ObjectRef
 from controller.kube.cluster import ClusterApi
-from controller.metrics import ControllerMetrics
-from controller.netutil import check_protocol, first_ip, parse_cidr, parse_ip
 from controller.ovn.api import NbClient
 from controller.pod_logic import is_ovn_provider
 from controller.queues import RateLimitingQueue
-from controller.worker import start_workers
+from controller.runtime.metrics import ControllerMetrics
+from controller.runtime.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 
@@ -65,50 +62,6 @@ DEFAULT_STATUS_DELAY = 0.5
 
 def _obj(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-
-
-def format_subnet_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """kube-ovn `formatSubnet`: the normalised spec (a new dict; `spec` is not modified)."""
-    out = dict(spec)
-    cidr = spec.get("cidrBlock")
-    if cidr is not None and not isinstance(cidr, str):
-        raise MalformedObjectError(
-            f"subnet {name}: spec.cidrBlock must be a string, not {type(cidr).__name__}"
-        )
-    if not cidr:
-        raise MalformedObjectError(f"subnet {name}: spec.cidrBlock is required")
-    networks = []
-    for block in cidr.split(","):
-        parsed = parse_cidr(block.strip())
-        if parsed is None:
-            raise MalformedObjectError(f"subnet {name}: {block!r} is not a valid CIDR")
-        networks.append(parsed[1])
-    out["cidrBlock"] = ",".join(str(n) for n in networks)
-    gateway = spec.get("gateway") or ""
-    if not isinstance(gateway, str):
-        raise MalformedObjectError(f"subnet {name}: spec.gateway must be a string")
-    if gateway:
-        gateways = [g.strip() for g in gateway.split(",")]
-        for gw in gateways:
-            ip = parse_ip(gw)
-            if ip is None or not any(ip in n for n in networks):
-                raise MalformedObjectError(f"subnet {name}: gateway {gw!r} is not in {cidr}")
-    else:
-        gateways = [str(first_ip(n)) for n in networks]
-    out["gateway"] = ",".join(gateways)
-    excludes = spec.get("excludeIps") or []
-    if not isinstance(excludes, list) or not all(isinstance(e, str) for e in excludes):
-        raise MalformedObjectError(f"subnet {name}: spec.excludeIps must be a list of strings")
-    excludes = list(excludes)
-    for gw in gateways:
-        if gw not in excludes:
-            excludes.append(gw)
-    out["excludeIps"] = excludes
-    out["protocol"] = check_protocol(out["cidrBlock"])
-    out["provider"] = spec.get("provider") or OVN_PROVIDER
-    out["vpc"] = spec.get("vpc") or DEFAULT_VPC
-    out["gatewayType"] = spec.get("gatewayType") or GATEWAY_TYPE_DISTRIBUTED
-    return out
 
 
 def status_from_usage(

@@ -21,7 +21,8 @@ In kube-ovn's order (`Controller.Run`, kube-ovn.md 5.5):
    Logs "take X seconds to initialize IPAM". Every error is logged and skipped, never fatal.
 
 The start-up garbage collection that follows (pods deleted while no controller ran) is
-`controller.gc.GarbageCollector.run_startup_gc`, run by `controller.app` right after `init_ipam`.
+`controller.controllers.gc.GarbageCollector.run_startup_gc`, run by `controller.app` right after
+`init_ipam`.
 
 Every function reads the informer caches and writes through the ports (`KubeApi`, `ClusterApi`,
 `NbClient`); nothing here knows a concrete adapter.
@@ -36,10 +37,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller import annotations as ann
 from controller.cache import Indexer
 from controller.config import Config
-from controller.constants import (
+from controller.core import annotations as ann
+from controller.core.address import check_protocol
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     DEFAULT_VPC,
     DENY_ALL_SECURITY_GROUP,
@@ -56,14 +58,14 @@ from controller.constants import (
     POD_TYPE_VIRTUAL_MACHINE,
     annotation_key,
 )
-from controller.errors import MalformedObjectError
+from controller.core.errors import MalformedObjectError
+from controller.core.model import Pod
+from controller.core.naming import node_port_name, pod_key
+from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, IPAMError
 from controller.kube.api import KubeApi, desired_ip, ip_update
 from controller.kube.cluster import ClusterApi
 from controller.kube.errors import AlreadyExistsError, KubeApiError
-from controller.model import Pod
-from controller.naming import node_port_name, pod_key
-from controller.netutil import check_protocol
 from controller.ovn.api import NbClient
 from controller.pod_logic import (
     build_ip_cr,
@@ -73,7 +75,6 @@ from controller.pod_logic import (
     is_pod_alive,
     is_statefulset_pod,
 )
-from controller.subnet import format_subnet_spec
 
 LOG = logging.getLogger(__name__)
 

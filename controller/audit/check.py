@@ -1,4 +1,4 @@
-"""`check`: audit a live cluster once and print the report (I/O adapter around `controller.audit`).
+"""`check`: audit a live cluster once and print the report (the I/O around `audit.audit`).
 
 `run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs and VPCs from the API server
 (uncached, paged), reads the kube-ovn logical switch ports and the cluster router's static routes
@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO, TypeVar
 
-from controller.audit import AuditReport, ClusterSnapshot, audit
+from controller.audit.audit import AuditReport, ClusterSnapshot, audit
 from controller.config import Config
-from controller.errors import MalformedObjectError
+from controller.core.errors import MalformedObjectError
+from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.kube.api import ClusterLister, KubeObject
 from controller.kube.errors import KubeApiError, KubeConfigError
-from controller.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.ovn.api import VENDOR, NatRule, OvnError, PortGroupInfo, PortInfo, StaticRoute
 
 LOG = logging.getLogger(__name__)

@@ -27,7 +27,8 @@ from typing import Any
 from controller.cache import DeletedFinalStateUnknown, Indexer
 from controller.cache.keys import object_name
 from controller.config import Config
-from controller.constants import (
+from controller.core.address import get_string_ip
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION,
     GATEWAY_ANNOTATION,
@@ -37,16 +38,15 @@ from controller.constants import (
     OVN_PROVIDER,
     PORT_NAME_ANNOTATION,
 )
-from controller.errors import ResourceNotReadyError
+from controller.core.errors import ResourceNotReadyError
+from controller.core.naming import node_port_name
+from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, IPAMError, SubnetNotFoundError
 from controller.kube.api import KubeApi, desired_ip, ip_update
-from controller.naming import node_port_name
-from controller.netutil import get_string_ip
 from controller.ovn.api import NbClient, PortSpec
 from controller.pod_logic import build_ip_cr
 from controller.queues import RateLimitingQueue
-from controller.subnet import format_subnet_spec
-from controller.worker import start_workers
+from controller.runtime.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.constants import CNI_TYPE_NAME
-from controller.errors import InvalidPodNetworkError
-from controller.model import NetworkSelectionElement
-from controller.netutil import is_valid_mac, parse_cidr, parse_ip
+from controller.core.address import is_valid_mac, parse_cidr, parse_ip
+from controller.core.constants import CNI_TYPE_NAME
+from controller.core.errors import InvalidPodNetworkError
+from controller.core.model import NetworkSelectionElement
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from controller.constants import PROTOCOL_DUAL, PROTOCOL_IPV4, PROTOCOL_IPV6
+from controller.core.constants import PROTOCOL_DUAL, PROTOCOL_IPV4, PROTOCOL_IPV6
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -25,16 +25,16 @@ from typing import Any
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.cache.keys import object_name
 from controller.config import Config
-from controller.constants import (
+from controller.core.constants import (
     CIDR_ANNOTATION,
     EXCLUDE_IPS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
 )
-from controller.errors import MalformedObjectError, ResourceNotReadyError
+from controller.core.errors import MalformedObjectError, ResourceNotReadyError
+from controller.core.subnet_spec import format_subnet_spec
 from controller.kube.api import KubeApi
 from controller.queues import RateLimitingQueue
-from controller.subnet import format_subnet_spec
-from controller.worker import start_workers
+from controller.runtime.worker import start_workers
 
 LOG = logging.getLogger(__name__)
 

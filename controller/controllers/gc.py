@@ -73,23 +73,23 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from controller import annotations as ann
 from controller.cache import Indexer
 from controller.cache.clock import REAL_CLOCK, Clock
 from controller.config import Config
-from controller.constants import (
+from controller.core import annotations as ann
+from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     NODE_PORT_PREFIX,
     OVN_PROVIDER,
     POLICY_SRC_IP,
     annotation_key,
 )
-from controller.errors import MalformedObjectError
+from controller.core.errors import MalformedObjectError
+from controller.core.model import Pod, StatefulSet, Subnet, VirtualMachine
+from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
 from controller.kube.errors import KubeApiError
-from controller.model import Pod, StatefulSet, Subnet, VirtualMachine
-from controller.naming import node_port_name, pod_name_to_port_name
 from controller.ovn import logic as ovn_logic
 from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
@@ -113,7 +113,7 @@ RESOURCE_NAT = "nat"
 
 
 class GcMetrics(Protocol):
-    """The part of `controller.metrics.ControllerMetrics` the collector reports to."""
+    """The part of `controller.runtime.metrics.ControllerMetrics` the collector reports to."""
 
     def gc_run(self) -> None: ...
 
@@ -121,7 +121,7 @@ class GcMetrics(Protocol):
 
 
 class KeyLock(Protocol):
-    """`controller.keymutex.KeyMutex`: serialises the sweep with the pod handlers per key."""
+    """`runtime.keymutex.KeyMutex`: serialises the sweep with the pod handlers per key."""
 
     def locked(self, key: str) -> AbstractContextManager[None]: ...
 

@@ -4,9 +4,9 @@ Contract:
 
 * `setup_logging(level, fmt)` installs exactly one handler on the root logger (calling it again
   replaces it, never stacks a second one) writing to `stream` (stderr by default).
-* `fmt="text"`: `2026-11-30T05:00:00.123Z INFO controller.pod: message key=value` — extra fields
-  are appended as `key=value`. `fmt="json"`: one JSON object per line with `ts`, `level`,
-  `logger`, `msg`, every extra field (`pod`, ...) and `exc` when there is a traceback.
+* `fmt="text"`: `2026-11-30T05:00:00.123Z INFO controller.pod.controller: message key=value` —
+  extra fields are appended as `key=value`. `fmt="json"`: one JSON object per line with `ts`,
+  `level`, `logger`, `msg`, every extra field (`pod`, ...) and `exc` when there is a traceback.
 * Library loggers stay quiet even at `--log-level=debug`, unless `debug_libraries=True`: urllib3
   and `kubernetes` at WARNING (their INFO/DEBUG lines are per-request noise; urllib3 logs retries
   at WARNING anyway); the OVS IDL (python-ovs vlog, routed into stdlib by ovsdbapp's
@@ -138,4 +138,4 @@ class PodLoggerAdapter(logging.LoggerAdapter[logging.Logger]):
 
 def pod_logger(key: str, logger: logging.Logger | None = None) -> PodLoggerAdapter:
     """A logger whose every record carries `pod=<key>` (the `namespace/name` work-queue key)."""
-    return PodLoggerAdapter(logger or logging.getLogger("controller.pod"), {"pod": key})
+    return PodLoggerAdapter(logger or logging.getLogger("controller.pod.controller"), {"pod": key})

@@ -1,7 +1,7 @@
 """The work-queue worker loop (client-go `processNextWorkItem`, kube-ovn `processNext*WorkItem`).
 
 `process_next_work_item(queue, handler, ...)` takes one item and applies the controller's error
-policy (`controller.errors`):
+policy (`controller.core.errors`):
 
 * `get()`; `(None, True)` means the queue shut down: return False;
 * the handler returns -> `forget(item)` (its backoff starts over);
@@ -28,11 +28,11 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
 
-from controller.errors import ControllerError, PermanentError, RetryableError
+from controller.core.errors import ControllerError, PermanentError, RetryableError
 from controller.ipam.errors import IPAMError
 from controller.kube.errors import KubeApiError
-from controller.metrics import ControllerMetrics
 from controller.ovn.api import OvnError
+from controller.runtime.metrics import ControllerMetrics
 
 LOG = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ duplicated here.
 
 from __future__ import annotations
 
-from controller.constants import NODE_PORT_PREFIX, OVN_PROVIDER
+from controller.core.constants import NODE_PORT_PREFIX, OVN_PROVIDER
 
 
 def pod_name_to_port_name(pod: str, namespace: str, provider: str = OVN_PROVIDER) -> str:

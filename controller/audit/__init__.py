@@ -1,0 +1,1 @@
+"""The consistency audit (audit.py) and the `check` command line that runs it (check.py)."""

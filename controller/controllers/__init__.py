@@ -1,0 +1,1 @@
+"""The reconcilers beside the pod controller: subnets, namespaces, nodes, gc, start-up bootstrap."""
