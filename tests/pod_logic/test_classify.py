@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from controller import pod_logic as pl
 from controller.core.model import Pod, StatefulSet, VirtualMachine
 from controller.pod_logic import EnqueueDecision, PodAction
-from tests.pod.helpers import NOW, namespace, pod, sts_pod, subnet, vm_pod
+from tests.pod_logic.helpers import NOW, namespace, pod, sts_pod, subnet, vm_pod
 
 ALLOC = {"ovn.kubernetes.io/allocated": "true"}
 ROUTED = {**ALLOC, "ovn.kubernetes.io/routed": "true"}

@@ -13,7 +13,7 @@ import pytest
 from controller.kube.errors import KubeApiError
 from controller.ovn.api import OvnTimeoutError
 from tests.cache.fakes import FakeClock
-from tests.gc.helpers import LR, STS_OWNER, World, allocated, raw_pod
+from tests.controllers.helpers import LR, STS_OWNER, World, allocated, raw_pod
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -16,7 +16,7 @@ from controller.core.model import (
 )
 from controller.ovn.api import PortSpec
 from controller.pod_logic import AddressMode
-from tests.pod.helpers import (
+from tests.pod_logic.helpers import (
     MACVLAN_CONF,
     NOW,
     OVN_CONF,

@@ -8,7 +8,7 @@ import pytest
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.ovsdb import NbServer
 from tests.fixtures.nb import nbctl as nbctl_text
-from tests.gc.helpers import LR, World, allocated, raw_pod
+from tests.controllers.helpers import LR, World, allocated, raw_pod
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -13,7 +13,7 @@ from controller.runtime.leaderelection import (
     LeaderElector,
 )
 from tests.cache.fakes import FakeClock, wait_until
-from tests.leaderelection.fakes import FakeLock, LeaseServer
+from tests.runtime.lease_fakes import FakeLock, LeaseServer
 
 
 class Candidate:
