@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 
 from controller.queues import RealClock
-from tests.pod_controller.helpers import NODE, Env, raw_pod, standard_env
+from tests.pod.helpers import NODE, Env, raw_pod, standard_env
 
 PODS = 200
 TIMEOUT = 60.0
