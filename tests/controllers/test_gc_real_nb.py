@@ -7,8 +7,8 @@ import pytest
 
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.ovsdb import NbServer
-from tests.fixtures.nb import nbctl as nbctl_text
 from tests.controllers.helpers import LR, World, allocated, raw_pod
+from tests.fixtures.nb import nbctl as nbctl_text
 
 pytestmark = pytest.mark.timeout(60)
 
