@@ -8,7 +8,7 @@ update leave behind for one pod network: an IPAM hold, the LSP, the IP CR and a 
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -22,20 +22,17 @@ from controller.ipam import IPAM
 from controller.ovn.api import NbClient, PortSpec
 from controller.pod_logic import build_ip_cr
 from controller.runtime.metrics import ControllerMetrics
+from controller.testing import builders
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 
-NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+NOW = builders.NOW
 LR = "ovn-cluster"
 LS = "ovn-default"
 JOIN = "join"
 NODE_IP = "100.64.0.2"
 
 STS_OWNER = ("apps/v1", "StatefulSet", "web")
-
-
-def ts(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def raw_pod(
@@ -49,20 +46,38 @@ def raw_pod(
     grace: int = 30,
     host_network: bool = False,
 ) -> dict[str, Any]:
-    """A pod; `deleted_ago` seconds ago it got a deletionTimestamp (with `grace` seconds)."""
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
-    if annotations is not None:
-        meta["annotations"] = annotations
-    if owner is not None:
-        api_version, kind, owner_name = owner
-        meta["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": owner_name}]
-    if deleted_ago is not None:
-        meta["deletionTimestamp"] = ts(NOW - timedelta(seconds=deleted_ago))
-        meta["deletionGracePeriodSeconds"] = grace
-    spec: dict[str, Any] = {"nodeName": "n1"}
-    if host_network:
-        spec["hostNetwork"] = True
-    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+    """A pod on node n1; `deleted_ago` seconds ago it got a deletionTimestamp (with `grace`
+    seconds)."""
+    deleting = deleted_ago is not None
+    return builders.pod(
+        name,
+        namespace,
+        annotations=annotations,
+        owner=owner,
+        uid=f"uid-{name}",
+        deletion_timestamp=(
+            builders.timestamp(NOW - timedelta(seconds=deleted_ago)) if deleting else None
+        ),
+        grace_period=grace if deleting else None,
+        node="n1",
+        containers=None,
+        phase=phase,
+        **({"hostNetwork": True} if host_network else {}),
+    )
+
+
+def restored_pod(name: str, ann: dict[str, str] | None = None, **status: Any) -> dict[str, Any]:
+    """A pod of namespace `ns` as start-up reads it: `ann` its annotations, keyword fields its
+    status (`restart=` sets spec.restartPolicy, default Always)."""
+    restart = status.pop("restart", "Always")
+    return builders.pod(
+        name,
+        "ns",
+        annotations=ann or {},
+        containers=None,
+        status=status,
+        restartPolicy=restart,
+    )
 
 
 def allocated(ip: str, mac: str, subnet: str = LS, provider: str = "ovn") -> dict[str, str]:
@@ -190,7 +205,7 @@ class World:
     def statefulset(self, name: str, replicas: int, *, deleting: bool = False) -> None:
         meta: dict[str, Any] = {"name": name, "namespace": "default"}
         if deleting:
-            meta["deletionTimestamp"] = ts(NOW)
+            meta["deletionTimestamp"] = builders.timestamp(NOW)
         self.kube.add_statefulset({"metadata": meta, "spec": {"replicas": replicas}})
 
     # -- reading state ---------------------------------------------------------------------

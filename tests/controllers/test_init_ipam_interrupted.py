@@ -11,6 +11,7 @@ from controller.config import parse_args
 from controller.controllers.bootstrap import init_ipam
 from controller.ipam import IPAM
 from controller.testing.fake_kube import FakeKubeApi
+from tests.controllers.helpers import restored_pod
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 SUBNET = "ovn-default"
@@ -34,14 +35,6 @@ def ip_cr(pod: str, ip: str, mac: str) -> dict[str, Any]:
             "macAddress": mac,
             "podType": "",
         },
-    }
-
-
-def pod(name: str, ann: dict[str, str] | None = None, **status: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "ns", "annotations": ann or {}},
-        "spec": {"restartPolicy": status.pop("restart", "Always")},
-        "status": status,
     }
 
 
@@ -73,7 +66,7 @@ def rebuild(ips: Indexer, pods: Indexer) -> IPAM:
 def test_the_ip_cr_of_an_unannotated_alive_pod_keeps_its_address() -> None:
     ipam = rebuild(
         indexer(ip_cr("half", "10.16.0.3", "00:00:00:00:00:03")),
-        indexer(pod("half")),
+        indexer(restored_pod("half")),
     )
     assert ipam.get_ip_owner("10.16.0.3", SUBNET) == "ns/half"
     # the pod's add draws again: it keeps what its interrupted add had written
@@ -94,10 +87,10 @@ def test_leftover_ip_crs_of_gone_dead_or_annotated_pods_reserve_nothing() -> Non
             ip_cr("late", "10.16.0.8", "00:00:00:00:00:08"),  # .8 is someone else's now
         ),
         indexer(
-            pod("done", phase="Succeeded", restart="Never"),
-            pod("moved", allocated("10.16.0.7", "00:00:00:00:00:07")),
-            pod("late"),
-            pod("owner", allocated("10.16.0.8", "00:00:00:00:00:09")),
+            restored_pod("done", phase="Succeeded", restart="Never"),
+            restored_pod("moved", allocated("10.16.0.7", "00:00:00:00:00:07")),
+            restored_pod("late"),
+            restored_pod("owner", allocated("10.16.0.8", "00:00:00:00:00:09")),
         ),
     )
     for ip in ("10.16.0.4", "10.16.0.5", "10.16.0.6"):

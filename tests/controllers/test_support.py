@@ -27,8 +27,10 @@ from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM
 from controller.queues import FakeClock, RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.worker import process_next_work_item
+from controller.testing.builders import subnet
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
+from tests.controllers.helpers import restored_pod
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 
@@ -38,18 +40,6 @@ def indexer(*objs: dict[str, Any]) -> Indexer:
     for obj in objs:
         idx.add(obj)
     return idx
-
-
-def subnet(name: str, cidr: str, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"cidrBlock": cidr, **spec}}
-
-
-def pod(name: str, ann: dict[str, str], **status: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "ns", "annotations": ann},
-        "spec": {"restartPolicy": status.pop("restart", "Always")},
-        "status": status,
-    }
 
 
 def allocated(ip: str, mac: str, switch: str = "ovn-default") -> dict[str, str]:
@@ -209,11 +199,11 @@ def test_init_ipam_restores_pods_sts_crs_and_nodes_and_survives_bad_data() -> No
         }
     )
     pods = indexer(
-        pod("alive", allocated("10.16.0.5", "00:00:00:00:00:05")),
-        pod(
+        restored_pod("alive", allocated("10.16.0.5", "00:00:00:00:00:05")),
+        restored_pod(
             "done", allocated("10.16.0.6", "00:00:00:00:00:06"), phase="Succeeded", restart="Never"
         ),
-        pod("thief", allocated("10.16.0.5", "00:00:00:00:00:07")),  # same address: logged
+        restored_pod("thief", allocated("10.16.0.5", "00:00:00:00:00:07")),  # same address: logged
         {"metadata": {"name": "broken", "namespace": "ns", "annotations": "nope"}},
     )
     nodes = indexer(

@@ -15,7 +15,7 @@ from controller.core.network_attachment import (
     ovn_provider_name,
     parse_pod_network_annotation,
 )
-from tests.pod_logic.helpers import MACVLAN_CONF, OVN_CONF, OVN_CONFLIST
+from controller.testing.builders import MACVLAN_CONF, OVN_CONF, OVN_CONFLIST
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,7 @@ from controller.core.constants import (
     ROUTED_ANNOTATION,
 )
 from controller.kube.client import KubeClient, load_api_client
+from controller.testing import builders
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
 from tests.e2e.helpers import NODE, annotations, get_or_none, pod, wait_for
 
@@ -111,7 +112,7 @@ SUBNETS: tuple[dict[str, Any], ...] = (
 
 
 def nad(name: str, config: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": NS}, "spec": {"config": config}}
+    return builders.nad(name, NS, config)
 
 
 NADS = (

@@ -11,10 +11,9 @@ inline, on the test thread, so no real threads are involved.
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from controller.cache import NAMESPACE_INDEX, Indexer, meta_namespace_index_func
@@ -31,10 +30,11 @@ from controller.queues import (
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.worker import process_next_work_item
+from controller.testing import builders
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 
-NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+NOW = builders.NOW
 ROUTER = "ovn-cluster"
 DEFAULT_SUBNET = "ovn-default"
 NODE = "node1"
@@ -46,6 +46,9 @@ def indexer() -> Indexer:
     return Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
 
 
+POD_CONTAINERS = ({"name": "c", "image": "i"},)
+
+
 def raw_pod(
     name: str,
     namespace: str = "default",
@@ -55,18 +58,18 @@ def raw_pod(
     owner: tuple[str, str, str] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations is not None:
-        meta["annotations"] = dict(annotations)
-    if owner is not None:
-        api_version, kind, owner_name = owner
-        meta["ownerReferences"] = [
-            {"apiVersion": api_version, "kind": kind, "name": owner_name, "uid": "o"}
-        ]
-    body_spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}], **spec}
-    if node:
-        body_spec["nodeName"] = node
-    return {"metadata": meta, "spec": body_spec, "status": {"phase": "Running"}}
+    """A running pod as these tests seed it (`node` empty: not scheduled yet)."""
+    return builders.pod(
+        name,
+        namespace,
+        annotations=annotations,
+        owner=owner,
+        owner_uid="o",
+        node=node or None,
+        containers=POD_CONTAINERS,
+        phase="Running",
+        **spec,
+    )
 
 
 def raw_subnet(
@@ -78,18 +81,16 @@ def raw_subnet(
     available: float = 1000,
     **spec: Any,
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "kubeovn.io/v1",
-        "kind": "Subnet",
-        "metadata": {"name": name},
-        "spec": {
-            "cidrBlock": cidr,
-            "gateway": gateway,
-            "excludeIps": exclude if exclude is not None else gateway.split(","),
-            **spec,
-        },
-        "status": {"v4availableIPs": available, "v6availableIPs": available},
-    }
+    """A Subnet excluding its gateway(s) unless `exclude` says otherwise."""
+    return builders.subnet(
+        name,
+        cidr,
+        gateway=gateway,
+        exclude_ips=exclude if exclude is not None else gateway.split(","),
+        available=available,
+        typed=True,
+        **spec,
+    )
 
 
 def _queue(
@@ -326,16 +327,6 @@ def standard_env(**kw: Any) -> Env:
     env.add_namespace("default")
     env.add_node(NODE, NODE_INTERNAL_IP, NODE_JOIN_IP)
     return env
-
-
-def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    """Wait on a condition with a deadline (threaded tests only), polling an Event."""
-    tick = threading.Event()
-    deadline = datetime.now(UTC) + timedelta(seconds=timeout)
-    while not cond():
-        if datetime.now(UTC) > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        tick.wait(0.01)
 
 
 def iter_ips(annotations: dict[str, str]) -> Iterator[str]:

@@ -6,6 +6,7 @@ import threading
 from collections import Counter
 
 from controller.queues import RealClock
+from controller.testing.wait import wait_for
 from tests.pod.helpers import NODE, Env, raw_pod, standard_env
 
 PODS = 200
@@ -24,21 +25,6 @@ def converged(env: Env, keys: list[str]) -> bool:
     return True
 
 
-def wait_for(env: Env, cond: object, what: str) -> None:
-    assert callable(cond)
-    tick = threading.Event()
-    deadline = threading.Event()
-    timer = threading.Timer(TIMEOUT, deadline.set)
-    timer.start()
-    try:
-        while not cond():
-            if deadline.is_set():
-                raise AssertionError(f"timed out waiting for {what}")
-            tick.wait(0.01)
-    finally:
-        timer.cancel()
-
-
 def ip_of(env: Env, key: str) -> str:
     annotations = env.kube.pods[key]["metadata"]["annotations"]
     return str(annotations["ovn.kubernetes.io/ip_address"])
@@ -55,7 +41,7 @@ def test_three_workers_two_hundred_pods() -> None:
             ns = "default" if i % 2 else "other"
             env.create_pod(raw_pod(f"p{i}", ns, node=NODE))
             keys.append(f"{ns}/p{i}")
-        wait_for(env, lambda: converged(env, keys), "every pod to be routed")
+        wait_for(lambda: converged(env, keys), TIMEOUT, "every pod to be routed", interval=0.01)
 
         ips = {key: ip_of(env, key) for key in keys}
         assert len(set(ips.values())) == PODS, Counter(ips.values()).most_common(3)
@@ -80,7 +66,7 @@ def test_three_workers_two_hundred_pods() -> None:
                 return False
             return all(env.ipam.get_pod_address(k) == [] for k in gone)
 
-        wait_for(env, settled, "deletes and new pods to settle")
+        wait_for(settled, TIMEOUT, "deletes and new pods to settle", interval=0.01)
         final = {key: ip_of(env, key) for key in alive}
         assert len(set(final.values())) == len(alive)
         assert all(final[k] == ips[k] for k in alive if k in ips)  # survivors untouched

@@ -15,7 +15,8 @@ from controller.core.model import PodNet, ProviderType, Subnet
 from controller.ipam import IPAM
 from controller.ipam import errors as ipam_errors
 from controller.pod_logic import AddressMode, AddressRequest
-from tests.pod_logic.helpers import NOW, namespace, node, pod, sts_pod, subnet
+from controller.testing.builders import NOW
+from controller.testing.models import namespace, node, pod, sts_pod, subnet
 
 ROOT = Path(__file__).resolve().parents[2]
 

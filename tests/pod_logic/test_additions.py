@@ -8,7 +8,8 @@ import pytest
 from controller import pod_logic as pl
 from controller.core.errors import InvalidPodNetworkError
 from controller.core.model import PodNet, ProviderType, Subnet
-from tests.pod_logic.helpers import NOW, pod, subnet
+from controller.testing.builders import NOW
+from controller.testing.models import pod, subnet
 
 DEFAULT = subnet("ovn-default", "10.16.0.0/16")
 OTHER = subnet("other", "10.18.0.0/24")

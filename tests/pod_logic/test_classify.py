@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from controller import pod_logic as pl
 from controller.core.model import Pod, StatefulSet, VirtualMachine
 from controller.pod_logic import EnqueueDecision, PodAction
-from tests.pod_logic.helpers import NOW, namespace, pod, sts_pod, subnet, vm_pod
+from controller.testing.builders import NOW
+from controller.testing.models import namespace, pod, sts_pod, subnet, vm_pod
 
 ALLOC = {"ovn.kubernetes.io/allocated": "true"}
 ROUTED = {**ALLOC, "ovn.kubernetes.io/routed": "true"}

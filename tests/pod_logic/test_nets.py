@@ -16,18 +16,8 @@ from controller.core.model import (
 )
 from controller.ovn.api import PortSpec
 from controller.pod_logic import AddressMode
-from tests.pod_logic.helpers import (
-    MACVLAN_CONF,
-    NOW,
-    OVN_CONF,
-    OVN_CONFLIST,
-    nad,
-    namespace,
-    node,
-    pod,
-    sts_pod,
-    subnet,
-)
+from controller.testing.builders import MACVLAN_CONF, NOW, OVN_CONF, OVN_CONFLIST
+from controller.testing.models import nad, namespace, node, pod, sts_pod, subnet
 
 DEFAULT = subnet("ovn-default", "10.16.0.0/16")
 FULL = subnet("full", "10.17.0.0/16", v4_available=0)

@@ -12,7 +12,8 @@ from controller.runtime.leaderelection import (
     LeaderElectionConfig,
     LeaderElector,
 )
-from tests.cache.fakes import FakeClock, wait_until
+from controller.testing.wait import wait_for
+from tests.cache.fakes import FakeClock
 from tests.runtime.lease_fakes import FakeLock, LeaseServer
 
 
@@ -72,7 +73,7 @@ def candidates(server: LeaseServer, clock: FakeClock) -> Iterator[list[Candidate
 
 def settle(clock: FakeClock, parked: int) -> None:
     """Wait until `parked` election loops are blocked on the clock (nothing else in flight)."""
-    wait_until(lambda: clock.waiters() == parked, message=f"{parked} loops parked")
+    wait_for(lambda: clock.waiters() == parked, message=f"{parked} loops parked")
 
 
 def run_for(
@@ -123,7 +124,7 @@ def test_first_candidate_acquires_and_the_other_follows(
     assert not b.elector.is_leader() and b.elector.get_leader() == "a"
     run_for(clock, 60, parked=2)
     assert a.elector.is_leader() and not b.started.is_set()
-    wait_until(lambda: b.new_leaders == ["a"] and a.new_leaders == ["a"])
+    wait_for(lambda: b.new_leaders == ["a"] and a.new_leaders == ["a"])
 
 
 def test_release_on_stop_lets_the_follower_take_over_at_once(
@@ -138,7 +139,7 @@ def test_release_on_stop_lets_the_follower_take_over_at_once(
     assert server.record is not None and server.record.holder_identity == ""
     # b's next poll (at most 2.2 retry periods away) takes the released lease.
     run_for(clock, 13.5, parked=1, check=lambda: None)
-    wait_until(b.started.is_set)
+    wait_for(b.started.is_set)
     assert server.record.holder_identity == "b" and server.record.leader_transitions == 1
 
 
@@ -158,12 +159,12 @@ def test_killed_leader_is_replaced_after_the_lease_expires_never_both(
 
     while not b.started.is_set():
         clock.step(0.5)
-        wait_until(lambda: clock.waiters() == 1 or b.started.is_set())
+        wait_for(lambda: clock.waiters() == 1 or b.started.is_set())
         never_both()
         assert clock.now() - killed_at <= 30 + 2.2 * 6, "not replaced in time"
     # b waited for the full lease: a's last renewal happened at most one retry period before.
     assert clock.now() - killed_at >= 30 - 6
-    wait_until(b.elector.is_leader)
+    wait_for(b.elector.is_leader)
     assert server.record.holder_identity == "b" and server.record.leader_transitions == 1
 
 
@@ -181,11 +182,11 @@ def test_partitioned_leader_steps_down_before_anyone_else_leads(
 
     while not b.started.is_set():
         clock.step(0.25)
-        wait_until(lambda: parked() or b.started.is_set())
+        wait_for(lambda: parked() or b.started.is_set())
         assert not (a.elector.is_leader() and b.elector.is_leader()), clock.now()
         assert clock.now() < 1000 + 120, "b never took over"
     assert a.stopped.is_set() and a.lost is not None and a.lost.is_set()
-    wait_until(b.elector.is_leader)
+    wait_for(b.elector.is_leader)
     assert not a.elector.is_leader()
 
 
@@ -200,7 +201,7 @@ def test_leader_that_cannot_renew_steps_down_within_the_renew_deadline(
     lost_at = None
     for _ in range(100):
         clock.step(0.5)
-        wait_until(lambda: clock.waiters() == 1 or a.stopped.is_set())
+        wait_for(lambda: clock.waiters() == 1 or a.stopped.is_set())
         if a.stopped.is_set():
             lost_at = clock.now()
             break

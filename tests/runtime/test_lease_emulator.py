@@ -20,7 +20,7 @@ from controller.runtime.leaderelection import (
     LeaseLock,
 )
 from controller.sandbox import ApiServer
-from tests.cache.fakes import wait_until
+from controller.testing.wait import wait_for
 
 LEASE, RENEW, RETRY = 2.0, 1.5, 0.2
 
@@ -95,7 +95,7 @@ def a_leads_then_b_follows(a: Replica, b: Replica) -> None:
     a.thread.start()
     assert a.started.wait(5)
     b.thread.start()
-    wait_until(lambda: b.elector.get_leader() == "a")
+    wait_for(lambda: b.elector.get_leader() == "a")
 
 
 def test_one_leader_and_release_hands_over_at_once(server: ApiServer) -> None:

@@ -1,0 +1,200 @@
+"""Builders of the Kubernetes objects tests and benches feed the controller.
+
+Contract: each builder returns a fresh plain-JSON dict (inputs are copied, nothing is shared
+between two results) holding exactly the fields asked for: an option left at `None` leaves its
+field out, so a suite states the object shape it relies on. One builder per kind: `pod`,
+`subnet`, `node`, `namespace`, `nad`; `owner_reference` spells an ownerReferences entry. The
+typed-model builders (`controller.core.model` objects) live in `controller.testing.models`.
+
+Spec fields a builder has no option for are keyword arguments in the API's own camelCase
+(`pod(..., hostNetwork=True)`, `subnet(..., provider="p")`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+# A fixed "now" for tests that compare timestamps (deletionTimestamp, lease times, ...).
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+DEFAULT_NAMESPACE = "default"
+CONTAINERS: tuple[Mapping[str, str], ...] = ({"name": "app", "image": "busybox"},)
+
+# (apiVersion, kind, name), or a whole ownerReferences entry.
+Owner = tuple[str, str, str] | Mapping[str, Any]
+
+# NetworkAttachmentDefinition configs: kube-ovn's own CNI, a conflist that chains it, and a
+# macvlan attachment whose addresses kube-ovn's IPAM hands out.
+OVN_CONF = '{"cniVersion": "0.3.1", "type": "kube-ovn", "server_socket": "/run/k.sock"}'
+MACVLAN_CONF = '{"cniVersion": "0.3.1", "type": "macvlan", "ipam": {"type": "kube-ovn"}}'
+OVN_CONFLIST = (
+    '{"cniVersion": "0.3.1", "name": "l", "plugins": [{"type": "kube-ovn"}, {"type": "portmap"}]}'
+)
+
+
+def timestamp(when: datetime) -> str:
+    """`when` as the API server writes metadata timestamps (RFC 3339, seconds, UTC)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def owner_reference(owner: Owner, *, uid: str | None = None) -> dict[str, Any]:
+    """An ownerReferences entry; a tuple gives apiVersion, kind and name (and `uid` if set)."""
+    if not isinstance(owner, tuple):
+        return dict(owner)
+    api_version, kind, name = owner
+    ref: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "name": name}
+    if uid is not None:
+        ref["uid"] = uid
+    return ref
+
+
+def _metadata(
+    name: str,
+    namespace: str | None,
+    *,
+    uid: str | None = None,
+    resource_version: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if uid is not None:
+        meta["uid"] = uid
+    if resource_version is not None:
+        meta["resourceVersion"] = resource_version
+    if labels is not None:
+        meta["labels"] = dict(labels)
+    if annotations is not None:
+        meta["annotations"] = dict(annotations)
+    return meta
+
+
+def pod(
+    name: str,
+    namespace: str | None = DEFAULT_NAMESPACE,
+    *,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    owner: Owner | None = None,
+    owner_uid: str | None = None,
+    uid: str | None = None,
+    resource_version: str | None = None,
+    deletion_timestamp: str | None = None,
+    grace_period: int | None = None,
+    node: str | None = None,
+    containers: Sequence[Mapping[str, str]] | None = CONTAINERS,
+    phase: str | None = None,
+    status: Mapping[str, Any] | None = None,
+    typed: bool = False,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A Pod. `node` sets spec.nodeName, `phase` status.phase (merged over `status`),
+    `deletion_timestamp` and `grace_period` the deletion metadata; `typed` adds apiVersion/kind;
+    `containers=None` leaves spec.containers out."""
+    meta = _metadata(
+        name,
+        namespace,
+        uid=uid,
+        resource_version=resource_version,
+        labels=labels,
+        annotations=annotations,
+    )
+    if owner is not None:
+        meta["ownerReferences"] = [owner_reference(owner, uid=owner_uid)]
+    if deletion_timestamp is not None:
+        meta["deletionTimestamp"] = deletion_timestamp
+    if grace_period is not None:
+        meta["deletionGracePeriodSeconds"] = grace_period
+    body_spec: dict[str, Any] = {}
+    if containers is not None:
+        body_spec["containers"] = [dict(c) for c in containers]
+    body_spec.update(copy.deepcopy(spec))
+    if node is not None:
+        body_spec["nodeName"] = node
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod"} if typed else {}
+    obj["metadata"] = meta
+    obj["spec"] = body_spec
+    if status is not None or phase is not None:
+        body_status = copy.deepcopy(dict(status or {}))
+        if phase is not None:
+            body_status["phase"] = phase
+        obj["status"] = body_status
+    return obj
+
+
+def subnet(
+    name: str,
+    cidr: str,
+    *,
+    gateway: str | None = None,
+    exclude_ips: Sequence[str] | None = None,
+    available: float | None = None,
+    status: Mapping[str, Any] | None = None,
+    typed: bool = False,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A kube-ovn Subnet with spec.cidrBlock `cidr`; `available` sets both v4availableIPs and
+    v6availableIPs in the status (merged over `status`)."""
+    body_spec: dict[str, Any] = {"cidrBlock": cidr}
+    if gateway is not None:
+        body_spec["gateway"] = gateway
+    if exclude_ips is not None:
+        body_spec["excludeIps"] = list(exclude_ips)
+    body_spec.update(copy.deepcopy(spec))
+    obj: dict[str, Any] = {"apiVersion": "kubeovn.io/v1", "kind": "Subnet"} if typed else {}
+    obj["metadata"] = {"name": name}
+    obj["spec"] = body_spec
+    if status is not None or available is not None:
+        body_status = copy.deepcopy(dict(status or {}))
+        if available is not None:
+            body_status["v4availableIPs"] = available
+            body_status["v6availableIPs"] = available
+        obj["status"] = body_status
+    return obj
+
+
+def node(
+    name: str,
+    *internal_ips: str,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Node whose status lists `internal_ips` as InternalIP addresses."""
+    return {
+        "metadata": _metadata(name, None, labels=labels, annotations=annotations),
+        "status": {"addresses": [{"type": "InternalIP", "address": ip} for ip in internal_ips]},
+    }
+
+
+def namespace(
+    name: str,
+    *,
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Namespace."""
+    return {"metadata": _metadata(name, None, labels=labels, annotations=annotations)}
+
+
+def nad(
+    name: str,
+    namespace: str = DEFAULT_NAMESPACE,
+    config: str | Mapping[str, Any] = OVN_CONF,
+    *,
+    typed: bool = False,
+) -> dict[str, Any]:
+    """A NetworkAttachmentDefinition; a mapping `config` is serialised to JSON (spec.config is a
+    string in the API)."""
+    text = config if isinstance(config, str) else json.dumps(config)
+    obj: dict[str, Any] = (
+        {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"} if typed else {}
+    )
+    obj["metadata"] = {"name": name, "namespace": namespace}
+    obj["spec"] = {"config": text}
+    return obj
