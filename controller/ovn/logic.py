@@ -61,7 +61,7 @@ def check_name(value: str, what: str) -> str:
 
 
 def port_columns(spec: PortSpec) -> PortColumns:
-    """kube-ovn CreatePort's LSP columns for `spec` (see kube-ovn.md section 4.1)."""
+    """kube-ovn CreatePort's LSP columns for `spec` (v1.8.18 pkg/ovs/ovn-nbctl.go)."""
     check_name(spec.name, "port")
     check_name(spec.switch, "logical switch")
     if not _MAC_RE.match(spec.mac):

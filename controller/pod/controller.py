@@ -1,8 +1,8 @@
 """The pod controller: informer callbacks, four work queues and their handlers (kube-ovn pod.go).
 
-`PodController` ports kube-ovn v1.8.18 `pkg/controller/pod.go` (kube-ovn.md 1.2-1.10). The
-handlers only orchestrate: they read the informer caches, ask `controller.pod_logic` what to do,
-and write through the ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`).
+`PodController` ports kube-ovn v1.8.18 `pkg/controller/pod.go`. The handlers only orchestrate:
+they read the informer caches, ask `controller.pod_logic` what to do, and write through the
+ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`).
 
 * `on_add` / `on_update` / `on_delete` (informer callbacks) are cheap, never raise, return at
   once when this replica is not the leader, and accept `DeletedFinalStateUnknown` tombstones.
@@ -21,30 +21,7 @@ and write through the ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`).
 Every handler locks the pod key with the shared `KeyMutex`, so the handlers of one pod never run
 concurrently. Failures the user can fix become Warning Events with kube-ovn's reasons.
 
-Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
-
-* the delete queue holds keys; the last seen object of a deleting pod lives in a map keyed
-  "ns/name" (kube-ovn v1.12 `deletingPodObjMap`), so repeated events run one cleanup, and the map
-  entry is removed only once a cleanup of that very object succeeded;
-* a terminating pod is re-queued with `queues.delete.add_after(key, grace)` (the delaying queue,
-  never a sleeping thread); its map entry remembers the deadline, so an earlier delayed entry of
-  the same key cannot clean it up before its grace period ends;
-* tombstones are handled; a tombstone without an object cleans up by name (and is skipped when
-  a pod of that name exists again);
-* annotation writes are merge patches of the keys we own (`KubeApi`), not a whole-map JSON patch;
-* the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
-* `port_security` turned on or off after creation is applied (kube-ovn #1143, #2343), and a
-  port without port security leaves its groups;
-* an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
-  errors here, not retried forever);
-* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
-* a malformed cached subnet is left out of every pod's choice (a typed informer would never
-  cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
-  saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
-* a StatefulSet pod whose IP CR is kept (deleted without a deletionTimestamp, e.g. forced) keeps
-  its IPAM address too; kube-ovn releases it and restores it only at the next restart;
-* a failed IP CR write fails the add (retried, before the annotation patch); v1.8 only logs it;
-* an add reuses the address and MAC of a port an interrupted add left for the pod.
+The deliberate deviations from v1.8 are listed in docs/deviations.md (the pod controller).
 """
 
 from __future__ import annotations

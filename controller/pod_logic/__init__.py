@@ -16,28 +16,24 @@ same subnet twice, the default network on a non-OVN subnet) carry `ValidatePodNe
 where kube-ovn only logs them and the user sees nothing but a pending pod. The transient ones of
 start-up (namespace not annotated yet) stay silent.
 
-How the handlers use them (kube-ovn.md sections):
+How the handlers use them (kube-ovn pod.go's handlers by name):
 
-* informer callbacks (1.2): `classify_add`, `classify_update`, `classify_delete`, plus
-  `needs_add_after_edit` (an annotation edit of an unallocated pod re-queues the add);
-* handleAddPod (1.5): `validate_pod_network` -> `pod_attachment_requests` (NADs to GET) ->
+* informer callbacks (enqueueAddPod, enqueueUpdatePod, enqueueDeletePod): `classify_add`,
+  `classify_update`, `classify_delete`, plus `needs_add_after_edit` (an annotation edit of an
+  unallocated pod re-queues the add);
+* handleAddPod: `validate_pod_network` -> `pod_attachment_requests` (NADs to GET) ->
   `get_pod_kubeovn_nets` -> `need_allocate_subnets` -> per net `get_ns_available_subnets`,
   `plan_address_request`, `validate_static_request`, `acquire_address` (IPAM) ->
   `build_pod_allocation` (vlan),
   `validate_pod_cidr`, `build_pod_annotations`, `build_ip_cr` (for `KubeApi.create_or_update_ip`),
   `build_port_spec` / `security_groups_to_sync` for OVN nets -> one annotation patch;
-* handleUpdatePod (1.7): `needs_update` -> `plan_update_pod` -> patch `routed`;
-* handleDeletePod (1.8): `is_replaced_by` -> `decide_delete` (with `is_statefulset_pod_to_del`
+* handleUpdatePod: `needs_update` -> `plan_update_pod` -> patch `routed`;
+* handleDeletePod: `is_replaced_by` -> `decide_delete` (with `is_statefulset_pod_to_del`
   / `is_vm_pod_to_del` and `append_check_pod_to_del`) -> `ports_to_delete`,
   `annotations.attachment_providers_to_release`;
-* inspection (1.10): `inspect_pod` -> remove `annotations.allocation_state_keys`.
+* inspection (inspectPod): `inspect_pod` -> remove `annotations.allocation_state_keys`.
 
-Deliberate deviations from v1.8 (each is a bug there, see kube-ovn.md):
-* the delayed delete of a terminating pod waits `terminationGracePeriodSeconds`, 30 when unset
-  (kube-ovn dereferences a nil pointer);
-* a StatefulSet pod whose name has no numeric ordinal gets no ip_pool entry (kube-ovn used index 0);
-* `validate_pod_cidr` is meant to be called with the CIDR of the subnet the address actually came
-  from (kube-ovn used the requested subnet's even when a static IP came from another one).
+The deliberate deviations from v1.8 are listed in docs/deviations.md (the pod logic).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ MAC = "ovn.kubernetes.io/mac_address"
 POOL = "ovn.kubernetes.io/ip_pool"
 
 
-def test_pod_gets_default_network_checklist_1(env: Env) -> None:
+def test_pod_gets_default_network(env: Env) -> None:
     env.create_pod(raw_pod("web"))
     assert env.drain(env.queues.add) == ["default/web"]
     env.controller.handle_add_pod("default/web")

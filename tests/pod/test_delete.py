@@ -26,7 +26,7 @@ def assert_released(env: Env, name: str) -> None:
     assert env.ipam.get_pod_address(f"default/{name}") == []
 
 
-def test_delete_removes_everything_checklist_5(env: Env) -> None:
+def test_delete_removes_everything(env: Env) -> None:
     allocated(env, "web", annotations={EIP: "172.56.0.9"})
     env.configmaps.add(
         {

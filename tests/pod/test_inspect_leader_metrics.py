@@ -1,4 +1,4 @@
-"""inspect_pods (checklist 11), leader gating (13) and the controller's metrics (12)."""
+"""inspect_pods, leader gating and the controller's metrics."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_inspection_leaves_terminating_and_healthy_pods_alone(env: Env) -> None:
     assert env.annotations("default/old")["ovn.kubernetes.io/allocated"] == "true"
 
 
-def test_non_leader_enqueues_nothing_checklist_13(env: Env) -> None:
+def test_non_leader_enqueues_nothing(env: Env) -> None:
     env.leader = False
     env.create_pod(raw_pod("web", node=NODE))
     env.sync_all()
@@ -66,7 +66,7 @@ def test_non_leader_enqueues_nothing_checklist_13(env: Env) -> None:
     assert env.drain(env.queues.add) == ["default/db"]
 
 
-def test_metrics_handler_durations_and_inspection_checklist_12() -> None:
+def test_metrics_handler_durations_and_inspection() -> None:
     registry = CollectorRegistry()
     env = standard_env(
         metrics=ControllerMetrics(registry), queue_metrics=PrometheusMetricsProvider(registry)

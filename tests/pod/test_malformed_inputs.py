@@ -1,5 +1,5 @@
 """Malformed cluster objects and pod networks the add flow must answer with a Warning Event
-(issue 9 item 3; the end-to-end table is tests/faults/test_malformed.py)."""
+(the end-to-end table is tests/faults/test_malformed.py)."""
 
 from __future__ import annotations
 

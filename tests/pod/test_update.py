@@ -25,7 +25,7 @@ def schedule(env: Env, key: str, node: str = NODE) -> None:
     env.edit_pod(key, set_node)
 
 
-def test_scheduled_pod_gets_src_ip_route_to_its_node_checklist_2(env: Env) -> None:
+def test_scheduled_pod_gets_src_ip_route_to_its_node(env: Env) -> None:
     env.create_pod(raw_pod("web"))
     env.converge()
     assert ROUTED not in env.annotations("default/web")

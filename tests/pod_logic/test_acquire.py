@@ -1,4 +1,5 @@
-"""pod_logic.acquire_address (kube-ovn.md 1.6) over a tiny in-memory allocator, plus boundaries."""
+"""pod_logic.acquire_address (kube-ovn pod.go acquireAddress) over a tiny in-memory allocator,
+plus boundaries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""pod_logic: liveness, owners, enqueue and delete decisions (kube-ovn.md 1.1, 1.2, 1.8)."""
+"""pod_logic: liveness, owners, enqueue and delete decisions (kube-ovn v1.8.18
+pod.go isPodAlive, the enqueue handlers, handleDeletePod)."""
 
 from __future__ import annotations
 
@@ -143,7 +144,7 @@ def placed(ip: str = "10.16.0.5", ls: str = "ovn-default") -> Pod:
         (placed(), sts(), "s2,ovn-default", False),
         (placed(), sts(subnet_ann="ovn-default"), "s2", False),  # owner pins the subnet
         (placed("10.99.0.5"), sts(), "ovn-default", True),  # subnet CIDR changed
-        (placed(""), sts(), "ovn-default", True),  # empty ip annotation (issue #4479)
+        (placed(""), sts(), "ovn-default", True),  # empty ip annotation (kubeovn/kube-ovn#4479)
         (placed(), sts(subnet_ann="s2"), "ovn-default", True),  # owner's subnet changed
         (placed(), VirtualMachine("default", "vm1"), "ovn-default", False),
         (placed(), None, None, True),

@@ -1,4 +1,5 @@
-"""pod_logic: subnets, nets, validators, address plans, annotations, IP CRs (kube-ovn.md 1.4-7)."""
+"""pod_logic: subnets, nets, validators, address plans, annotations, IP CRs (kube-ovn
+v1.8.18 pkg/controller/pod.go getPodKubeovnNets to handleUpdatePod)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Queue: client-go queue.go semantics (client-go.md section 1.1, checklist items 1-3)."""
+"""Queue: client-go util/workqueue/queue.go semantics."""
 
 from __future__ import annotations
 

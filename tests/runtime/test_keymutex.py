@@ -1,4 +1,4 @@
-"""KeyMutex: k8s.io/utils keymutex NewHashed semantics (client-go.md section 4, item 19)."""
+"""KeyMutex: k8s.io/utils keymutex NewHashed semantics (k8s.io/utils/keymutex hashed.go)."""
 
 from __future__ import annotations
 
