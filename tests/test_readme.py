@@ -276,6 +276,16 @@ def test_relative_links_point_at_existing_files(readme: str) -> None:
     assert not missing, f"README links to missing files: {missing}"
 
 
+_REPO_PATH = re.compile(r"`((?:controller|tests|bench|cmd|charts|docs|\.ci)/[\w./-]*)`")
+
+
+def test_cited_repository_paths_exist(readme: str) -> None:
+    cited = set(_REPO_PATH.findall(readme))
+    assert "controller/app.py" in cited, "expected the code layout to cite module paths"
+    missing = sorted(path for path in cited if not (ROOT / path).exists())
+    assert not missing, f"README cites paths that do not exist: {missing}"
+
+
 def test_anchor_links_point_at_headings(readme: str) -> None:
     def slug(heading: str) -> str:
         text = heading.lstrip("#").strip().lower().replace("`", "")
