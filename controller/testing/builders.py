@@ -75,6 +75,25 @@ def _metadata(
     return meta
 
 
+def _object(
+    type_meta: tuple[str, str] | None,
+    meta: dict[str, Any],
+    spec: dict[str, Any],
+    status: Mapping[str, Any] | None,
+    status_fields: Mapping[str, Any],
+) -> dict[str, Any]:
+    """apiVersion/kind (when `type_meta`), metadata, spec, and a status only when one is given:
+    a copy of `status` with `status_fields` set over it."""
+    obj: dict[str, Any] = {}
+    if type_meta is not None:
+        obj["apiVersion"], obj["kind"] = type_meta
+    obj["metadata"] = meta
+    obj["spec"] = spec
+    if status is not None or status_fields:
+        obj["status"] = {**copy.deepcopy(dict(status or {})), **status_fields}
+    return obj
+
+
 def pod(
     name: str,
     namespace: str | None = DEFAULT_NAMESPACE,
@@ -117,15 +136,8 @@ def pod(
     body_spec.update(copy.deepcopy(spec))
     if node is not None:
         body_spec["nodeName"] = node
-    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod"} if typed else {}
-    obj["metadata"] = meta
-    obj["spec"] = body_spec
-    if status is not None or phase is not None:
-        body_status = copy.deepcopy(dict(status or {}))
-        if phase is not None:
-            body_status["phase"] = phase
-        obj["status"] = body_status
-    return obj
+    fields = {} if phase is None else {"phase": phase}
+    return _object(("v1", "Pod") if typed else None, meta, body_spec, status, fields)
 
 
 def subnet(
@@ -147,16 +159,9 @@ def subnet(
     if exclude_ips is not None:
         body_spec["excludeIps"] = list(exclude_ips)
     body_spec.update(copy.deepcopy(spec))
-    obj: dict[str, Any] = {"apiVersion": "kubeovn.io/v1", "kind": "Subnet"} if typed else {}
-    obj["metadata"] = {"name": name}
-    obj["spec"] = body_spec
-    if status is not None or available is not None:
-        body_status = copy.deepcopy(dict(status or {}))
-        if available is not None:
-            body_status["v4availableIPs"] = available
-            body_status["v6availableIPs"] = available
-        obj["status"] = body_status
-    return obj
+    fields = {} if available is None else {"v4availableIPs": available, "v6availableIPs": available}
+    type_meta = ("kubeovn.io/v1", "Subnet") if typed else None
+    return _object(type_meta, {"name": name}, body_spec, status, fields)
 
 
 def node(
@@ -192,9 +197,6 @@ def nad(
     """A NetworkAttachmentDefinition; a mapping `config` is serialised to JSON (spec.config is a
     string in the API)."""
     text = config if isinstance(config, str) else json.dumps(config)
-    obj: dict[str, Any] = (
-        {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"} if typed else {}
-    )
-    obj["metadata"] = {"name": name, "namespace": namespace}
-    obj["spec"] = {"config": text}
-    return obj
+    type_meta = ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition") if typed else None
+    meta = {"name": name, "namespace": namespace}
+    return _object(type_meta, meta, {"config": text}, None, {})

@@ -58,14 +58,18 @@ def pod(
     annotations: dict[str, str] | None = None,
     node_name: str = "",
     owner: dict[str, Any] | None = None,
+    grace: int | None = None,
 ) -> dict[str, Any]:
-    """A pod with one busybox container; empty options leave their fields out."""
+    """A pod with one busybox container; empty options leave their fields out, `grace` sets
+    terminationGracePeriodSeconds."""
+    extra = {} if grace is None else {"terminationGracePeriodSeconds": grace}
     return builders.pod(
         name,
         namespace,
         annotations=annotations or None,
         owner=owner or None,
         node=node_name or None,
+        **extra,
     )
 
 

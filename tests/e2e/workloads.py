@@ -20,6 +20,7 @@ from controller.app import Controller
 from controller.core.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
 from controller.ovn.api import PortInfo
 from controller.testing import builders
+from tests.e2e import helpers
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import annotations, audit_clean, get_or_none, running, wait_for
 
@@ -41,13 +42,8 @@ def pod(
     node_name: str = "",
 ) -> dict[str, Any]:
     """A busybox pod that the emulator deletes `grace` seconds after a graceful delete."""
-    return builders.pod(
-        name,
-        namespace,
-        annotations=annotations or None,
-        owner=owner or None,
-        node=node_name or None,
-        terminationGracePeriodSeconds=grace,
+    return helpers.pod(
+        name, namespace, annotations=annotations, owner=owner, node_name=node_name, grace=grace
     )
 
 
