@@ -41,6 +41,28 @@ def timestamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def allocated(
+    ip: str,
+    mac: str,
+    switch: str = "ovn-default",
+    *,
+    provider: str = "ovn",
+    cidr: str | None = None,
+) -> dict[str, str]:
+    """The annotations an add leaves on a pod for one network (`<provider>.kubernetes.io/...`):
+    the allocated mark, address, MAC, logical switch, and the CIDR when given."""
+    prefix = f"{provider}.kubernetes.io"
+    annotations = {
+        f"{prefix}/allocated": "true",
+        f"{prefix}/ip_address": ip,
+        f"{prefix}/mac_address": mac,
+        f"{prefix}/logical_switch": switch,
+    }
+    if cidr is not None:
+        annotations[f"{prefix}/cidr"] = cidr
+    return annotations
+
+
 def owner_reference(owner: Owner, *, uid: str | None = None) -> dict[str, Any]:
     """An ownerReferences entry; a tuple gives apiVersion, kind and name (and `uid` if set)."""
     if not isinstance(owner, tuple):

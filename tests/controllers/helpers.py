@@ -81,13 +81,7 @@ def restored_pod(name: str, ann: dict[str, str] | None = None, **status: Any) ->
 
 
 def allocated(ip: str, mac: str, subnet: str = LS, provider: str = "ovn") -> dict[str, str]:
-    p = provider
-    return {
-        f"{p}.kubernetes.io/allocated": "true",
-        f"{p}.kubernetes.io/ip_address": ip,
-        f"{p}.kubernetes.io/mac_address": mac,
-        f"{p}.kubernetes.io/logical_switch": subnet,
-    }
+    return builders.allocated(ip, mac, subnet, provider=provider)
 
 
 class World:

@@ -10,6 +10,7 @@ from controller.cache import Indexer
 from controller.config import parse_args
 from controller.controllers.bootstrap import init_ipam
 from controller.ipam import IPAM
+from controller.testing import builders
 from controller.testing.fake_kube import FakeKubeApi
 from tests.controllers.helpers import restored_pod
 
@@ -39,13 +40,7 @@ def ip_cr(pod: str, ip: str, mac: str) -> dict[str, Any]:
 
 
 def allocated(ip: str, mac: str) -> dict[str, str]:
-    return {
-        "ovn.kubernetes.io/allocated": "true",
-        "ovn.kubernetes.io/ip_address": ip,
-        "ovn.kubernetes.io/mac_address": mac,
-        "ovn.kubernetes.io/cidr": "10.16.0.0/16",
-        "ovn.kubernetes.io/logical_switch": SUBNET,
-    }
+    return builders.allocated(ip, mac, SUBNET, cidr="10.16.0.0/16")
 
 
 def rebuild(ips: Indexer, pods: Indexer) -> IPAM:

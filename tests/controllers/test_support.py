@@ -20,14 +20,13 @@ from controller.core.constants import (
     EXCLUDE_IPS_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
-    MAC_ADDRESS_ANNOTATION,
 )
 from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM
 from controller.queues import FakeClock, RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.worker import process_next_work_item
-from controller.testing.builders import subnet
+from controller.testing.builders import allocated, subnet
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from tests.controllers.helpers import restored_pod
@@ -40,15 +39,6 @@ def indexer(*objs: dict[str, Any]) -> Indexer:
     for obj in objs:
         idx.add(obj)
     return idx
-
-
-def allocated(ip: str, mac: str, switch: str = "ovn-default") -> dict[str, str]:
-    return {
-        ALLOCATED_ANNOTATION: "true",
-        IP_ADDRESS_ANNOTATION: ip,
-        MAC_ADDRESS_ANNOTATION: mac,
-        LOGICAL_SWITCH_ANNOTATION: switch,
-    }
 
 
 # --- format_subnet_spec --------------------------------------------------------------------------

@@ -97,3 +97,15 @@ def test_models_come_from_the_models_own_parser() -> None:
     assert subnet.gateway == "10.1.0.1"
     assert models.node("n", "1.2.3.4", tunnel_ip="100.64.0.2").name == "n"
     assert models.namespace("x", None).name == "x"
+
+
+def test_allocated_annotations_per_provider() -> None:
+    assert builders.allocated("10.16.0.5", "00:00:00:00:00:05") == {
+        "ovn.kubernetes.io/allocated": "true",
+        "ovn.kubernetes.io/ip_address": "10.16.0.5",
+        "ovn.kubernetes.io/mac_address": "00:00:00:00:00:05",
+        "ovn.kubernetes.io/logical_switch": "ovn-default",
+    }
+    got = builders.allocated("10.1.0.2", "m", "s1", provider="n.ns", cidr="10.1.0.0/24")
+    assert got["n.ns.kubernetes.io/logical_switch"] == "s1"
+    assert got["n.ns.kubernetes.io/cidr"] == "10.1.0.0/24"
