@@ -38,7 +38,7 @@ from controller.core import annotations as ann  # noqa: E402
 from controller.core.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
 from controller.ipam import IPAM  # noqa: E402
 from controller.queues import RealClock  # noqa: E402
-from tests.pod.helpers import NODE, Env, raw_pod, standard_env  # noqa: E402
+from tests.pod.env import NODE, Env, raw_pod, standard_env  # noqa: E402
 
 
 def _env() -> Env:

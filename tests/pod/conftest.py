@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.pod.helpers import Env, standard_env
+from tests.pod.env import Env, standard_env
 
 
 @pytest.fixture

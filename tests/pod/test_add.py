@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.ovn.api import OvnError
-from tests.pod.helpers import (
+from tests.pod.env import (
     DEFAULT_SUBNET,
     ROUTER,
     Env,

@@ -7,7 +7,7 @@ import pytest
 
 from controller.kube.errors import KubeApiError
 from controller.ovn.api import PortSpec
-from tests.pod.helpers import DEFAULT_SUBNET, Env, raw_pod
+from tests.pod.env import DEFAULT_SUBNET, Env, raw_pod
 
 IP = "ovn.kubernetes.io/ip_address"
 MAC = "ovn.kubernetes.io/mac_address"

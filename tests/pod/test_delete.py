@@ -9,7 +9,7 @@ from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown
 from controller.core.model import format_time
-from tests.pod.helpers import NODE, NODE_JOIN_IP, Env, raw_pod
+from tests.pod.env import NODE, NODE_JOIN_IP, Env, raw_pod
 
 EIP = "ovn.kubernetes.io/eip"
 
@@ -192,7 +192,7 @@ def test_force_deleted_statefulset_pod_keeps_its_ip_cr_and_address(env: Env) -> 
 
 
 def test_statefulset_scale_down_releases_the_network() -> None:
-    from tests.pod.helpers import standard_env
+    from tests.pod.env import standard_env
 
     env = standard_env(with_owner_indexers=False)  # the sts is read through the API
     try:
@@ -213,7 +213,7 @@ def test_statefulset_scale_down_releases_the_network() -> None:
 
 def test_vm_pod_keeps_its_ip_under_keep_vm_ip() -> None:
     from controller.config import Config
-    from tests.pod.helpers import standard_env
+    from tests.pod.env import standard_env
 
     env = standard_env(config=Config(enable_keep_vm_ip=True))
     try:

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry
 from controller.core.model import format_time
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
-from tests.pod.helpers import NODE, Env, raw_pod, standard_env
+from tests.pod.env import NODE, Env, raw_pod, standard_env
 
 
 def test_inspection_recreates_a_lost_port_with_the_same_address(env: Env) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from controller.core.errors import ControllerError, MalformedObjectError, PermanentError
 from controller.core.subnet_spec import format_subnet_spec
-from tests.pod.helpers import Env, raw_pod, raw_subnet
+from tests.pod.env import Env, raw_pod, raw_subnet
 
 LS = "ovn.kubernetes.io/logical_switch"
 NETWORKS = "k8s.v1.cni.cncf.io/networks"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from controller.core.errors import ControllerError
-from tests.pod.helpers import Env, raw_pod
+from tests.pod.env import Env, raw_pod
 
 LS = "ovn.kubernetes.io/logical_switch"
 VALIDATE = "ValidatePodNetworkFailed"

@@ -7,7 +7,7 @@ from collections import Counter
 
 from controller.queues import RealClock
 from controller.testing.wait import wait_for
-from tests.pod.helpers import NODE, Env, raw_pod, standard_env
+from tests.pod.env import NODE, Env, raw_pod, standard_env
 
 PODS = 200
 TIMEOUT = 60.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.ovn import external_ids as ext
-from tests.pod.helpers import (
+from tests.pod.env import (
     NODE,
     NODE_JOIN_IP,
     Env,
@@ -99,7 +99,7 @@ def test_eip_and_snat_route_through_the_external_gateway(env: Env) -> None:
 
 def test_eip_snat_disabled_ignores_the_annotations() -> None:
     from controller.config import Config
-    from tests.pod.helpers import standard_env
+    from tests.pod.env import standard_env
 
     env = standard_env(config=Config(enable_eip_snat=False))
     try:
