@@ -85,7 +85,7 @@ from controller.core.constants import (
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
-from controller.core.model import Pod, StatefulSet, Subnet, VirtualMachine
+from controller.core.model import Pod, StatefulSet
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
@@ -103,6 +103,7 @@ from controller.pod_logic import (
     is_vm_pod,
     statefulset_ordinal,
 )
+from controller.view import CacheView, ParseCache
 
 LOG = logging.getLogger(__name__)
 
@@ -186,14 +187,24 @@ class GarbageCollector:
         utcnow: Callable[[], datetime] | None = None,
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
+        view: CacheView | None = None,
     ) -> None:
+        """`view`, when given, is the read view over these same indexers (shared with the pod
+        controller, so each object is parsed once); otherwise one is built from them."""
         self._config = config
-        self._pods = pods
-        self._nodes = nodes
-        self._ips = ips
-        self._subnets = subnets
-        self._statefulsets = statefulsets
-        self._vms = vms
+        self._view = (
+            view
+            if view is not None
+            else CacheView(
+                kube=kube,
+                pods=pods,
+                nodes=nodes,
+                ips=ips,
+                subnets=subnets,
+                statefulsets=statefulsets,
+                vms=vms,
+            )
+        )
         self._kube = kube
         self._nb = nb
         self._ipam = ipam
@@ -208,8 +219,8 @@ class GarbageCollector:
         self._last_lsp_orphans: set[str] = set()
         self._last_ip_orphans: set[str] = set()
         self._last_route_orphans: set[str] = set()
-        # (namespace/name, resourceVersion) -> parsed pod, only while the start-up passes run
-        self._pod_memo: dict[tuple[str, str], Pod] | None = None
+        # each pod parsed once per resourceVersion, only while the start-up passes run
+        self._pod_memo: ParseCache[Pod] | None = None
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -218,7 +229,7 @@ class GarbageCollector:
         LOG.info("start garbage collection at startup")
         # NOTE: the two passes read the same pods (nothing has started to change them yet):
         # parse each one once. An updated pod has a new resourceVersion and is parsed again.
-        self._pod_memo = {}
+        self._pod_memo = ParseCache(Pod.from_dict, max_entries=None)
         try:
             self.run_once()
             self.run_once()
@@ -253,7 +264,7 @@ class GarbageCollector:
                     ports = self._list_ports()
                 except OvnError as exc:
                     LOG.warning("garbage collection cannot list logical switch ports: %s", exc)
-                crs = self._ips.list()
+                crs = self._view.ip_crs_raw()
                 snap = self._snapshot()
                 if ports is not None:
                     self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
@@ -338,7 +349,7 @@ class GarbageCollector:
             if key and self._key_kept_now(key):
                 LOG.info("lsp %s is in use again (%s); not deleting", port.name, key)
                 return False
-            if is_node_port and self._nodes.get_by_key(port.name[len(NODE_PORT_PREFIX) :]):
+            if is_node_port and self._view.has_node(port.name[len(NODE_PORT_PREFIX) :]):
                 return False
             LOG.info("gc logical switch port %s (pod %s)", port.name, key or "-")
             self._delete_routes_and_nat(ovn_logic.address_ips(port.addresses), key, routes, nats)
@@ -369,7 +380,7 @@ class GarbageCollector:
         with self._lock:
             if not self._is_ready():
                 return []
-            crs = self._ips.list()
+            crs = self._view.ip_crs_raw()
             return self._sweep_ips(crs, self._snapshot())
 
     def _sweep_ips(self, crs: list[Any], snap: _Snapshot) -> list[str]:
@@ -421,7 +432,7 @@ class GarbageCollector:
     def _delete_orphan_ip(self, name: str, key: str, is_node: bool, snap: _Snapshot) -> bool:
         with self._locked("" if is_node else key):
             if is_node:
-                if self._nodes.get_by_key(key[len(NODE_PORT_PREFIX) :]) is not None:
+                if self._view.has_node(key[len(NODE_PORT_PREFIX) :]):
                     return False
             elif self._key_kept_now(key):
                 LOG.info("IP CR %s is in use again (%s); not deleting", name, key)
@@ -481,7 +492,7 @@ class GarbageCollector:
         kept_names: set[str] = set()
         present: set[str] = set()
         expected: dict[str, str] = {}
-        for raw in self._pods.list():
+        for raw in self._view.pods_raw():
             try:
                 pod = self._parse_pod(raw)
             except MalformedObjectError as exc:
@@ -503,14 +514,10 @@ class GarbageCollector:
                 kept_names.add(port)
                 if self._is_ovn_provided(pod, provider):
                     expected[port] = key
-        nodes = frozenset(str(_meta(raw).get("name") or "") for raw in self._nodes.list())
+        nodes = self._view.node_names()
         kept_names.update(node_port_name(n) for n in nodes if n)
-        if self._keep_vm_ip and self._vms is not None:
-            for raw in self._vms.list():
-                try:
-                    vm = VirtualMachine.from_dict(raw)
-                except MalformedObjectError:
-                    continue
+        if self._keep_vm_ip:
+            for vm in self._view.virtual_machines():
                 if vm.deletion_timestamp is None:
                     kept_keys.add(f"{vm.namespace}/{vm.name}")
         return _Snapshot(
@@ -519,15 +526,7 @@ class GarbageCollector:
 
     def _parse_pod(self, raw: Any) -> Pod:
         memo = self._pod_memo
-        meta = _meta(raw)
-        version = meta.get("resourceVersion")
-        if memo is None or not isinstance(version, str) or not version:
-            return Pod.from_dict(raw)
-        key = (f"{meta.get('namespace')}/{meta.get('name')}", version)
-        pod = memo.get(key)
-        if pod is None:
-            pod = memo[key] = Pod.from_dict(raw)
-        return pod
+        return Pod.from_dict(raw) if memo is None else memo.get(raw)
 
     def _pod_kept(self, pod: Pod, now: datetime) -> bool:
         alive = is_pod_alive(pod, now)
@@ -567,7 +566,7 @@ class GarbageCollector:
 
     def _key_kept_now(self, key: str) -> bool:
         """Re-check one key against the live caches (just before a deletion)."""
-        raw = self._pods.get_by_key(key)
+        raw = self._view.pod_raw(key)
         if raw is not None:
             try:
                 pod = Pod.from_dict(raw)
@@ -579,11 +578,7 @@ class GarbageCollector:
 
     def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
         try:
-            if self._statefulsets is not None:
-                raw = self._statefulsets.get_by_key(f"{namespace}/{name}")
-            else:
-                raw = self._kube.get_statefulset(namespace, name)
-            return None if raw is None else StatefulSet.from_dict(raw)
+            return self._view.statefulset(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
             raise _Undecidable from exc
@@ -591,14 +586,11 @@ class GarbageCollector:
     def _vm_wanted(self, namespace: str, name: str) -> bool:
         """The VM exists and is not being deleted (an unreadable VM counts as wanted)."""
         try:
-            if self._vms is not None:
-                raw = self._vms.get_by_key(f"{namespace}/{name}")
-            else:
-                raw = self._kube.get_virtual_machine(namespace, name)
-            return raw is not None and VirtualMachine.from_dict(raw).deletion_timestamp is None
+            vm = self._view.virtual_machine(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
             return True
+        return vm is not None and vm.deletion_timestamp is None
 
     def _is_ovn_provided(self, pod: Pod, provider: str) -> bool:
         """kube-ovn `isOVNProvided`: the provider's subnet belongs to OVN (has an LSP)."""
@@ -607,20 +599,18 @@ class GarbageCollector:
         switch = pod.annotations.get(
             annotation_key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE, provider), ""
         )
-        raw = self._subnets.get_by_key(switch) if switch else None
-        if raw is None:
-            return False
         try:
-            return is_ovn_provider(Subnet.from_dict(raw).provider)
+            subnet = self._view.subnet(switch)
         except MalformedObjectError:
             return False
+        return subnet is not None and is_ovn_provider(subnet.provider)
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _release(self, key: str, snap: _Snapshot) -> None:
         if not key:
             return
-        if key in snap.present_keys or self._pods.get_by_key(key) is not None:
+        if key in snap.present_keys or self._view.pod_raw(key) is not None:
             LOG.info("not releasing addresses of %s: a pod with that key exists", key)
             return
         if self._ipam.get_pod_address(key):

@@ -11,8 +11,9 @@ The reconcilers read cluster state through this view instead of their own `get_b
   depend on cache order); a malformed one is left out (`parsed_subnet` tells why).
 * `statefulset`, `virtual_machine`, `nads_of`, `owner_of`: from the informer when one is given,
   else one GET through `KubeApi` (the owner informers are optional); API errors propagate.
-* Pods stay raw (`pod_raw`, `pods_raw`): handlers need the object itself for Events and the
-  delete map; they parse with `Pod.from_dict` or a pass-scoped `ParseCache`.
+* Pods and IP CRs stay raw (`pod_raw`, `pods_raw`, `ip_crs_raw`): handlers need the object
+  itself (Events, the delete map, IP CR diffs); they parse pods with `Pod.from_dict` or a
+  pass-scoped `ParseCache`.
 
 A kind whose indexer is not given reads as empty. No method writes anything.
 """
@@ -142,6 +143,10 @@ class CacheView:
 
     def ip_cr_cached(self, name: str) -> bool:
         return self._ips.get_by_key(name) is not None
+
+    def ip_crs_raw(self) -> list[KubeObject]:
+        """The cached kubeovn.io IP CRs, as the informer holds them."""
+        return self._ips.list()
 
     # --- subnets ------------------------------------------------------------------------------
 
