@@ -374,17 +374,6 @@ class Controller:
         )
         self.pod_controller = PodController(
             config=cfg,
-            pods=idx("pods"),
-            namespaces=idx("namespaces"),
-            subnets=idx(RESOURCE_SUBNETS),
-            nodes=idx("nodes"),
-            ips=idx(RESOURCE_IPS),
-            vlans=idx(RESOURCE_VLANS),
-            vpcs=idx(RESOURCE_VPCS),
-            configmaps=idx("configmaps"),
-            statefulsets=opt("statefulsets"),
-            nads=opt("nads"),
-            vms=opt("vms"),
             kube=kube,
             nb=nb,
             ipam=self.ipam,
@@ -401,12 +390,6 @@ class Controller:
             inf["nads"].add_event_handler(self.pod_controller.nad_event_handler())
         self.gc = GarbageCollector(
             config=cfg,
-            pods=idx("pods"),
-            nodes=idx("nodes"),
-            ips=idx(RESOURCE_IPS),
-            subnets=idx(RESOURCE_SUBNETS),
-            statefulsets=opt("statefulsets"),
-            vms=opt("vms"),
             kube=kube,
             nb=nb,
             ipam=self.ipam,

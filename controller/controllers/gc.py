@@ -173,12 +173,6 @@ class GarbageCollector:
         self,
         *,
         config: Config,
-        pods: Indexer,
-        nodes: Indexer,
-        ips: Indexer,
-        subnets: Indexer,
-        statefulsets: Indexer | None,
-        vms: Indexer | None,
         kube: KubeApi,
         nb: NbClient,
         ipam: IPAM,
@@ -188,23 +182,14 @@ class GarbageCollector:
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
         view: CacheView | None = None,
+        **caches: Indexer | None,
     ) -> None:
-        """`view`, when given, is the read view over these same indexers (shared with the pod
-        controller, so each object is parsed once); otherwise one is built from them."""
+        """The caches are read through `view` (shared with the pod controller, so each object
+        is parsed once) or, without one, through a view over `caches`: the informer indexers
+        by kind, as `CacheView` takes them (pods=, nodes=, ips=, subnets=; statefulsets=, vms=
+        are optional: without them owners are GET through `kube`)."""
         self._config = config
-        self._view = (
-            view
-            if view is not None
-            else CacheView(
-                kube=kube,
-                pods=pods,
-                nodes=nodes,
-                ips=ips,
-                subnets=subnets,
-                statefulsets=statefulsets,
-                vms=vms,
-            )
-        )
+        self._view = CacheView.given_or_over(view, kube, caches)
         self._kube = kube
         self._nb = nb
         self._ipam = ipam

@@ -97,17 +97,6 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         self,
         *,
         config: Config,
-        pods: Indexer,
-        namespaces: Indexer,
-        subnets: Indexer,
-        nodes: Indexer,
-        ips: Indexer,
-        vlans: Indexer,
-        vpcs: Indexer,
-        configmaps: Indexer,
-        statefulsets: Indexer | None,
-        nads: Indexer | None,
-        vms: Indexer | None,
         kube: KubeApi,
         nb: NbClient,
         ipam: IPAM,
@@ -119,28 +108,15 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         clock: Clock | None = None,
         now: Callable[[], datetime] | None = None,
         view: CacheView | None = None,
+        **caches: Indexer | None,
     ) -> None:
-        """`view`, when given, is the read view over these same indexers (shared with other
-        controllers so each object is parsed once); otherwise one is built from them."""
+        """The caches are read through `view` (shared with other controllers, so each object
+        is parsed once) or, without one, through a view over `caches`: the informer indexers
+        by kind, as `CacheView` takes them (pods=, namespaces=, subnets=, nodes=, ips=, vlans=,
+        vpcs=, configmaps=; statefulsets=, nads=, vms= are optional: without them owners and
+        attachments are GET through `kube`)."""
         self._config = config
-        self._view = (
-            view
-            if view is not None
-            else CacheView(
-                kube=kube,
-                pods=pods,
-                namespaces=namespaces,
-                subnets=subnets,
-                nodes=nodes,
-                ips=ips,
-                vlans=vlans,
-                vpcs=vpcs,
-                configmaps=configmaps,
-                statefulsets=statefulsets,
-                nads=nads,
-                vms=vms,
-            )
-        )
+        self._view = CacheView.given_or_over(view, kube, caches)
         self._kube = kube
         self._nb = nb
         self._ipam = ipam

@@ -20,7 +20,7 @@ A kind whose indexer is not given reads as empty. No method writes anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from controller import pod_logic as pl
@@ -92,6 +92,18 @@ class CacheView:
         self._parsed_nodes: ParseCache[Node] = ParseCache(Node.from_dict)
         self._parsed_vlans: ParseCache[Vlan] = ParseCache(Vlan.from_dict)
         self._parsed_vpcs: ParseCache[Vpc] = ParseCache(Vpc.from_dict)
+
+    @classmethod
+    def given_or_over(
+        cls, view: CacheView | None, kube: OwnerGets, caches: Mapping[str, Indexer | None]
+    ) -> CacheView:
+        """`view`, or a new view over `caches` (indexers by kind, as `__init__` takes them),
+        for a controller that may be handed a shared view; a TypeError when given both."""
+        if view is None:
+            return cls(kube=kube, **caches)
+        if caches:
+            raise TypeError(f"a view or the indexers ({', '.join(sorted(caches))}), not both")
+        return view
 
     # --- pods (raw) ------------------------------------------------------------------------------
 
@@ -193,17 +205,11 @@ class CacheView:
     # --- owners and attachments (informer, else one GET) -----------------------------------------
 
     def statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        if self._statefulsets is not None:
-            raw = self._statefulsets.get_by_key(f"{namespace}/{name}")
-        else:
-            raw = self._kube.get_statefulset(namespace, name)
+        raw = _cached_or_get(self._statefulsets, self._kube.get_statefulset, namespace, name)
         return None if raw is None else StatefulSet.from_dict(raw)
 
     def virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        if self._vms is not None:
-            raw = self._vms.get_by_key(f"{namespace}/{name}")
-        else:
-            raw = self._kube.get_virtual_machine(namespace, name)
+        raw = _cached_or_get(self._vms, self._kube.get_virtual_machine, namespace, name)
         return None if raw is None else VirtualMachine.from_dict(raw)
 
     def virtual_machines(self) -> list[VirtualMachine]:
@@ -233,13 +239,23 @@ class CacheView:
             ref = (element.namespace, element.name)
             if ref in found:
                 continue
-            if self._nads is not None:
-                raw = self._nads.get_by_key(f"{element.namespace}/{element.name}")
-            else:
-                raw = self._kube.get_network_attachment_definition(*ref)
+            raw = _cached_or_get(self._nads, self._kube.get_network_attachment_definition, *ref)
             if raw is not None:
                 found[ref] = NetworkAttachmentDefinition.from_dict(raw)
         return found
+
+
+def _cached_or_get(
+    indexer: Indexer | None,
+    get: Callable[[str, str], KubeObject | None],
+    namespace: str,
+    name: str,
+) -> KubeObject | None:
+    """The object from its informer when one runs, else one GET (None: NotFound)."""
+    if indexer is not None:
+        raw: KubeObject | None = indexer.get_by_key(f"{namespace}/{name}")
+        return raw
+    return get(namespace, name)
 
 
 def _meta(raw: Any) -> Mapping[str, Any]:

@@ -259,3 +259,14 @@ def test_without_an_informer_an_owner_is_one_get_for_both_keep_checks() -> None:
 
 def test_a_pod_whose_statefulset_is_gone_is_to_delete() -> None:
     assert OwnerLookup(_view(_Gets()), _sts_pod()).to_delete() is True
+
+
+def test_a_controller_gets_the_shared_view_or_one_over_its_indexers() -> None:
+    shared = _view()
+    assert CacheView.given_or_over(shared, _Gets(), {}) is shared
+    nodes = Indexer()
+    nodes.add(_node("n1", "1"))
+    built = CacheView.given_or_over(None, _Gets(), {"nodes": nodes})
+    assert built.node_names() == frozenset({"n1"})
+    with pytest.raises(TypeError, match=r"a view or the indexers \(nodes\), not both"):
+        CacheView.given_or_over(shared, _Gets(), {"nodes": nodes})
