@@ -26,7 +26,7 @@ from controller.kube.errors import KubeApiError
 from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.ovn import external_ids as ext
 from controller.ovn.api import OvnError
-from controller.pod.base import LOG, PodControllerBase, _to_pod
+from controller.pod.base import LOG, PodControllerBase, to_pod
 
 
 class AddHandlers(PodControllerBase):
@@ -37,7 +37,7 @@ class AddHandlers(PodControllerBase):
             raw = self._view.pod_raw(key)
             if raw is None:
                 return
-            self._add_pod(key, raw, _to_pod(raw))
+            self._add_pod(key, raw, to_pod(raw))
 
     def _add_pod(self, key: str, raw: KubeObject, pod: Pod) -> None:
         try:

@@ -56,7 +56,7 @@ class PodQueues:
 
 
 @dataclass(frozen=True, slots=True)
-class _Deleting:
+class DeletingPod:
     """The last seen object of a pod whose delete is pending, and when it may run."""
 
     obj: KubeObject
@@ -80,7 +80,7 @@ class PodControllerBase:
     _now: Callable[[], datetime]
     _keep_vm_ip: bool
     _deleting_lock: threading.Lock
-    _deleting: dict[str, _Deleting]
+    _deleting: dict[str, DeletingPod]
 
     def _pod_nets(
         self,
@@ -137,11 +137,11 @@ class PodControllerBase:
         that event time to arrive.
         """
         with self._deleting_lock:
-            self._deleting.setdefault(key, _Deleting(raw))
+            self._deleting.setdefault(key, DeletingPod(raw))
         self.queues.delete.add_rate_limited(key)
 
     def _warn(self, raw: KubeObject, reason: str, exc: BaseException) -> None:
-        LOG.error("pod %s: %s: %s", _describe(raw), reason, exc)
+        LOG.error("pod %s: %s: %s", describe(raw), reason, exc)
         if raw:
             self._recorder.event(raw, EVENT_TYPE_WARNING, reason, str(exc))
 
@@ -150,7 +150,7 @@ class PodControllerBase:
             self._warn(raw, exc.reason, exc)
 
 
-def _guard(event: str, callback: Callable[..., None], *args: Any) -> None:
+def guard(event: str, callback: Callable[..., None], *args: Any) -> None:
     """Informer callbacks must never raise into the informer: log a bug instead."""
     try:
         callback(*args)
@@ -158,11 +158,11 @@ def _guard(event: str, callback: Callable[..., None], *args: Any) -> None:
         LOG.exception("pod %s event handler failed", event)
 
 
-def _utcnow() -> datetime:
+def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _pod_or_none(obj: Any) -> Pod | None:
+def pod_or_none(obj: Any) -> Pod | None:
     """The model of an informer object; None (logged) for anything that is not a valid pod."""
     try:
         return Pod.from_dict(obj)
@@ -171,7 +171,7 @@ def _pod_or_none(obj: Any) -> Pod | None:
         return None
 
 
-def _to_pod(raw: KubeObject) -> Pod:
+def to_pod(raw: KubeObject) -> Pod:
     """The model of a cached pod; a malformed pod is permanent until the pod itself changes."""
     try:
         return Pod.from_dict(raw)
@@ -179,7 +179,7 @@ def _to_pod(raw: KubeObject) -> Pod:
         raise PermanentError(str(exc)) from None
 
 
-def _describe(raw: Mapping[str, Any]) -> str:
+def describe(raw: Mapping[str, Any]) -> str:
     meta = raw.get("metadata") if isinstance(raw, Mapping) else None
     if isinstance(meta, Mapping):
         return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

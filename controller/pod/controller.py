@@ -1,6 +1,6 @@
 """The pod controller: informer callbacks, four work queues and their handlers (kube-ovn pod.go).
 
-`PodController` ports kube-ovn v1.8.18 `pkg/controller/pod.go` (kube-ovn.md 1.2-1.10). The
+`PodController` ports kube-ovn v1.8.18 `pkg/controller/pod.go`. The
 handlers only orchestrate: they read the informer caches, ask `controller.pod_logic` what to do,
 and write through the ports (`KubeApi`, `NbClient`, `IPAM`, `EventRecorder`). This module holds
 the class, its informer callbacks, the deleting map and the workers; the handlers live in
@@ -24,7 +24,7 @@ cache read goes through one `controller.view.CacheView`.
 Every handler locks the pod key with the shared `KeyMutex`, so the handlers of one pod never run
 concurrently. Failures the user can fix become Warning Events with kube-ovn's reasons.
 
-Deliberate deviations from v1.8 (kube-ovn.md 7, 1.2, 1.3; the v1.12 design):
+Deliberate deviations from v1.8 (several follow kube-ovn v1.12 `pkg/controller/pod.go`):
 
 * the delete queue holds keys; the last seen object of a deleting pod lives in a map keyed
   "ns/name" (kube-ovn v1.12 `deletingPodObjMap`), so repeated events run one cleanup, and the map
@@ -66,7 +66,7 @@ from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.ovn.api import NbClient
 from controller.pod.add import AddHandlers
-from controller.pod.base import LOG, PodQueues, _Deleting, _guard, _pod_or_none, _utcnow
+from controller.pod.base import LOG, DeletingPod, PodQueues, guard, pod_or_none, utcnow
 from controller.pod.delete import DeleteHandlers
 from controller.pod.inspection import InspectionHandlers
 from controller.pod.update import UpdateHandlers
@@ -128,27 +128,27 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         # Monotonic, shared with the queues (delete deadlines, handler durations).
         self._clock: Clock = clock if clock is not None else RealClock()
         # Wall time for pod liveness (deletionTimestamp arithmetic).
-        self._now = now if now is not None else _utcnow
+        self._now = now if now is not None else utcnow
         self._keep_vm_ip = config.enable_keep_vm_ip
         self._deleting_lock = threading.Lock()
-        self._deleting: dict[str, _Deleting] = {}
+        self._deleting: dict[str, DeletingPod] = {}
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
         if self._is_leader():
-            _guard("add", self._on_add, obj)
+            guard("add", self._on_add, obj)
 
     def on_update(self, old: Any, new: Any) -> None:
         if self._is_leader():
-            _guard("update", self._on_update, old, new)
+            guard("update", self._on_update, old, new)
 
     def on_delete(self, obj: Any) -> None:
         if self._is_leader():
-            _guard("delete", self._on_delete, obj)
+            guard("delete", self._on_delete, obj)
 
     def _on_add(self, obj: Any) -> None:
-        pod = _pod_or_none(obj)
+        pod = pod_or_none(obj)
         if pod is None:
             return
         decision = pl.classify_add(
@@ -160,7 +160,7 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         self._dispatch(pod.key, obj, decision)
 
     def _on_update(self, old: Any, new: Any) -> None:
-        old_pod, new_pod = _pod_or_none(old), _pod_or_none(new)
+        old_pod, new_pod = pod_or_none(old), pod_or_none(new)
         if old_pod is None or new_pod is None:
             return
         now = self._now()
@@ -185,7 +185,7 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
                 LOG.warning("pod %s deleted while unwatched, cleaning up by name", obj.key)
                 raw = {"metadata": {"namespace": namespace, "name": name}}
             obj = raw
-        pod = _pod_or_none(obj)
+        pod = pod_or_none(obj)
         if pod is None:
             return
         self._dispatch(pod.key, obj, pl.classify_delete(pod))
@@ -207,15 +207,15 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
             namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
             now = self._now()
             for raw in self._view.pods_raw():
-                pod = _pod_or_none(raw)
+                pod = pod_or_none(raw)
                 if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
                     self.queues.add.add(pod.key)
 
         def added(obj: Any) -> None:
-            _guard("nad add", changed, obj)
+            guard("nad add", changed, obj)
 
         def updated(old: Any, new: Any) -> None:
-            _guard("nad update", changed, new)
+            guard("nad update", changed, new)
 
         return ResourceEventHandlerFuncs(added, updated, None)
 
@@ -241,7 +241,7 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
                 and (previous.not_before is None or previous.not_before < not_before)
             ):
                 not_before = previous.not_before
-            self._deleting[key] = _Deleting(obj, not_before)
+            self._deleting[key] = DeletingPod(obj, not_before)
         if delay > 0:
             self.queues.delete.add_after(key, delay)
         else:

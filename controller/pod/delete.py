@@ -1,7 +1,7 @@
 """handleDeletePod: routes and NAT, ports, IP CRs, IPAM release (kube-ovn pod.go).
 
 The delete queue holds keys; the object to clean up is the deleting map's entry for the key
-(`_Deleting`, filled by the informer callbacks), which is removed only once a cleanup of that
+(`DeletingPod`, filled by the informer callbacks), which is removed only once a cleanup of that
 very object succeeded. A pod re-created under the same name is never touched
 (`pod_logic.is_replaced_by`); the StatefulSet / VM keep rules are `pod_logic.decide_delete`'s,
 fed by one `OwnerLookup` of the pod's owner.
@@ -17,7 +17,7 @@ from controller.core.naming import pod_name_to_port_name
 from controller.kube.errors import KubeApiError
 from controller.ovn import external_ids as ext
 from controller.ovn.api import OvnError
-from controller.pod.base import LOG, PodControllerBase, _pod_or_none
+from controller.pod.base import LOG, PodControllerBase, pod_or_none
 from controller.view import OwnerLookup
 
 
@@ -48,7 +48,7 @@ class DeleteHandlers(PodControllerBase):
 
     def _delete_pod(self, key: str, pod: Pod) -> None:
         current_raw = self._view.pod_raw(key)
-        current = _pod_or_none(current_raw) if current_raw is not None else None
+        current = pod_or_none(current_raw) if current_raw is not None else None
         if pl.is_replaced_by(pod, current):
             LOG.info(
                 "pod %s was re-created (uid %s), skipping the cleanup of uid %s",

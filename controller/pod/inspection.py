@@ -12,7 +12,7 @@ from controller.core import annotations as ann
 from controller.core.model import Namespace, Pod
 from controller.kube.errors import KubeApiError
 from controller.kube.errors import NotFoundError as KubeNotFoundError
-from controller.pod.base import LOG, PodControllerBase, _pod_or_none
+from controller.pod.base import LOG, PodControllerBase, pod_or_none
 
 
 class InspectionHandlers(PodControllerBase):
@@ -32,7 +32,7 @@ class InspectionHandlers(PodControllerBase):
             return name in listed or self._nb.get_port(name) is not None
 
         for raw in self._view.pods_raw():
-            pod = _pod_or_none(raw)
+            pod = pod_or_none(raw)
             if pod is None or not pl.may_need_inspection(pod, now):
                 continue
             try:

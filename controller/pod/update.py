@@ -20,7 +20,7 @@ from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.ovn import external_ids as ext
 from controller.ovn.api import PortInfo
 from controller.ovn.logic import port_columns
-from controller.pod.base import LOG, PodControllerBase, _to_pod
+from controller.pod.base import LOG, PodControllerBase, to_pod
 
 
 class UpdateHandlers(PodControllerBase):
@@ -31,7 +31,7 @@ class UpdateHandlers(PodControllerBase):
             raw = self._view.pod_raw(key)
             if raw is None:
                 return
-            pod = _to_pod(raw)
+            pod = to_pod(raw)
             if not pl.needs_update(pod, self._now()):
                 return
             plan = pl.plan_update_pod(
@@ -67,7 +67,7 @@ class UpdateHandlers(PodControllerBase):
             raw = self._view.pod_raw(key)
             if raw is None:
                 return
-            pod = _to_pod(raw)
+            pod = to_pod(raw)
             name = pl.get_name_by_pod(pod, self._keep_vm_ip)
             for net in self._pod_nets(raw, pod):
                 if net.type is ProviderType.IPAM:
