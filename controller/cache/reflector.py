@@ -36,10 +36,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from controller.apiclient.errors import KubeApiError, StatusError
 from controller.cache.clock import REAL_CLOCK, Clock
 from controller.cache.errors import (
     CacheError,
-    StatusError,
     is_connection_refused,
     is_expired,
     is_internal_error,
@@ -281,7 +281,7 @@ class Reflector:
         try:
             try:
                 items, list_rv, paginated = self._paged_list(rv, limit)
-            except StatusError as err:
+            except KubeApiError as err:
                 if not (is_expired(err) or is_too_large_resource_version(err)):
                     raise
                 LOG.info(
@@ -310,7 +310,7 @@ class Reflector:
         while page.continue_:
             try:
                 page = self._lw.list(ListOptions(limit=limit, continue_=page.continue_))
-            except StatusError as err:
+            except KubeApiError as err:
                 if not is_expired(err):
                     raise
                 # NOTE: pager FullListIfExpired: one unpaginated list at the original RV.

@@ -17,10 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from controller.core.errors import ControllerError
+
 VENDOR = "kube-ovn"
 
 
-class OvnError(Exception):
+class OvnError(ControllerError):
     """Any failure talking to, or refused by, the Northbound database."""
 
 

@@ -35,9 +35,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.request import request_json
 from controller.cache.clock import REAL_CLOCK, Clock
-from controller.cache.errors import CacheError, StatusError
-from controller.cache.listwatch import api_request_json
+from controller.core.errors import ControllerError
 
 LOG = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ DEFAULT_RETRY_PERIOD = 6.0
 MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
-class LockError(Exception):
+class LockError(ControllerError):
     """The lock could not be read or written."""
 
 
@@ -170,18 +171,14 @@ class LeaseLock:
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         try:
-            result = api_request_json(
-                self._api_client, method, path, body=body, timeout=self._timeout
-            )
-        except StatusError as err:
-            if err.code == 404:
+            result = request_json(self._api_client, method, path, body=body, timeout=self._timeout)
+        except KubeApiError as err:
+            if err.status == 404:
                 raise LockNotFoundError(str(err)) from err
-            if err.code == 409:
+            if err.status == 409:
                 raise LockConflictError(str(err)) from err
             raise LockError(str(err)) from err
-        except CacheError as err:
-            raise LockError(str(err)) from err
-        if not isinstance(result, dict):
+        if not result:
             raise LockError(f"unexpected response to {method} {path}")
         return result
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.apiclient.errors import error_from_response
 from controller.kube import errors
-from controller.kube.client import IP, KubeClient, error_from_response, load_api_client
+from controller.kube.client import IP, KubeClient, load_api_client
 
 
 @pytest.mark.parametrize(
