@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controller.apiclient.errors import KubeApiError, StatusError
-from controller.cache.clock import REAL_CLOCK, Clock
 from controller.cache.errors import (
     CacheError,
     is_connection_refused,
@@ -59,6 +58,7 @@ from controller.cache.listwatch import (
     Watcher,
     WatchOptions,
 )
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ class Reflector:
                 if stop.is_set():
                     break
                 log_watch_error(self.name, err)
-            if stop.is_set() or self._clock.wait(stop, self._delay()):
+            if stop.is_set() or self._clock.sleep(self._delay(), stop):
                 break
         LOG.debug("%s: stopped", self.name)
 
@@ -340,7 +340,7 @@ class Reflector:
                 resyncer.join()
 
     def _resync_loop(self, stop: threading.Event, done: threading.Event) -> None:
-        while not self._clock.wait(done, self._resync_period):
+        while not self._clock.sleep(self._resync_period, done):
             if stop.is_set():
                 return
             if self._should_resync is None or self._should_resync():
@@ -364,7 +364,7 @@ class Reflector:
             except Exception as start_err:
                 if is_connection_refused(start_err) or is_too_many_requests(start_err):
                     LOG.info("%s: watch start failed (%s), backing off", self.name, start_err)
-                    if self._clock.wait(stop, self._delay()):
+                    if self._clock.sleep(self._delay(), stop):
                         return
                     continue
                 raise
@@ -390,7 +390,7 @@ class Reflector:
                 LOG.info("%s: watch closed with %s, will relist", self.name, err)
                 return
             if is_too_many_requests(err):
-                if self._clock.wait(stop, self._delay()):
+                if self._clock.sleep(self._delay(), stop):
                     return
                 continue
             if is_internal_error(err):

@@ -37,8 +37,8 @@ from typing import Any, Protocol
 
 from controller.apiclient.errors import KubeApiError
 from controller.apiclient.request import request_json
-from controller.cache.clock import REAL_CLOCK, Clock
 from controller.core.errors import ControllerError
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 
@@ -353,7 +353,7 @@ class LeaderElector:
                 LOG.info("%s: successfully acquired lease", self.name)
                 return True
             period = self.config.retry_period
-            if self._clock.wait(stop, period + self._rng.random() * JITTER_FACTOR * period):
+            if self._clock.sleep(period + self._rng.random() * JITTER_FACTOR * period, stop):
                 return False
         return False
 
@@ -368,16 +368,16 @@ class LeaderElector:
                     break
                 remaining = deadline - self._clock.now()
                 if remaining < period:
-                    self._clock.wait(stop, max(remaining, 0.0))
+                    self._clock.sleep(max(remaining, 0.0), stop)
                     break
-                if self._clock.wait(stop, period):
+                if self._clock.sleep(period, stop):
                     break
             self._maybe_report_transition()
             if not renewed:
                 if not stop.is_set():
                     LOG.error("%s: failed to renew lease", self.name)
                 return
-            if self._clock.wait(stop, period):
+            if self._clock.sleep(period, stop):
                 return
 
     def try_acquire_or_renew(self) -> bool:

@@ -6,13 +6,8 @@ import threading
 
 import pytest
 
-from controller.queues.clock import (
-    ClockSettleTimeout,
-    FakeClock,
-    RealClock,
-    join_clock_loop,
-    start_clock_loop,
-)
+from controller.queues.clock import RealClock, join_clock_loop, start_clock_loop
+from controller.testing.clock import ClockSettleTimeout, FakeClock
 
 
 class _Loop:
