@@ -5,8 +5,8 @@ Contract:
 * `send(api_client, method, path, ...)` serialises the request with the client's configuration
   (host, bearer token, TLS), sends it with the given (connect, read) timeout and returns the raw,
   unread urllib3 response of a 2xx answer: the caller reads or streams it and releases it.
-* `request_json(...)` is `send` plus reading the whole body and decoding it as one JSON object
-  (an empty body is `{}`).
+* `read_all(raw)` reads the whole body of such a response and releases it; `read_object(raw)`
+  also decodes it as one JSON object (an empty body is `{}`).
 * Every failure is a `controller.apiclient.errors.KubeApiError`: a non-2xx answer by its status
   and `Status` body (`error_from_response`), a failure to reach the server or to read the answer
   as `KubeUnavailableError` (status 0), an answer that is not a JSON object as a `KubeApiError`
@@ -87,31 +87,10 @@ def read_all(raw: Any) -> bytes:
     return data
 
 
-def request_json(
-    api_client: Any,
-    method: str,
-    path: str,
-    *,
-    query: Iterable[tuple[str, str]] = (),
-    body: Any = None,
-    content_type: str = JSON,
-    timeout: Timeout = None,
-) -> dict[str, Any]:
-    """`send`, then read and decode the body as one JSON object (see module docstring)."""
-    raw = send(
-        api_client,
-        method,
-        path,
-        query=query,
-        body=body,
-        content_type=content_type,
-        timeout=timeout,
-    )
-    return decode_object(raw.status, read_all(raw))
-
-
-def decode_object(status: int, data: bytes) -> dict[str, Any]:
-    """A 2xx body as a JSON object; `KubeApiError(status, "BadResponse")` when it is not one."""
+def read_object(raw: Any) -> dict[str, Any]:
+    """`read_all`, decoded as one JSON object (an empty body is `{}`); else `BadResponse`."""
+    status = raw.status
+    data = read_all(raw)
     if not data:
         return {}
     try:

@@ -34,7 +34,7 @@ from controller.apiclient.errors import (
     KubeConfigError,
     NotFoundError,
 )
-from controller.apiclient.request import JSON, MERGE_PATCH, decode_object, read_all, send
+from controller.apiclient.request import JSON, MERGE_PATCH, read_object, send
 from controller.kube.api import (
     AnnotationOp,
     ClusterLister,
@@ -197,7 +197,7 @@ class KubeClient:
                 content_type=content_type,
                 timeout=self._timeout,
             )
-            data = read_all(raw)
+            result = read_object(raw)
             code = str(raw.status)
         except KubeApiError as exc:
             if exc.status:
@@ -206,7 +206,7 @@ class KubeClient:
         finally:
             if self._on_request is not None:
                 self._on_request(method, template, code, time.monotonic() - start)
-        return decode_object(raw.status, data)
+        return result
 
     def _get_or_none(self, template: str, *, namespace: str = "", name: str) -> KubeObject | None:
         try:

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller.apiclient.errors import KubeApiError
-from controller.apiclient.request import request_json
+from controller.apiclient.request import read_object, send
 from controller.core.errors import ControllerError
 from controller.queues.clock import REAL_CLOCK, Clock
 
@@ -171,7 +171,8 @@ class LeaseLock:
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         try:
-            result = request_json(self._api_client, method, path, body=body, timeout=self._timeout)
+            raw = send(self._api_client, method, path, body=body, timeout=self._timeout)
+            result = read_object(raw)
         except KubeApiError as err:
             if err.status == 404:
                 raise LockNotFoundError(str(err)) from err
