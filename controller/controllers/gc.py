@@ -74,7 +74,6 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller.cache import Indexer
-from controller.cache.clock import REAL_CLOCK, Clock
 from controller.config import Config
 from controller.core import annotations as ann
 from controller.core.constants import (
@@ -103,6 +102,7 @@ from controller.pod_logic import (
     is_vm_pod,
     statefulset_ordinal,
 )
+from controller.queues.clock import REAL_CLOCK, Clock
 from controller.view import CacheView, ParseCache
 
 LOG = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ class GarbageCollector:
         if period <= 0:
             LOG.info("periodic garbage collection disabled (interval %s)", period)
             return
-        while not self._clock.wait(stop, period):
+        while not self._clock.sleep(period, stop):
             self.run_once()
         LOG.info("periodic garbage collection stopped")
 
