@@ -50,7 +50,6 @@ for kept addresses.
 from __future__ import annotations
 
 import functools
-import ipaddress
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +58,18 @@ from typing import Any
 
 from controller.config import Config
 from controller.core import annotations as ann
-from controller.core.address import is_valid_mac, parse_cidr, parse_ip
+from controller.core import keep
+from controller.core.address import (
+    IPAddress,
+    canonical_ip,
+    host_prefix,
+    is_same_family,
+    is_valid_mac,
+    networks,
+    parse_ip,
+    same_family,
+    split_ips,
+)
 from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION_TEMPLATE,
@@ -99,10 +109,6 @@ from controller.pod_logic import (
     get_name_by_pod,
     is_ovn_provider,
     is_pod_alive,
-    is_statefulset_pod,
-    is_statefulset_pod_to_del,
-    is_vm_pod,
-    is_vm_pod_to_del,
 )
 
 KIND_MALFORMED = "malformed-object"
@@ -130,7 +136,6 @@ KIND_SG_MISMATCH = "sg-mismatch"
 #: Kinds that mean "not converged yet" rather than "wrong".
 PENDING_KINDS = frozenset({KIND_POD_NOT_ALLOCATED, KIND_POD_NOT_ROUTED})
 
-_KEPT_POD_TYPES = (POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE)
 _IP_ADDRESS_SUFFIX = IP_ADDRESS_ANNOTATION_TEMPLATE.format(provider="")
 
 
@@ -228,63 +233,21 @@ def _render_group(findings: Iterable[Finding], indent: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _canon_ip(text: str) -> str | None:
-    ip = parse_ip(text.strip())
-    return None if ip is None else str(ip)
-
-
-def _split_ips(text: str) -> list[str] | None:
-    """Canonical addresses of a comma list; None when any part does not parse."""
-    out = []
-    for part in text.split(","):
-        ip = _canon_ip(part)
-        if ip is None:
-            return None
-        out.append(ip)
-    return out
-
-
-def _host_prefix(prefix: str) -> str | None:
-    """The address of a host prefix ("10.0.0.5", "10.0.0.5/32"); None for a network."""
-    if "/" not in prefix:
-        return _canon_ip(prefix)
-    parsed = parse_cidr(prefix)
-    if parsed is None or parsed[1].prefixlen != parsed[1].max_prefixlen:
-        return None
-    return str(parsed[0])
-
-
-def _first_of_family(addresses: str, ip: str) -> str:
-    return next((x.strip() for x in addresses.split(",") if x.strip() and _same_family(x, ip)), "")
-
-
-def _same_family(a: str, b: str) -> bool:
-    x, y = parse_ip(a), parse_ip(b)
-    return x is not None and y is not None and x.version == y.version
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    return ipaddress.ip_address(text)
-
-
-@functools.lru_cache(maxsize=1024)
-def _networks(cidr: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    nets = []
-    for part in cidr.split(","):
-        parsed = parse_cidr(part.strip())
-        if parsed is not None:
-            nets.append(parsed[1])
-    return tuple(nets)
+def _ip(text: str) -> IPAddress:
+    """The address of a canonical string (the audit compares canonical strings only)."""
+    ip = parse_ip(text)
+    if ip is None:
+        raise ValueError(f"not a canonical address: {text!r}")
+    return ip
 
 
 def _outside(ip: str, subnet: Subnet) -> str:
     """Why `ip` cannot belong to the subnet ("" when it can)."""
     addr = _ip(ip)
-    same_family = [n for n in _networks(subnet.cidr_block) if n.version == addr.version]
-    if not same_family:
+    blocks = [n for n in networks(subnet.cidr_block) if n.version == addr.version]
+    if not blocks:
         return f"{ip} has no IPv{addr.version} block in subnet {subnet.name} ({subnet.cidr_block})"
-    for net in same_family:
+    for net in blocks:
         if addr in net:
             if addr in (net.network_address, net.broadcast_address) and net.num_addresses > 2:
                 return f"{ip} is the network or broadcast address of {net}"
@@ -316,7 +279,7 @@ def _lsp_addresses(port: PortInfo) -> tuple[str, list[str]] | None:
     tokens = port.addresses[0].split()
     if not tokens or not is_valid_mac(tokens[0]):
         return None
-    ips = [_canon_ip(t) for t in tokens[1:]]
+    ips = [canonical_ip(t) for t in tokens[1:]]
     return tokens[0].lower(), [ip for ip in ips if ip is not None]
 
 
@@ -359,6 +322,7 @@ class _Auditor:
         self.vms: dict[tuple[str, str], VirtualMachine] | None = None
         if snap.virtual_machines is not None:
             self.vms = {(x.namespace, x.name): x for x in snap.virtual_machines}
+        self.owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
         self.alive = [p for p in snap.pods if not p.host_network and is_pod_alive(p, snap.now)]
         self.nets: list[_Net] = []
         # owner names (LSP / IP CR) legitimately present
@@ -374,12 +338,12 @@ class _Auditor:
         self.alive_ips: set[str] = set()
         self.routes_by_ip: dict[str, list[StaticRoute]] = defaultdict(list)
         for r in snap.routes:
-            host = _host_prefix(r.ip_prefix)
+            host = host_prefix(r.ip_prefix)
             if host is not None:
                 self.routes_by_ip[host].append(r)
         self.nat_by_ip: dict[str, list[NatRule]] = defaultdict(list)
         for n in snap.nat_rules:
-            host = _host_prefix(n.logical_ip)
+            host = host_prefix(n.logical_ip)
             if host is not None:
                 self.nat_by_ip[host].append(n)
 
@@ -389,29 +353,24 @@ class _Auditor:
 
     # -- pods --------------------------------------------------------------------------------
 
-    def owner_keeps(self, pod_type: str, namespace: str, name: str, owner: str = "") -> bool:
-        """May the network of StatefulSet pod / VM `name` outlive its pod? kube-ovn releases it
-        once `isStatefulSetPodToDel` / `isVmPodToDel` hold; True when owners were not read."""
-        if pod_type == POD_TYPE_STATEFULSET:
-            if self.statefulsets is None:
-                return True
-            sts = self.statefulsets.get((namespace, owner or name.rpartition("-")[0]))
-            return not is_statefulset_pod_to_del(Pod(namespace, name), sts)
-        if pod_type == POD_TYPE_VIRTUAL_MACHINE:
-            if self.vms is None:
-                return True
-            return not is_vm_pod_to_del(self.vms.get((namespace, name)))
-        return False
+    def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
+        """The snapshot's StatefulSet; OwnerUnknown when they were not read (all kept)."""
+        if self.statefulsets is None:
+            raise keep.OwnerUnknown
+        return self.statefulsets.get((namespace, name))
+
+    def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
+        """The snapshot's VirtualMachine; OwnerUnknown when they were not read (all kept)."""
+        if self.vms is None:
+            raise keep.OwnerUnknown
+        return self.vms.get((namespace, name))
 
     def read_pods(self) -> None:
         for pod in self.snap.pods:
-            is_sts, sts_name = is_statefulset_pod(pod)
-            is_vm = is_vm_pod(pod)[0] and self.keep_vm_ip
-            if pod.host_network or not (is_sts or is_vm):
+            if pod.host_network:
                 continue
-            name = get_name_by_pod(pod, self.keep_vm_ip)
-            pod_type = POD_TYPE_STATEFULSET if is_sts else POD_TYPE_VIRTUAL_MACHINE
-            if self.owner_keeps(pod_type, pod.namespace, name, sts_name if is_sts else ""):
+            if keep.owner_keeps(pod, keep_vm_ip=self.keep_vm_ip, owners=self.owners):
+                name = get_name_by_pod(pod, self.keep_vm_ip)
                 for provider in ann.allocated_providers(pod.annotations):
                     self.kept.add(ip_cr_name(name, pod.namespace, provider))
         for pod in self.alive:
@@ -423,7 +382,7 @@ class _Auditor:
                 if key.endswith(_IP_ADDRESS_SUFFIX) and len(key) > len(_IP_ADDRESS_SUFFIX):
                     provider = key[: -len(_IP_ADDRESS_SUFFIX)]
                     self.kept.add(ip_cr_name(name, pod.namespace, provider))
-                    self.alive_ips.update(_split_ips(pod.annotations[key]) or ())
+                    self.alive_ips.update(split_ips(pod.annotations[key]) or ())
 
     def read_pod(self, pod: Pod) -> None:
         a = pod.annotations
@@ -451,7 +410,7 @@ class _Auditor:
         mac = a.get(annotation_key(MAC_ADDRESS_ANNOTATION_TEMPLATE, provider), "")
         owner = ip_cr_name(name, pod.namespace, provider)
         self.expected.add(owner)
-        ips = _split_ips(ip_text) if ip_text else None
+        ips = split_ips(ip_text) if ip_text else None
         problems = []
         if ips is None:
             problems.append(f"allocated but ip_address {ip_text!r} is not a list of addresses")
@@ -501,7 +460,7 @@ class _Auditor:
         for fld, value in want.items():
             have = _str(raw, "spec", fld)
             if fld == "ipAddress":
-                same = _split_ips(have) == _split_ips(value) if have else not value
+                same = split_ips(have) == split_ips(value) if have else not value
             elif fld == "macAddress":
                 same = have.lower() == value.lower()
             else:
@@ -557,7 +516,7 @@ class _Auditor:
             # NOTE: stale port_security drops the pod's traffic even when `addresses` is right;
             # dual stack entries carry masks (kube-ovn CreatePort), so compare bare addresses.
             tokens = port.port_security[0].split()
-            have_ips = sorted(_canon_ip(t.split("/", 1)[0]) or t for t in tokens[1:])
+            have_ips = sorted(canonical_ip(t.split("/", 1)[0]) or t for t in tokens[1:])
             if not tokens or tokens[0].lower() != mac or have_ips != sorted(ips):
                 self.add(
                     KIND_LSP_ADDRESS_MISMATCH,
@@ -677,7 +636,7 @@ class _Auditor:
                     f"no src-ip route for {ip} on {self.config.cluster_router}",
                 )
                 continue
-            want = [h for h in hops or [] if _same_family(h, ip)]
+            want = [h for h in hops or [] if is_same_family(h, ip)]
             if want and not any(r.nexthop in want for r in mine):
                 self.add(
                     KIND_ROUTE_MISMATCH,
@@ -688,8 +647,8 @@ class _Auditor:
             for ip in net.ips:
                 rules = self.nat_by_ip.get(ip, [])
                 # each pod address is translated by the external address of its own family
-                eip = _first_of_family(a.get(EIP_ANNOTATION, ""), ip)
-                snat = _first_of_family(a.get(SNAT_ANNOTATION, ""), ip)
+                eip = same_family(a.get(EIP_ANNOTATION, ""), ip)
+                snat = same_family(a.get(SNAT_ANNOTATION, ""), ip)
                 if eip and not any(
                     n.type == NAT_TYPE_DNAT_AND_SNAT and n.external_ip == eip for n in rules
                 ):
@@ -708,7 +667,7 @@ class _Auditor:
                 continue
             owner = node_port_name(node.name)
             obj = f"node {node.name}"
-            ips = _split_ips(a.get(IP_ADDRESS_ANNOTATION, ""))
+            ips = split_ips(a.get(IP_ADDRESS_ANNOTATION, ""))
             mac = a.get(MAC_ADDRESS_ANNOTATION, "").lower()
             switch = a.get(LOGICAL_SWITCH_ANNOTATION, "") or self.config.node_switch
             if ips is None or not is_valid_mac(mac):
@@ -740,12 +699,15 @@ class _Auditor:
     def read_objects(self) -> None:
         for name, raw in sorted(self.ip_crs.items()):
             subnet_name = _str(raw, "spec", "subnet")
-            ips = _split_ips(_str(raw, "spec", "ipAddress"))
+            ips = split_ips(_str(raw, "spec", "ipAddress"))
             mac = _str(raw, "spec", "macAddress").lower()
             obj = f"IP {name}"
             pod_type = _str(raw, "spec", "podType")
-            if pod_type in _KEPT_POD_TYPES and self.owner_keeps(
-                pod_type, _str(raw, "spec", "namespace"), _str(raw, "spec", "podName")
+            if keep.pod_type_keeps(
+                pod_type,
+                _str(raw, "spec", "namespace"),
+                _str(raw, "spec", "podName"),
+                owners=self.owners,
             ):
                 self.kept.add(name)
             if ips is None:
@@ -806,7 +768,7 @@ class _Auditor:
                     + _owner_hint(_str(raw, "spec", "podType")),
                 )
         for route in self.snap.routes:
-            host = _host_prefix(route.ip_prefix)
+            host = host_prefix(route.ip_prefix)
             if route.policy != POLICY_SRC_IP or host is None or host in self.alive_ips:
                 continue
             self.add(
@@ -815,7 +777,7 @@ class _Auditor:
                 f"src-ip route via {route.nexthop} on {route.router}: no alive pod has {host}",
             )
         for nat in self.snap.nat_rules:
-            host = _host_prefix(nat.logical_ip)
+            host = host_prefix(nat.logical_ip)
             if host is None or host in self.alive_ips:
                 continue
             self.add(
@@ -866,12 +828,12 @@ class _Auditor:
                 )
 
         for name, raw in sorted(self.ip_crs.items()):
-            if _str(raw, "spec", "podType") not in _KEPT_POD_TYPES:
+            if not keep.is_kept_pod_type(_str(raw, "spec", "podType")):
                 continue
             ns, pod_name = _str(raw, "spec", "namespace"), _str(raw, "spec", "podName")
             key = pod_key(ns, pod_name) if ns else node_port_name(pod_name)
             ip = _str(raw, "spec", "ipAddress")
-            if ip and _split_ips(ip) is not None:
+            if ip and split_ips(ip) is not None:
                 claim(
                     f"IP {name}",
                     key,
@@ -881,14 +843,15 @@ class _Auditor:
                 )
         claimed: set[str] = set()
         for pod in self.snap.pods:
-            alive = not pod.host_network and is_pod_alive(pod, self.snap.now)
-            if pod.host_network or not (alive or is_statefulset_pod(pod)[0]):
+            if pod.host_network or not keep.restored_by_rebuild(
+                pod, alive=is_pod_alive(pod, self.snap.now)
+            ):
                 continue
             name = get_name_by_pod(pod, self.keep_vm_ip)
             for provider in ann.allocated_providers(pod.annotations):
                 a = pod.annotations
                 ip = a.get(annotation_key(IP_ADDRESS_ANNOTATION_TEMPLATE, provider), "")
-                if not ip or _split_ips(ip) is None:
+                if not ip or split_ips(ip) is None:
                     continue  # reported as annotation-mismatch (alive) or irrelevant
                 owner = ip_cr_name(name, pod.namespace, provider)
                 if owner in claimed:
@@ -905,7 +868,7 @@ class _Auditor:
         for node in self.snap.nodes:
             a = node.annotations
             ip = a.get(IP_ADDRESS_ANNOTATION, "")
-            if a.get(ALLOCATED_ANNOTATION) != "true" or not ip or _split_ips(ip) is None:
+            if a.get(ALLOCATED_ANNOTATION) != "true" or not ip or split_ips(ip) is None:
                 continue
             claim(
                 f"node {node.name}",
