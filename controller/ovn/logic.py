@@ -69,7 +69,7 @@ def check_name(value: str, what: str) -> str:
 
 
 def port_columns(spec: PortSpec) -> PortColumns:
-    """kube-ovn CreatePort's LSP columns for `spec` (see kube-ovn.md section 4.1)."""
+    """kube-ovn CreatePort's LSP columns for `spec` (kube-ovn v1.8.18 `pkg/ovs/ovn-nbctl.go`)."""
     check_name(spec.name, "port")
     check_name(spec.switch, "logical switch")
     if not is_colon_mac(spec.mac):
