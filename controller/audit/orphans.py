@@ -4,7 +4,6 @@ orphan LSPs / IP CRs / src-ip routes / NAT rules, and addresses or MACs held twi
 from __future__ import annotations
 
 from controller.audit.findings import (
-    KIND_ADDRESS_OUTSIDE_SUBNET,
     KIND_DUPLICATE_ADDRESS,
     KIND_DUPLICATE_MAC,
     KIND_MALFORMED,
@@ -13,9 +12,9 @@ from controller.audit.findings import (
     KIND_ORPHAN_NAT,
     KIND_ORPHAN_ROUTE,
 )
-from controller.audit.state import AuditState, field_str, lsp_addresses, outside_reason, owner_hint
+from controller.audit.state import AuditState, field_str, lsp_addresses, owner_hint
 from controller.core import keep
-from controller.core.address import host_prefix, is_valid_mac, split_ips
+from controller.core.address import canonical_mac, host_prefix, split_ips
 from controller.core.constants import LOCALNET_PORT_PREFIX, NODE_PORT_PREFIX, POLICY_SRC_IP
 
 
@@ -26,7 +25,7 @@ class OrphanChecks(AuditState):
         for name, raw in sorted(self.ip_crs.items()):
             subnet_name = field_str(raw, "spec", "subnet")
             ips = split_ips(field_str(raw, "spec", "ipAddress"))
-            mac = field_str(raw, "spec", "macAddress").lower()
+            mac = canonical_mac(field_str(raw, "spec", "macAddress"))
             obj = f"IP {name}"
             pod_type = field_str(raw, "spec", "podType")
             if keep.pod_type_keeps(
@@ -44,26 +43,13 @@ class OrphanChecks(AuditState):
                     " is not a list of addresses",
                 )
                 continue
-            subnet = self.subnets.get(subnet_name)
-            for ip in ips:
-                self.ip_claims[(subnet_name, ip)][name].add("ip-cr")
-                why = outside_reason(ip, subnet) if subnet is not None else ""
-                if why:
-                    self.add(KIND_ADDRESS_OUTSIDE_SUBNET, obj, why)
-            if is_valid_mac(mac):
-                self.mac_claims[(subnet_name, mac)][name].add("ip-cr")
+            self.claim(obj, subnet_name, name, "ip-cr", ips, mac)
         for port in self.snap.ports:
             parsed = lsp_addresses(port)
             if parsed is None:
                 continue
             mac, ips = parsed
-            subnet = self.subnets.get(port.switch)
-            for ip in ips:
-                self.ip_claims[(port.switch, ip)][port.name].add("lsp")
-                why = outside_reason(ip, subnet) if subnet is not None else ""
-                if why:
-                    self.add(KIND_ADDRESS_OUTSIDE_SUBNET, f"port {port.name}", why)
-            self.mac_claims[(port.switch, mac)][port.name].add("lsp")
+            self.claim(f"port {port.name}", port.switch, port.name, "lsp", ips, mac)
 
     def _legit(self, name: str) -> bool:
         if name in self.expected or name in self.kept:

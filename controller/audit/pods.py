@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from controller.audit.findings import (
-    KIND_ADDRESS_OUTSIDE_SUBNET,
     KIND_ANNOTATION_MISMATCH,
     KIND_IP_CR_MISMATCH,
     KIND_IP_CR_MISSING,
@@ -20,11 +19,12 @@ from controller.audit.findings import (
     KIND_ROUTE_MISSING,
     KIND_SG_MISMATCH,
 )
-from controller.audit.state import AuditState, Net, field_str, lsp_addresses, outside_reason
+from controller.audit.state import AuditState, Net, field_str, lsp_addresses
 from controller.core import annotations as ann
 from controller.core import keep
 from controller.core.address import (
     canonical_ip,
+    canonical_mac,
     is_same_family,
     is_valid_mac,
     same_family,
@@ -131,23 +131,15 @@ class PodChecks(AuditState):
             self.add(KIND_ANNOTATION_MISMATCH, obj, problem)
         if ips is None:
             return None
-        if subnet is not None:
-            for ip in ips:
-                why = outside_reason(ip, subnet)
-                if why:
-                    self.add(KIND_ADDRESS_OUTSIDE_SUBNET, obj, why)
+        self.claim(obj, switch, owner, "pod", ips, mac)
         self.alive_ips.update(ips)
-        for ip in ips:
-            self.ip_claims[(switch, ip)][owner].add("pod")
-        if is_valid_mac(mac):
-            self.mac_claims[(switch, mac.lower())][owner].add("pod")
         return Net(
             pod,
             provider,
             owner,
             name,
             tuple(ips),
-            mac.lower(),
+            canonical_mac(mac),
             switch,
         )
 
@@ -163,7 +155,7 @@ class PodChecks(AuditState):
             if fld == "ipAddress":
                 same = split_ips(have) == split_ips(value) if have else not value
             elif fld == "macAddress":
-                same = have.lower() == value.lower()
+                same = canonical_mac(have) == canonical_mac(value)
             else:
                 same = have == value
             if not same:
@@ -218,7 +210,7 @@ class PodChecks(AuditState):
             # dual stack entries carry masks (kube-ovn CreatePort), so compare bare addresses.
             tokens = port.port_security[0].split()
             have_ips = sorted(canonical_ip(t.split("/", 1)[0]) or t for t in tokens[1:])
-            if not tokens or tokens[0].lower() != mac or have_ips != sorted(ips):
+            if not tokens or canonical_mac(tokens[0]) != mac or have_ips != sorted(ips):
                 self.add(
                     KIND_LSP_ADDRESS_MISMATCH,
                     obj,
@@ -369,7 +361,7 @@ class PodChecks(AuditState):
             owner = node_port_name(node.name)
             obj = f"node {node.name}"
             ips = split_ips(a.get(IP_ADDRESS_ANNOTATION, ""))
-            mac = a.get(MAC_ADDRESS_ANNOTATION, "").lower()
+            mac = canonical_mac(a.get(MAC_ADDRESS_ANNOTATION, ""))
             switch = a.get(LOGICAL_SWITCH_ANNOTATION, "") or self.config.node_switch
             if ips is None or not is_valid_mac(mac):
                 self.add(
@@ -378,13 +370,7 @@ class PodChecks(AuditState):
                     "allocated but ip_address / mac_address are not valid",
                 )
                 continue
-            subnet = self.subnets.get(switch)
-            for ip in ips:
-                self.ip_claims[(switch, ip)][owner].add("node")
-                why = outside_reason(ip, subnet) if subnet is not None else ""
-                if why:
-                    self.add(KIND_ADDRESS_OUTSIDE_SUBNET, obj, why)
-            self.mac_claims[(switch, mac)][owner].add("node")
+            self.claim(obj, switch, owner, "node", ips, mac)
             want = {
                 "ipAddress": ",".join(ips),
                 "macAddress": mac,

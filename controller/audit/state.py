@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.audit.findings import KIND_MALFORMED, PENDING_KINDS, ClusterSnapshot, Finding
+from controller.audit.findings import (
+    KIND_ADDRESS_OUTSIDE_SUBNET,
+    KIND_MALFORMED,
+    PENDING_KINDS,
+    ClusterSnapshot,
+    Finding,
+)
 from controller.config import Config
 from controller.core import keep
 from controller.core.address import (
-    IPAddress,
     canonical_ip,
+    canonical_mac,
     host_prefix,
     is_valid_mac,
     networks,
@@ -28,18 +34,14 @@ from controller.pod_logic import is_pod_alive
 # --- helpers ---------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _ip(text: str) -> IPAddress:
-    """The address of a canonical string (the audit compares canonical strings only)."""
-    ip = parse_ip(text)
-    if ip is None:
-        raise ValueError(f"not a canonical address: {text!r}")
-    return ip
+_parse_canonical = functools.lru_cache(maxsize=1 << 16)(parse_ip)
 
 
 def outside_reason(ip: str, subnet: Subnet) -> str:
     """Why `ip` cannot belong to the subnet ("" when it can)."""
-    addr = _ip(ip)
+    addr = _parse_canonical(ip)
+    if addr is None:
+        return f"{ip} is not an address"
     blocks = [n for n in networks(subnet.cidr_block) if n.version == addr.version]
     if not blocks:
         return f"{ip} has no IPv{addr.version} block in subnet {subnet.name} ({subnet.cidr_block})"
@@ -78,7 +80,7 @@ def lsp_addresses(port: PortInfo) -> tuple[str, list[str]] | None:
     if not tokens or not is_valid_mac(tokens[0]):
         return None
     ips = [canonical_ip(t) for t in tokens[1:]]
-    return tokens[0].lower(), [ip for ip in ips if ip is not None]
+    return canonical_mac(tokens[0]), [ip for ip in ips if ip is not None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,20 @@ class AuditState:
     def add(self, kind: str, obj: str, message: str) -> None:
         target = self.pending if kind in PENDING_KINDS else self.findings
         target.append(Finding(kind, obj, message))
+
+    def claim(
+        self, obj: str, switch: str, owner: str, source: str, ips: Sequence[str], mac: str
+    ) -> None:
+        """`owner` holds `ips` (and `mac`, when it is a MAC) in `switch`, as `source` says;
+        an address the switch's subnet cannot hold is reported against `obj`."""
+        subnet = self.subnets.get(switch)
+        for ip in ips:
+            self.ip_claims[(switch, ip)][owner].add(source)
+            why = outside_reason(ip, subnet) if subnet is not None else ""
+            if why:
+                self.add(KIND_ADDRESS_OUTSIDE_SUBNET, obj, why)
+        if is_valid_mac(mac):
+            self.mac_claims[(switch, canonical_mac(mac))][owner].add(source)
 
     # -- owners, as controller.core.keep reads them ----------------------------------------
 

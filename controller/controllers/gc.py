@@ -71,7 +71,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from controller.cache import Indexer
 from controller.cache.clock import REAL_CLOCK, Clock
@@ -98,6 +98,8 @@ from controller.ovn.external_ids import POD_KEY
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
 
 LOG = logging.getLogger(__name__)
+
+_O = TypeVar("_O")
 
 RESOURCE_LSP = "lsp"
 RESOURCE_IP = "ip"
@@ -532,25 +534,44 @@ class GarbageCollector:
         return self._absent_key_kept(key)
 
     def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        try:
-            if self._statefulsets is not None:
-                raw = self._statefulsets.get_by_key(f"{namespace}/{name}")
-            else:
-                raw = self._kube.get_statefulset(namespace, name)
-            return None if raw is None else StatefulSet.from_dict(raw)
-        except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknown from exc
+        return self._read_owner(
+            "statefulset",
+            self._statefulsets,
+            self._kube.get_statefulset,
+            StatefulSet.from_dict,
+            namespace,
+            name,
+        )
 
     def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
+        return self._read_owner(
+            "virtual machine",
+            self._vms,
+            self._kube.get_virtual_machine,
+            VirtualMachine.from_dict,
+            namespace,
+            name,
+        )
+
+    @staticmethod
+    def _read_owner(
+        what: str,
+        cache: Indexer | None,
+        get: Callable[[str, str], Any],
+        parse: Callable[[Any], _O],
+        namespace: str,
+        name: str,
+    ) -> _O | None:
+        """The owner from its cache (a GET without one); keep.OwnerUnknown when unreadable."""
         try:
-            if self._vms is not None:
-                raw = self._vms.get_by_key(f"{namespace}/{name}")
-            else:
-                raw = self._kube.get_virtual_machine(namespace, name)
-            return None if raw is None else VirtualMachine.from_dict(raw)
+            raw = (
+                cache.get_by_key(f"{namespace}/{name}")
+                if cache is not None
+                else get(namespace, name)
+            )
+            return None if raw is None else parse(raw)
         except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
+            LOG.warning("cannot read %s %s/%s: %s", what, namespace, name, exc)
             raise keep.OwnerUnknown from exc
 
     def _is_ovn_provided(self, pod: Pod, provider: str) -> bool:
