@@ -28,7 +28,7 @@ class OrphanChecks(AuditState):
             mac = canonical_mac(field_str(raw, "spec", "macAddress"))
             obj = f"IP {name}"
             pod_type = field_str(raw, "spec", "podType")
-            if keep.pod_type_keeps(
+            if keep.is_kept_pod_type(pod_type) and keep.pod_type_keeps(
                 pod_type,
                 field_str(raw, "spec", "namespace"),
                 field_str(raw, "spec", "podName"),

@@ -204,9 +204,12 @@ def parse_network(text: str) -> IPNetwork | None:
     return None if parsed is None else parsed[1]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def host_prefix(prefix: str) -> str | None:
     """The canonical address of a host prefix ("10.0.0.5", "10.0.0.5/32"); None for a network
     or an invalid prefix."""
+    if "/" not in prefix:
+        return canonical_ip(prefix)
     network = parse_network(prefix)
     if network is None or network.prefixlen != network.max_prefixlen:
         return None
