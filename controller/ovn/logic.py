@@ -4,6 +4,8 @@ Every rule that decides *what* is stored lives here, so the ovsdbapp client and 
 fake cannot disagree on it: the LSP columns kube-ovn's CreatePort writes, the canonical stored form
 of a static route prefix (ovn-nbctl's: host routes without "/32" or "/128"), NAT argument checks,
 and the IPs a port claims on its switch. Malformed input raises `InvalidRequestError`.
+Addresses, CIDRs and MACs are read with `controller.core.address`'s rules (whitespace around
+a value is allowed; a bare address is a host prefix; MACs are six colon-separated octets).
 """
 
 from __future__ import annotations
