@@ -76,6 +76,8 @@ from typing import Any, Protocol
 from controller.cache import Indexer
 from controller.config import Config
 from controller.core import annotations as ann
+from controller.core import keep
+from controller.core.address import host_prefix
 from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     NODE_PORT_PREFIX,
@@ -84,7 +86,7 @@ from controller.core.constants import (
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
-from controller.core.model import Pod, StatefulSet
+from controller.core.model import Pod, StatefulSet, VirtualMachine
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
@@ -92,20 +94,12 @@ from controller.kube.errors import KubeApiError
 from controller.ovn import logic as ovn_logic
 from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
-from controller.pod_logic import (
-    get_name_by_pod,
-    get_pod_key,
-    is_ovn_provider,
-    is_pod_alive,
-    is_statefulset_pod,
-    is_statefulset_pod_to_del,
-    is_vm_pod,
-    statefulset_ordinal,
-)
+from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
 from controller.queues.clock import REAL_CLOCK, Clock
 from controller.view import CacheView, ParseCache
 
 LOG = logging.getLogger(__name__)
+
 
 RESOURCE_LSP = "lsp"
 RESOURCE_IP = "ip"
@@ -127,10 +121,6 @@ class KeyLock(Protocol):
     def locked(self, key: str) -> AbstractContextManager[None]: ...
 
 
-class _Undecidable(Exception):
-    """An owner could not be read (API error, malformed object): keep, never guess "gone"."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     """What the caches account for, read once per pass."""
@@ -145,15 +135,6 @@ class _Snapshot:
 def _is_router_port(port: PortInfo) -> bool:
     # kube-ovn lists only type="" ports; PortInfo has no type, a router port's addresses say it.
     return "router" in port.addresses
-
-
-def _host_address(prefix: str) -> str | None:
-    """The address of a host route prefix ("10.0.0.5", "10.0.0.5/32"), None for a network."""
-    try:
-        canon = ovn_logic.canonical_prefix(prefix)
-    except ValueError:
-        return None
-    return None if "/" in canon else canon
 
 
 def _meta(raw: Any) -> dict[str, Any]:
@@ -206,6 +187,7 @@ class GarbageCollector:
         self._last_route_orphans: set[str] = set()
         # each pod parsed once per resourceVersion, only while the start-up passes run
         self._pod_memo: ParseCache[Pod] | None = None
+        self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -296,7 +278,7 @@ class GarbageCollector:
         routes = Counter(
             ip
             for r in self._nb.list_static_routes(self._router)
-            if (ip := _host_address(r.ip_prefix)) is not None
+            if (ip := host_prefix(r.ip_prefix)) is not None
         )
         nats = Counter(n.logical_ip for n in self._nb.list_nat_rules(self._router))
         deleted: list[str] = []
@@ -449,7 +431,7 @@ class GarbageCollector:
         for route in routes:
             if route.policy != POLICY_SRC_IP:
                 continue
-            ip = _host_address(route.ip_prefix)
+            ip = host_prefix(route.ip_prefix)
             if ip is not None and not self._ipam.contain_address(ip):
                 stale[ip] = stale.get(ip, 0) + 1
         due = sorted(ip for ip in stale if ip in self._last_route_orphans)
@@ -515,39 +497,12 @@ class GarbageCollector:
 
     def _pod_kept(self, pod: Pod, now: datetime) -> bool:
         alive = is_pod_alive(pod, now)
-        if alive and pod.deletion_timestamp is None:
-            return True
-        is_sts, sts_name = is_statefulset_pod(pod)
-        if is_sts:
-            # kube-ovn markAndCleanLSP: a sts pod is judged by its StatefulSet alone.
-            try:
-                sts = self._statefulset(pod.namespace, sts_name)
-            except _Undecidable:
-                return True
-            return not is_statefulset_pod_to_del(pod, sts)
-        is_vm, vm_name = is_vm_pod(pod)
-        if is_vm and self._keep_vm_ip:
-            return alive or self._vm_wanted(pod.namespace, vm_name)
-        return alive
+        return keep.pod_kept(pod, alive=alive, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
 
     def _absent_key_kept(self, key: str) -> bool:
         """Keep rules for a key no kept pod accounts for: its VM, or its StatefulSet ordinal."""
         namespace, _, name = key.partition("/")
-        if not namespace or not name:
-            return False
-        if self._keep_vm_ip and self._vm_wanted(namespace, name):
-            return True
-        ordinal = statefulset_ordinal(name)
-        if ordinal is None or "-" not in name:
-            return False
-        sts_name = name.rsplit("-", 1)[0]
-        try:
-            sts = self._statefulset(namespace, sts_name)
-        except _Undecidable:
-            return True
-        if sts is None:
-            return False
-        return not is_statefulset_pod_to_del(Pod(namespace=namespace, name=name), sts)
+        return keep.name_kept(namespace, name, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
 
     def _key_kept_now(self, key: str) -> bool:
         """Re-check one key against the live caches (just before a deletion)."""
@@ -566,16 +521,14 @@ class GarbageCollector:
             return self._view.statefulset(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
-            raise _Undecidable from exc
+            raise keep.OwnerUnknown from exc
 
-    def _vm_wanted(self, namespace: str, name: str) -> bool:
-        """The VM exists and is not being deleted (an unreadable VM counts as wanted)."""
+    def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
         try:
-            vm = self._view.virtual_machine(namespace, name)
+            return self._view.virtual_machine(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
-            return True
-        return vm is not None and vm.deletion_timestamp is None
+            raise keep.OwnerUnknown from exc
 
     def _is_ovn_provided(self, pod: Pod, provider: str) -> bool:
         """kube-ovn `isOVNProvided`: the provider's subnet belongs to OVN (has an LSP)."""
