@@ -1,0 +1,155 @@
+"""The packet-test bed: the e2e cluster (API emulator + real NB + the controller) plus a real OVN
+data plane (`DataPlane`) on the same NB, and pods wired into it by `CniWiring`.
+
+`Net` creates pods through the API, waits until the controller allocated and routed them (what
+kube-ovn's CNI waits for), reads them back from the API and wires them; then tests send packets.
+Reachability is polled with a deadline (a freshly bound port's flows, ARP and ND settle within a
+second or two); non-reachability is one `ping -c1 -W1` (or a TCP connect with a 1 s timeout)
+that must get no answer, always next to a positive control so that it cannot pass by accident.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.app import Controller
+from controller.constants import IP_ADDRESS_ANNOTATION
+from controller.sandbox.cni import CniWiring, NicPlan, plan_pod
+from controller.sandbox.dataplane import DataPlane
+from tests.e2e.conftest import Cluster
+from tests.e2e.helpers import NODE, get_or_none, wait_for
+from tests.e2e.workloads import routed
+
+NS = "default"
+REACH_TIMEOUT = 15.0
+
+
+@dataclass
+class WiredPod:
+    name: str
+    namespace: str
+    netns: str
+    plans: list[NicPlan]
+    obj: dict[str, Any] = field(repr=False)
+
+    @property
+    def eth0(self) -> NicPlan:
+        return self.plans[0]
+
+    def ip(self, version: int = 4) -> str:
+        for addr in self.eth0.addresses:
+            ip = ipaddress.ip_interface(addr).ip
+            if ip.version == version:
+                return str(ip)
+        raise LookupError(f"{self.name} has no IPv{version} address")
+
+    def gateway(self, version: int = 4) -> str:
+        for gw in self.eth0.gateways:
+            if gw and ipaddress.ip_address(gw).version == version:
+                return gw
+        raise LookupError(f"{self.name} has no IPv{version} gateway")
+
+
+@dataclass
+class Net:
+    cluster: Cluster
+    ctl: Controller
+    dp: DataPlane
+    cni: CniWiring
+    node_netns: dict[str, str] = field(default_factory=dict)
+
+    # --- pods ------------------------------------------------------------------------------------
+    def create(
+        self,
+        name: str,
+        *,
+        namespace: str = NS,
+        annotations: dict[str, str] | None = None,
+        owner: dict[str, Any] | None = None,
+        node: str = NODE,
+    ) -> WiredPod:
+        """Create the pod, wait until it is allocated and routed, wire it."""
+        meta: dict[str, Any] = {"name": name, "namespace": namespace}
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        if owner:
+            meta["ownerReferences"] = [owner]
+        spec = {
+            "containers": [{"name": "app", "image": "busybox"}],
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 0,
+        }
+        self.cluster.server.store.create("pods", {"metadata": meta, "spec": spec})
+        return self.wire(name, namespace)
+
+    def wire(self, name: str, namespace: str = NS) -> WiredPod:
+        """Wire the existing pod `name` once the controller routed it (the kubelet's job)."""
+        routed(self.cluster, name, namespace)
+        obj = self.cluster.server.store.get("pods", namespace, name)
+        self.cni.wire(obj)
+        return WiredPod(name, namespace, self.cni.pod_netns(obj), plan_pod(obj), obj)
+
+    def delete(self, pod: WiredPod) -> None:
+        """Unwire the pod (the kubelet tears the sandbox down) and delete it from the API."""
+        self.cni.unwire(pod.obj)
+        store = self.cluster.server.store
+        if get_or_none(self.cluster.server, "pods", pod.namespace, pod.name) is not None:
+            store.delete("pods", pod.namespace, pod.name)
+            if get_or_none(self.cluster.server, "pods", pod.namespace, pod.name) is not None:
+                store.finalize_delete("pods", pod.namespace, pod.name)
+
+    # --- nodes -----------------------------------------------------------------------------------
+    def wire_node(self, name: str = NODE) -> str:
+        def allocated() -> dict[str, Any] | None:
+            obj = get_or_none(self.cluster.server, "nodes", None, name)
+            ann = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+            return obj if ann.get(IP_ADDRESS_ANNOTATION) else None
+
+        node = wait_for(allocated, message=f"node {name} has its join address")
+        self.node_netns[name] = self.cni.wire_node(node)
+        return self.node_netns[name]
+
+    def node_ip(self, name: str = NODE) -> str:
+        ann = self.cluster.server.store.get("nodes", None, name)["metadata"]["annotations"]
+        return str(ann[IP_ADDRESS_ANNOTATION]).split(",")[0]
+
+    # --- packets ---------------------------------------------------------------------------------
+    def ping(self, netns: str, address: str) -> float | None:
+        return self.dp.ping(netns, address, wait=1.0)
+
+    def reaches(self, netns: str, address: str, timeout: float = REACH_TIMEOUT) -> float:
+        """Poll until `address` answers a ping from `netns`; the round-trip time (ms)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rtt = self.dp.ping(netns, address, wait=0.5)
+            if rtt is not None:
+                return rtt
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{address} did not answer a ping from {netns} in {timeout}s")
+
+    def silent(self, netns: str, address: str) -> None:
+        """`address` does not answer one ping from `netns` (1 s)."""
+        rtt = self.dp.ping(netns, address, wait=1.0)
+        assert rtt is None, f"{address} answered a ping from {netns} ({rtt} ms)"
+
+    def goes_silent(self, netns: str, address: str, timeout: float = REACH_TIMEOUT) -> None:
+        """Poll until `address` stops answering pings from `netns`."""
+        deadline = time.monotonic() + timeout
+        while self.dp.ping(netns, address, wait=0.5) is not None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{address} still answers {netns} after {timeout}s")
+
+
+@contextmanager
+def open_net(cluster: Cluster, ctl: Controller, workdir: Path) -> Iterator[Net]:
+    """A data plane on `cluster`'s NB with node1's ovn0 wired; everything stopped at exit."""
+    with DataPlane(workdir, cluster.nb_server.remote) as dp:
+        net = Net(cluster, ctl, dp, CniWiring(dp))
+        net.wire_node(NODE)
+        yield net
