@@ -250,8 +250,8 @@ def _ip_batch(plan: NicPlan) -> str:
     if plan.default_route:
         for gw in plan.gateways:
             if gw:
-                family = "-6 " if ":" in gw else ""
-                lines.append(f"{family}route replace default via {gw} dev {dev}")
+                default = "::/0" if ":" in gw else "0.0.0.0/0"
+                lines.append(f"route replace {default} via {gw} dev {dev}")
     return "\n".join(lines) + "\n"
 
 

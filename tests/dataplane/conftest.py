@@ -1,5 +1,6 @@
-"""Fixtures of the packet tests: one cluster (emulator + NB + in-process controller) and one data
-plane for the whole session (`net`), so each test only pays for its own pods. Tests use distinct
+"""Fixtures of the packet tests: one cluster (emulator + NB + in-process controller, default and
+join subnets dual stack) and one data plane for the whole session (`net`), so each test only
+pays for its own pods. Tests use distinct
 pod names and subnets and clean up what they would leave in the way of other tests.
 
 The whole directory is skipped, with the reason, where a data plane cannot run (not root, or
@@ -20,6 +21,11 @@ from tests.e2e.conftest import launch_controller, open_cluster
 from tests.e2e.helpers import running
 
 WHY_NOT = missing_requirements()
+# The session's default and join subnets are dual stack: every test checks both families.
+DUAL_STACK = (
+    "--default-cidr=10.16.0.0/16,fd00:10:16::/64",
+    "--node-switch-cidr=100.64.0.0/16,fd00:100:64::/64",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,7 +40,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def net() -> Iterator[Net]:
     with open_cluster() as cluster, tempfile.TemporaryDirectory(prefix="dp") as d:
-        ctl = running(launch_controller(cluster))
+        ctl = running(launch_controller(cluster, *DUAL_STACK))
         try:
             with open_net(cluster, ctl, Path(d)) as n:
                 yield n

@@ -24,7 +24,7 @@ from controller.sandbox.cni import CniWiring, NicPlan, plan_pod
 from controller.sandbox.dataplane import DataPlane
 from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import NODE, get_or_none, wait_for
-from tests.e2e.workloads import routed
+from tests.e2e.workloads import graceful, routed
 
 NS = "default"
 REACH_TIMEOUT = 15.0
@@ -96,13 +96,14 @@ class Net:
         return WiredPod(name, namespace, self.cni.pod_netns(obj), plan_pod(obj), obj)
 
     def delete(self, pod: WiredPod) -> None:
-        """Unwire the pod (the kubelet tears the sandbox down) and delete it from the API."""
+        """Delete the pod as a kubelet-backed API server does: deletionTimestamp, the kubelet
+        tears the sandbox down (CNI DEL: unwire), then confirms and the object goes."""
+        server = self.cluster.server
+        if get_or_none(server, "pods", pod.namespace, pod.name) is not None:
+            server.store.delete("pods", pod.namespace, pod.name)
         self.cni.unwire(pod.obj)
-        store = self.cluster.server.store
-        if get_or_none(self.cluster.server, "pods", pod.namespace, pod.name) is not None:
-            store.delete("pods", pod.namespace, pod.name)
-            if get_or_none(self.cluster.server, "pods", pod.namespace, pod.name) is not None:
-                store.finalize_delete("pods", pod.namespace, pod.name)
+        if get_or_none(server, "pods", pod.namespace, pod.name) is not None:
+            server.store.finalize_delete("pods", pod.namespace, pod.name)
 
     # --- nodes -----------------------------------------------------------------------------------
     def wire_node(self, name: str = NODE) -> str:
@@ -115,11 +116,20 @@ class Net:
         self.node_netns[name] = self.cni.wire_node(node)
         return self.node_netns[name]
 
-    def node_ip(self, name: str = NODE) -> str:
+    def node_ip(self, name: str = NODE, version: int = 4) -> str:
+        """The node's join address of IP `version`."""
         ann = self.cluster.server.store.get("nodes", None, name)["metadata"]["annotations"]
-        return str(ann[IP_ADDRESS_ANNOTATION]).split(",")[0]
+        for ip in str(ann[IP_ADDRESS_ANNOTATION]).split(","):
+            if ipaddress.ip_address(ip).version == version:
+                return ip
+        raise LookupError(f"node {name} has no IPv{version} join address")
 
     # --- packets ---------------------------------------------------------------------------------
+    def flush_neighbours(self, netns: str) -> None:
+        """Forget the ARP/ND cache of `netns` (a kernel keeps a moved address's old MAC for up
+        to ~30 s; that is the pod's kernel, not the controller's output)."""
+        self.dp.exec_in(netns, ["ip", "neigh", "flush", "all"])
+
     def ping(self, netns: str, address: str) -> float | None:
         return self.dp.ping(netns, address, wait=1.0)
 
@@ -149,6 +159,7 @@ class Net:
 @contextmanager
 def open_net(cluster: Cluster, ctl: Controller, workdir: Path) -> Iterator[Net]:
     """A data plane on `cluster`'s NB with node1's ovn0 wired; everything stopped at exit."""
+    graceful(cluster)
     with DataPlane(workdir, cluster.nb_server.remote) as dp:
         net = Net(cluster, ctl, dp, CniWiring(dp))
         net.wire_node(NODE)
