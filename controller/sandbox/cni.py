@@ -40,6 +40,9 @@ Where this differs from kube-ovn v1.8, and why:
   `CleanDuplicatePort` only clears its iface-id; here no kubelet would ever delete it).
 * `pod_nic_type: internal-port` is wired as a veth too: an OVS internal port of the userspace
   datapath is a tap device that cannot leave ovs-vswitchd's namespace.
+* Transmit checksum offload is turned off on the pod's end of the veth (`ethtool -K <if> tx off`):
+  the userspace datapath forwards a veth's partially checksummed TCP/UDP packets unchanged and
+  the receiver drops them (with the kernel datapath kube-ovn needs no such step).
 * IPv6 addresses are added with `nodad` (duplicate address detection would hold each new address
   tentative for about a second; OVN already guarantees uniqueness per switch).
 * No gateway check by default (kube-ovn pings the gateway up to 200 times unless the subnet
@@ -400,6 +403,9 @@ class CniWiring:
         )
         self.dp.exec_in(ovs_ns, ["ip", "link", "set", host, "up", "txqueuelen", "1000"])
         self.dp.exec_in(netns, ["ip", "-batch", "-"], stdin=_ip_batch(plan))
+        # A veth hands TCP/UDP packets to its peer with the checksum left to the NIC; the
+        # userspace datapath forwards them as they are, so the receiver would drop them.
+        self.dp.exec_in(netns, ["ethtool", "-K", plan.ifname, "tx", "off"])
 
     def _link_exists(self, netns: str, name: str) -> bool:
         try:

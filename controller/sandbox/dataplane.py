@@ -29,8 +29,8 @@ Contract:
   `exec_in` (a command in a namespace), `ping` (one echo, its round-trip time or None),
   `tcp_listen`/`tcp_connect`, `add_netns`/`delete_netns`.
 
-Needs root and Debian's `ovn-central`, `ovn-host`, `openvswitch-switch` and `iputils-ping`
-(`.ci/setup` installs them); `missing_requirements()` says what is absent, in one line.
+Needs root and Debian's `ovn-central`, `ovn-host`, `openvswitch-switch`, `iputils-ping` and
+`ethtool` (`.ci/setup` installs them); `missing_requirements()` says what is absent, in one line.
 Every wait is bounded by a deadline and raises `SandboxError` when it expires.
 """
 
@@ -83,6 +83,7 @@ _TOOLS = (
     "ovn-appctl",
     "ip",
     "ping",
+    "ethtool",
 )
 _RTT_RE = re.compile(r"time[=<]([\d.]+) ms")
 _RUN_ALPHABET = string.ascii_lowercase + string.digits
@@ -96,8 +97,8 @@ def missing_requirements() -> str:
     missing += [str(p) for p in (SB_SCHEMA, VSWITCH_SCHEMA) if not p.exists()]
     if missing:
         return (
-            "the data plane needs Debian's ovn-central, ovn-host, openvswitch-switch and "
-            f"iputils-ping (missing: {', '.join(missing)})"
+            "the data plane needs Debian's ovn-central, ovn-host, openvswitch-switch, "
+            f"iputils-ping and ethtool (missing: {', '.join(missing)})"
         )
     return ""
 
@@ -501,12 +502,16 @@ class DataPlane:
     def delete_netns(self, name: str) -> None:
         delete_netns(name)
 
-    def ping(self, netns: str, address: str, *, wait: float = 1.0) -> float | None:
-        """One ICMP echo from `netns` to `address`: the round-trip time in ms, None if none came
-        back within `wait` seconds."""
+    def ping(
+        self, netns: str, address: str, *, wait: float = 1.0, source: str = ""
+    ) -> float | None:
+        """One ICMP echo from `netns` to `address` (from `source` when given): the round-trip
+        time in ms, None if none came back within `wait` seconds."""
         args = ["ip", "netns", "exec", netns, "ping", "-n", "-q", "-c1", f"-W{wait:g}"]
         if ":" in address:
             args.append("-6")
+        if source:
+            args += ["-I", source]
         out = subprocess.run(
             [*args, address], capture_output=True, text=True, timeout=wait + 5, check=False
         )

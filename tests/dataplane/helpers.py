@@ -133,19 +133,21 @@ class Net:
     def ping(self, netns: str, address: str) -> float | None:
         return self.dp.ping(netns, address, wait=1.0)
 
-    def reaches(self, netns: str, address: str, timeout: float = REACH_TIMEOUT) -> float:
+    def reaches(
+        self, netns: str, address: str, timeout: float = REACH_TIMEOUT, *, source: str = ""
+    ) -> float:
         """Poll until `address` answers a ping from `netns`; the round-trip time (ms)."""
         deadline = time.monotonic() + timeout
         while True:
-            rtt = self.dp.ping(netns, address, wait=0.5)
+            rtt = self.dp.ping(netns, address, wait=0.5, source=source)
             if rtt is not None:
                 return rtt
             if time.monotonic() > deadline:
                 raise AssertionError(f"{address} did not answer a ping from {netns} in {timeout}s")
 
-    def silent(self, netns: str, address: str) -> None:
+    def silent(self, netns: str, address: str, *, source: str = "") -> None:
         """`address` does not answer one ping from `netns` (1 s)."""
-        rtt = self.dp.ping(netns, address, wait=1.0)
+        rtt = self.dp.ping(netns, address, wait=1.0, source=source)
         assert rtt is None, f"{address} answered a ping from {netns} ({rtt} ms)"
 
     def goes_silent(self, netns: str, address: str, timeout: float = REACH_TIMEOUT) -> None:
