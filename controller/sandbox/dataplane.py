@@ -520,16 +520,20 @@ class DataPlane:
         m = re.search(r"= ([\d.]+)/", out.stdout)
         return float(m.group(1)) if m else 0.0
 
-    def tcp_listen(self, netns: str, address: str, port: int) -> subprocess.Popen[bytes]:
-        """A listener on `address`:`port` in `netns` that accepts and closes every connection;
-        returns once it listens. The caller stops it with `stop_process`."""
+    def tcp_listen(
+        self, netns: str, address: str, port: int, *, reply: bytes = b""
+    ) -> subprocess.Popen[bytes]:
+        """A listener on `address`:`port` in `netns` that sends `reply` on every connection and
+        closes it; returns once it listens. The caller stops it with `stop_process`."""
         code = (
             "import socket,sys\n"
             f"s=socket.socket(socket.AF_INET6 if ':' in {address!r} else socket.AF_INET)\n"
             "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n"
             f"s.bind(({address!r},{port}));s.listen(16)\n"
             "sys.stdout.write('ready\\n');sys.stdout.flush()\n"
-            "while True:\n c,_=s.accept();c.close()\n"
+            "while True:\n"
+            " c,_=s.accept()\n"
+            f" c.sendall({reply!r});c.close()\n"
         )
         proc = subprocess.Popen(
             ["ip", "netns", "exec", netns, sys.executable, "-c", code],
@@ -544,6 +548,28 @@ class DataPlane:
             stop_process(proc)
             raise SandboxError(f"tcp listener on {address}:{port} in {netns} did not start")
         return proc
+
+    def tcp_request(
+        self, netns: str, address: str, port: int, *, wait: float = 1.0
+    ) -> bytes | None:
+        """Connect from `netns` to `address`:`port` and read until the peer closes: what it
+        sent, or None when no connection opened within `wait` s."""
+        code = (
+            "import socket,sys\n"
+            f"s=socket.socket(socket.AF_INET6 if ':' in {address!r} else socket.AF_INET)\n"
+            f"s.settimeout({wait})\n"
+            f"s.connect(({address!r},{port}))\n"
+            "data=b''\n"
+            "while chunk:=s.recv(4096): data+=chunk\n"
+            "sys.stdout.buffer.write(data)\n"
+        )
+        out = subprocess.run(
+            ["ip", "netns", "exec", netns, sys.executable, "-c", code],
+            capture_output=True,
+            timeout=wait + 10,
+            check=False,
+        )
+        return out.stdout if out.returncode == 0 else None
 
     def tcp_connect(self, netns: str, address: str, port: int, *, wait: float = 1.0) -> bool:
         """Whether a TCP connection from `netns` to `address`:`port` opens within `wait` s."""

@@ -16,16 +16,11 @@ from pathlib import Path
 import pytest
 
 from controller.sandbox.dataplane import missing_requirements
-from tests.dataplane.helpers import Net, open_net
+from tests.dataplane.helpers import DUAL_STACK, Net, open_net
 from tests.e2e.conftest import launch_controller, open_cluster
 from tests.e2e.helpers import running
 
 WHY_NOT = missing_requirements()
-# The session's default and join subnets are dual stack: every test checks both families.
-DUAL_STACK = (
-    "--default-cidr=10.16.0.0/16,fd00:10:16::/64",
-    "--node-switch-cidr=100.64.0.0/16,fd00:100:64::/64",
-)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -24,10 +24,15 @@ from controller.sandbox.cni import CniWiring, NicPlan, plan_pod
 from controller.sandbox.dataplane import DataPlane
 from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import NODE, get_or_none, wait_for
-from tests.e2e.workloads import graceful, routed
+from tests.e2e.workloads import graceful, routed, subnet
 
 NS = "default"
 REACH_TIMEOUT = 15.0
+# The default and join subnets are dual stack: every test checks both families.
+DUAL_STACK = (
+    "--default-cidr=10.16.0.0/16,fd00:10:16::/64",
+    "--node-switch-cidr=100.64.0.0/16,fd00:100:64::/64",
+)
 
 
 @dataclass
@@ -59,12 +64,17 @@ class WiredPod:
 @dataclass
 class Net:
     cluster: Cluster
-    ctl: Controller
+    ctl: Controller | None  # None when the controller runs as a separate process
     dp: DataPlane
     cni: CniWiring
     node_netns: dict[str, str] = field(default_factory=dict)
 
-    # --- pods ------------------------------------------------------------------------------------
+    # --- objects ---------------------------------------------------------------------------------
+    def subnet(self, name: str, cidr: str) -> None:
+        """Create a subnet and wait until the (in-process) controller's IPAM knows it."""
+        assert self.ctl is not None, "subnet() needs the in-process controller"
+        subnet(self.cluster, self.ctl, name, cidr)
+
     def create(
         self,
         name: str,
@@ -159,7 +169,7 @@ class Net:
 
 
 @contextmanager
-def open_net(cluster: Cluster, ctl: Controller, workdir: Path) -> Iterator[Net]:
+def open_net(cluster: Cluster, ctl: Controller | None, workdir: Path) -> Iterator[Net]:
     """A data plane on `cluster`'s NB with node1's ovn0 wired; everything stopped at exit."""
     graceful(cluster)
     with DataPlane(workdir, cluster.nb_server.remote) as dp:

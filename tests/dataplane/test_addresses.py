@@ -10,7 +10,7 @@ from controller.constants import (
     LOGICAL_SWITCH_ANNOTATION,
 )
 from tests.dataplane.helpers import Net
-from tests.e2e.workloads import no_lsp, statefulset, subnet
+from tests.e2e.workloads import no_lsp, statefulset
 
 
 def test_static_address_pod_answers_at_its_address(net: Net) -> None:
@@ -23,7 +23,7 @@ def test_static_address_pod_answers_at_its_address(net: Net) -> None:
 
 
 def test_ip_pool_pod_answers_at_its_pool_address(net: Net) -> None:
-    subnet(net.cluster, net.ctl, "pools", "10.21.0.0/24")
+    net.subnet("pools", "10.21.0.0/24")
     on_pools = {LOGICAL_SWITCH_ANNOTATION: "pools"}
     probe = net.create("pool-probe", annotations=on_pools)
     p = net.create("pool-a", annotations={**on_pools, IP_POOL_ANNOTATION: "10.21.0.60,10.21.0.61"})

@@ -20,7 +20,6 @@ import pytest
 
 from controller.constants import LOGICAL_SWITCH_ANNOTATION
 from tests.dataplane.helpers import Net, WiredPod
-from tests.e2e.workloads import subnet
 
 _ROUTE_RE = re.compile(
     r"lr_in_ip_routing\s*\), priority=(\d+)\s*, match=\((ip[46])\.(src|dst) == ([0-9a-f:./]+)\)"
@@ -99,7 +98,7 @@ UPSTREAM_OVN = (
 
 @pytest.mark.xfail(strict=True, raises=SrcRouteOutranksSubnet, reason=UPSTREAM_OVN)
 def test_pods_on_two_subnets_reach_each_other_ipv4(net: Net) -> None:
-    subnet(net.cluster, net.ctl, "blue", "10.17.0.0/24")
+    net.subnet("blue", "10.17.0.0/24")
     a = net.create("cross-a")
     b = net.create("cross-b", annotations={LOGICAL_SWITCH_ANNOTATION: "blue"})
     assert b.eth0.addresses == (f"{b.ip()}/24",)
@@ -108,14 +107,14 @@ def test_pods_on_two_subnets_reach_each_other_ipv4(net: Net) -> None:
 
 @pytest.mark.xfail(strict=True, raises=SrcRouteOutranksSubnet, reason=UPSTREAM_OVN)
 def test_pods_on_two_subnets_reach_each_other_ipv6(net: Net) -> None:
-    subnet(net.cluster, net.ctl, "dual-b", "10.18.0.0/24,fd00:18::/120")
+    net.subnet("dual-b", "10.18.0.0/24,fd00:18::/120")
     a = net.create("cross6-a")
     b = net.create("cross6-b", annotations={LOGICAL_SWITCH_ANNOTATION: "dual-b"})
     _cross_subnet(net, a, b, "fd00:18::/120", 6)
 
 
 def test_a_pod_on_a_second_subnet_reaches_its_gateway_and_node(net: Net) -> None:
-    subnet(net.cluster, net.ctl, "green", "10.19.0.0/24")
+    net.subnet("green", "10.19.0.0/24")
     c = net.create("green-a", annotations={LOGICAL_SWITCH_ANNOTATION: "green"})
     net.reaches(c.netns, c.gateway())
     net.reaches(c.netns, net.node_ip())
