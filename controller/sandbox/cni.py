@@ -61,6 +61,7 @@ import hashlib
 import ipaddress
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -274,6 +275,8 @@ class CniWiring:
         self.check_gateway = check_gateway
         self.node_lookup = node_lookup
         self._nodes: dict[str, str] = {}  # node name -> its namespace
+        # The kubelet wires pods from several threads; a node is wired by one of them only.
+        self._node_lock = threading.Lock()
 
     # --- names -----------------------------------------------------------------------------------
     def pod_netns(self, pod: Mapping[str, Any]) -> str:
@@ -355,6 +358,10 @@ class CniWiring:
     # --- nodes -----------------------------------------------------------------------------------
     def wire_node(self, node: Mapping[str, Any]) -> str:
         """Wire `node`'s ovn0 (idempotent); returns its namespace."""
+        with self._node_lock:
+            return self._wire_node(node)
+
+    def _wire_node(self, node: Mapping[str, Any]) -> str:
         plan = plan_node(node)
         name = node["metadata"]["name"]
         netns = self.node_netns(name)
@@ -369,6 +376,10 @@ class CniWiring:
         return netns
 
     def unwire_node(self, name: str) -> None:
+        with self._node_lock:
+            self._unwire_node(name)
+
+    def _unwire_node(self, name: str) -> None:
         try:
             for iface in self._interfaces("node_name", name):
                 self._unplug(iface)

@@ -1,8 +1,10 @@
 """The packet-test bed: the e2e cluster (API emulator + real NB + the controller) plus a real OVN
-data plane (`DataPlane`) on the same NB, and pods wired into it by `CniWiring`.
+data plane (`DataPlane`) on the same NB, the sandbox kubelet for node1 and pods wired into the
+data plane by `CniWiring` (the kubelet's `PodWiring`).
 
-`Net` creates pods through the API, waits until the controller allocated and routed them (what
-kube-ovn's CNI waits for), reads them back from the API and wires them; then tests send packets.
+`Net` creates pods through the API; the kubelet waits until the controller allocated and routed
+them (what kube-ovn's CNI waits for), wires them and reports them Running; `Net` returns once
+the pod is Running, and tests send packets. Deleting a pod lets the kubelet unwire it.
 Reachability is polled with a deadline (a freshly bound port's flows, ARP and ND settle within a
 second or two); non-reachability is one `ping -c1 -W1` (or a TCP connect with a 1 s timeout)
 that must get no answer, always next to a positive control so that it cannot pass by accident.
@@ -20,11 +22,12 @@ from typing import Any
 
 from controller.app import Controller
 from controller.constants import IP_ADDRESS_ANNOTATION
-from controller.sandbox.cni import CniWiring, NicPlan, plan_pod
+from controller.sandbox.cni import CniWiring, NicPlan, netns_exists, plan_pod
 from controller.sandbox.dataplane import DataPlane
+from controller.sandbox.kubelet import SandboxKubelet, SimNode
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, get_or_none, wait_for
-from tests.e2e.workloads import graceful, routed, subnet
+from tests.e2e.helpers import NODE, NODE_IP, get_or_none, wait_for
+from tests.e2e.workloads import graceful, subnet
 
 NS = "default"
 REACH_TIMEOUT = 15.0
@@ -75,6 +78,7 @@ class Net:
         assert self.ctl is not None, "subnet() needs the in-process controller"
         subnet(self.cluster, self.ctl, name, cidr)
 
+    # --- pods ------------------------------------------------------------------------------------
     def create(
         self,
         name: str,
@@ -84,7 +88,7 @@ class Net:
         owner: dict[str, Any] | None = None,
         node: str = NODE,
     ) -> WiredPod:
-        """Create the pod, wait until it is allocated and routed, wire it."""
+        """Create the pod; return it once the kubelet has wired it and reports it Running."""
         meta: dict[str, Any] = {"name": name, "namespace": namespace}
         if annotations:
             meta["annotations"] = dict(annotations)
@@ -95,25 +99,38 @@ class Net:
             "nodeName": node,
             "terminationGracePeriodSeconds": 0,
         }
-        self.cluster.server.store.create("pods", {"metadata": meta, "spec": spec})
-        return self.wire(name, namespace)
+        created = self.cluster.server.store.create("pods", {"metadata": meta, "spec": spec})
+        return self.started(name, namespace, uid=created["metadata"]["uid"])
 
-    def wire(self, name: str, namespace: str = NS) -> WiredPod:
-        """Wire the existing pod `name` once the controller routed it (the kubelet's job)."""
-        routed(self.cluster, name, namespace)
-        obj = self.cluster.server.store.get("pods", namespace, name)
-        self.cni.wire(obj)
-        return WiredPod(name, namespace, self.cni.pod_netns(obj), plan_pod(obj), obj)
+    def started(
+        self, name: str, namespace: str = NS, *, uid: str = "", timeout: float = 30.0
+    ) -> WiredPod:
+        """The pod `name` once it is Running (wired by the kubelet)."""
+
+        def running() -> dict[str, Any] | None:
+            obj = get_or_none(self.cluster.server, "pods", namespace, name)
+            if obj is None or (uid and obj["metadata"]["uid"] != uid):
+                return None
+            return obj if (obj.get("status") or {}).get("phase") == "Running" else None
+
+        obj = wait_for(running, timeout=timeout, message=f"pod {namespace}/{name} Running")
+        pod = WiredPod(name, namespace, self.cni.pod_netns(obj), plan_pod(obj), obj)
+        assert netns_exists(pod.netns), f"{pod.name} is Running but has no namespace"
+        return pod
 
     def delete(self, pod: WiredPod) -> None:
-        """Delete the pod as a kubelet-backed API server does: deletionTimestamp, the kubelet
-        tears the sandbox down (CNI DEL: unwire), then confirms and the object goes."""
+        """Delete the pod through the API; return once the kubelet has unwired it and it is
+        gone."""
         server = self.cluster.server
         if get_or_none(server, "pods", pod.namespace, pod.name) is not None:
             server.store.delete("pods", pod.namespace, pod.name)
-        self.cni.unwire(pod.obj)
-        if get_or_none(server, "pods", pod.namespace, pod.name) is not None:
-            server.store.finalize_delete("pods", pod.namespace, pod.name)
+        wait_for(
+            lambda: (
+                not netns_exists(pod.netns)
+                and get_or_none(server, "pods", pod.namespace, pod.name) is None
+            ),
+            message=f"pod {pod.name} unwired and deleted",
+        )
 
     # --- nodes -----------------------------------------------------------------------------------
     def wire_node(self, name: str = NODE) -> str:
@@ -170,9 +187,16 @@ class Net:
 
 @contextmanager
 def open_net(cluster: Cluster, ctl: Controller | None, workdir: Path) -> Iterator[Net]:
-    """A data plane on `cluster`'s NB with node1's ovn0 wired; everything stopped at exit."""
+    """A data plane on `cluster`'s NB, node1's ovn0 wired and a sandbox kubelet serving node1
+    with `CniWiring`; everything stopped at exit."""
     graceful(cluster)
     with DataPlane(workdir, cluster.nb_server.remote) as dp:
-        net = Net(cluster, ctl, dp, CniWiring(dp))
+        cni = CniWiring(dp)
+        net = Net(cluster, ctl, dp, cni)
         net.wire_node(NODE)
-        yield net
+        api = cluster.server.api_client()
+        try:
+            with SandboxKubelet(api, [SimNode(NODE, NODE_IP)], wiring=cni):
+                yield net
+        finally:
+            api.close()

@@ -2,9 +2,9 @@
 every surviving pod is reachable and answers for its own address only.
 
 The controller is the real `python -m cmd.controller` process (so it can be SIGKILLed); this
-module has its own cluster and data plane. Pods created before the crash are wired (and keep
-their traffic) while the burst runs; a TCP listener in every pod answers with the pod's name,
-so a probe learns *who* answers at each address, not just that someone does.
+module has its own cluster, data plane and sandbox kubelet, which wires pods as they get routed,
+during the burst too. A TCP listener in every pod answers with the pod's name, so a probe learns
+*who* answers at each address, not just that someone does.
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
     wired: dict[str, WiredPod] = {}
     listeners: list[subprocess.Popen[bytes]] = []
 
-    def wire(name: str) -> None:
-        pod = net.wire(name)
+    def started(name: str) -> None:
+        pod = net.started(name, timeout=60)
         wired[name] = pod
         listeners.append(net.dp.tcp_listen(pod.netns, "::", PORT, reply=name.encode()))
 
@@ -105,7 +105,7 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
         for i in range(6):
             _create(net, f"keep-{i}")
         for i in range(6):
-            wire(f"keep-{i}")
+            started(f"keep-{i}")
         before = {n: p.ip() for n, p in wired.items()}
 
         # the burst: creates while the controller's pod patches are slow, deletes of wired pods
@@ -140,7 +140,7 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
         assert len(survivors) == 1 + 3 + 14 + 2  # probe, keep-3..5, burst-1..14, late-0..1
         for name in survivors:
             if name not in wired and name != "probe":
-                wire(name)
+                started(name)
 
         # no two pods were given one address, and the pods wired before the crash kept theirs
         ips = {
