@@ -73,10 +73,10 @@ class Net:
     node_netns: dict[str, str] = field(default_factory=dict)
 
     # --- objects ---------------------------------------------------------------------------------
-    def subnet(self, name: str, cidr: str) -> None:
+    def subnet(self, name: str, cidr: str, *, provider: str = "") -> None:
         """Create a subnet and wait until the (in-process) controller's IPAM knows it."""
         assert self.ctl is not None, "subnet() needs the in-process controller"
-        subnet(self.cluster, self.ctl, name, cidr)
+        subnet(self.cluster, self.ctl, name, cidr, provider=provider)
 
     # --- pods ------------------------------------------------------------------------------------
     def create(
