@@ -21,15 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from controller.app import Controller
-from controller.constants import IP_ADDRESS_ANNOTATION
+from controller.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION_TEMPLATE
 from controller.sandbox.cni import CniWiring, NicPlan, netns_exists, plan_pod
 from controller.sandbox.dataplane import DataPlane
 from controller.sandbox.kubelet import SandboxKubelet, SimNode
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, NODE_IP, get_or_none, wait_for
+from tests.e2e.helpers import NODE, NODE_IP, get_or_none, node, wait_for
 from tests.e2e.workloads import graceful, subnet
 
 NS = "default"
+NODE2 = "node2"
+NODE2_IP = "172.18.0.3"
 REACH_TIMEOUT = 15.0
 # The default and join subnets are dual stack: every test checks both families.
 DUAL_STACK = (
@@ -49,6 +51,12 @@ class WiredPod:
     @property
     def eth0(self) -> NicPlan:
         return self.plans[0]
+
+    @property
+    def switch(self) -> str:
+        """The logical switch of eth0, as the controller annotated it."""
+        ann = self.obj["metadata"]["annotations"]
+        return str(ann[LOGICAL_SWITCH_ANNOTATION_TEMPLATE.format(provider=self.eth0.provider)])
 
     def ip(self, version: int = 4) -> str:
         for addr in self.eth0.addresses:
@@ -187,16 +195,20 @@ class Net:
 
 @contextmanager
 def open_net(cluster: Cluster, ctl: Controller | None, workdir: Path) -> Iterator[Net]:
-    """A data plane on `cluster`'s NB, node1's ovn0 wired and a sandbox kubelet serving node1
-    with `CniWiring`; everything stopped at exit."""
+    """A data plane on `cluster`'s NB, the nodes' ovn0 wired and a sandbox kubelet serving
+    them with `CniWiring`; everything stopped at exit. node1 is the cluster's own; node2 is
+    added here (both are carried by the one chassis)."""
     graceful(cluster)
+    cluster.server.store.create("nodes", node(NODE2, NODE2_IP))
     with DataPlane(workdir, cluster.nb_server.remote) as dp:
         cni = CniWiring(dp)
         net = Net(cluster, ctl, dp, cni)
-        net.wire_node(NODE)
+        for name in (NODE, NODE2):
+            net.wire_node(name)
         api = cluster.server.api_client()
         try:
-            with SandboxKubelet(api, [SimNode(NODE, NODE_IP)], wiring=cni):
+            nodes = [SimNode(NODE, NODE_IP), SimNode(NODE2, NODE2_IP)]
+            with SandboxKubelet(api, nodes, wiring=cni):
                 yield net
         finally:
             api.close()
