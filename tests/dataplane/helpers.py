@@ -185,10 +185,12 @@ class Net:
         rtt = self.dp.ping(netns, address, wait=1.0, source=source)
         assert rtt is None, f"{address} answered a ping from {netns} ({rtt} ms)"
 
-    def goes_silent(self, netns: str, address: str, timeout: float = REACH_TIMEOUT) -> None:
+    def goes_silent(
+        self, netns: str, address: str, timeout: float = REACH_TIMEOUT, *, source: str = ""
+    ) -> None:
         """Poll until `address` stops answering pings from `netns`."""
         deadline = time.monotonic() + timeout
-        while self.dp.ping(netns, address, wait=0.5) is not None:
+        while self.dp.ping(netns, address, wait=0.5, source=source) is not None:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{address} still answers {netns} after {timeout}s")
 

@@ -1,13 +1,17 @@
 """Packets to the addresses the controller hands out: a static address and an ip_pool entry
-answer where they were asked for; a StatefulSet pod re-created keeps its address and answers
+answer where they were asked for, a static MAC is the one on the wire, an IPv6-only subnet
+works like any other; a StatefulSet pod re-created keeps its address and answers
 again; a deleted pod's address goes silent and answers again once a new pod is given it."""
 
 from __future__ import annotations
+
+import pytest
 
 from controller.constants import (
     IP_ADDRESS_ANNOTATION,
     IP_POOL_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
+    MAC_ADDRESS_ANNOTATION,
 )
 from tests.dataplane.helpers import Net
 from tests.e2e.workloads import no_lsp, statefulset
@@ -67,3 +71,33 @@ def test_deleted_pods_address_goes_silent_and_answers_for_its_next_owner(net: Ne
     net.reaches(probe.netns, "10.16.0.70")
     net.reaches(probe.netns, "fd00:10:16::70")
     net.reaches(new.netns, probe.ip())
+
+
+def test_ipv6_only_subnet_pods_reach_each_other_their_gateway_and_node(net: Net) -> None:
+    net.subnet("six", "fd00:60::/120")
+    on_six = {LOGICAL_SWITCH_ANNOTATION: "six"}
+    a = net.create("six-a", annotations=on_six)
+    b = net.create("six-b", annotations=on_six)
+    assert a.eth0.addresses == (f"{a.ip(6)}/120",)
+    with pytest.raises(LookupError):
+        a.ip(4)
+    net.reaches(a.netns, b.ip(6))
+    net.reaches(a.netns, a.gateway(6))
+    net.reaches(a.netns, net.node_ip(version=6))
+    net.silent(a.netns, "fd00:60::fe")
+
+
+def test_static_mac_pod_answers_from_that_mac(net: Net) -> None:
+    mac = "00:00:00:5a:5a:5a"
+    probe = net.create("mac-probe")
+    p = net.create(
+        "mac-a",
+        annotations={
+            IP_ADDRESS_ANNOTATION: "10.16.0.80,fd00:10:16::80",
+            MAC_ADDRESS_ANNOTATION: mac,
+        },
+    )
+    assert p.eth0.mac == mac
+    net.reaches(probe.netns, "10.16.0.80")
+    neigh = net.dp.exec_in(probe.netns, ["ip", "neigh", "show", "10.16.0.80"])
+    assert mac in neigh.lower(), neigh

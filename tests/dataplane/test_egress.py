@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from controller.constants import NORTH_GATEWAY_ANNOTATION
 from controller.sandbox.ovsdb import stop_process
 from tests.dataplane.helpers import NODE2, Net
 from tests.dataplane.routes import UPSTREAM_OVN, SrcRouteOutranks, reach_or_explain
@@ -67,3 +68,13 @@ def test_a_pod_reaches_another_nodes_join_address(net: Net, version: int) -> Non
     on2 = net.create(f"join-other{version}", node=NODE2)
     cidr = "100.64.0.0/16" if version == 4 else "fd00:100:64::/64"
     reach_or_explain(net, on2, net.node_ip(NODE, version), cidr, version)
+
+
+def test_north_gateway_sends_a_pods_egress_to_that_next_hop(net: Net) -> None:
+    # node2's join address as the next hop of a pod on node1: its egress leaves through node2
+    pod = net.create(
+        "north-1", node=NODE, annotations={NORTH_GATEWAY_ANNOTATION: net.node_ip(NODE2)}
+    )
+    with _outside_world(net):
+        net.reaches(pod.netns, OUTSIDE[4])
+        assert net.dp.tcp_request(pod.netns, OUTSIDE[4], PORT) == NODE2.encode()

@@ -79,3 +79,24 @@ def test_security_group_pod_gets_deny_all_and_leaving_the_group_restores_it(net:
         net.reaches(peer.netns, sg.ip())
         net.reaches(sg.netns, peer.ip(6))
         assert net.dp.tcp_connect(peer.netns, sg.ip(), PORT)
+
+
+def test_turning_port_security_on_and_off_on_a_running_pod(net: Net) -> None:
+    target = net.create("pst-target")
+    pod = net.create("pst-a")
+    _spoof(net, pod, "10.16.0.203")
+    net.reaches(pod.netns, target.ip(), source="10.16.0.203")  # off: the spoof goes through
+
+    def set_port_security(value: str | None) -> None:
+        net.cluster.server.store.patch(
+            "pods",
+            "default",
+            "pst-a",
+            {"metadata": {"annotations": {PORT_SECURITY_ANNOTATION: value}}},
+        )
+
+    set_port_security("true")
+    net.goes_silent(pod.netns, target.ip(), source="10.16.0.203")
+    net.reaches(pod.netns, target.ip(), source=pod.ip())  # its own address still works
+    set_port_security(None)
+    net.reaches(pod.netns, target.ip(), source="10.16.0.203")
