@@ -113,6 +113,7 @@ from controller.runtime.leaderelection import (
 from controller.runtime.log import setup_logging
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
+from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
 
@@ -155,6 +156,7 @@ class Controller:
         self.cluster: ClusterApi
         self.pod_queues: PodQueues
         self.gc: GarbageCollector
+        self.view: CacheView
         self.queue_metrics = PrometheusMetricsProvider(self.registry)
         self.ipam = IPAM()
         # NOTE: kube-ovn sizes its striped mutex max(2*NumCPU, 2*WorkerNum); fewer stripes make
@@ -355,8 +357,9 @@ class Controller:
             security=self._queue(QUEUE_UPDATE_POD_SECURITY),
         )
         is_leader = self.is_leader
-        self.pod_controller = PodController(
-            config=cfg,
+        # One read view for the pod controller and the gc: each cached object parsed once.
+        self.view = CacheView(
+            kube=kube,
             pods=idx("pods"),
             namespaces=idx("namespaces"),
             subnets=idx(RESOURCE_SUBNETS),
@@ -368,6 +371,9 @@ class Controller:
             statefulsets=opt("statefulsets"),
             nads=opt("nads"),
             vms=opt("vms"),
+        )
+        self.pod_controller = PodController(
+            config=cfg,
             kube=kube,
             nb=nb,
             ipam=self.ipam,
@@ -376,6 +382,7 @@ class Controller:
             queues=self.pod_queues,
             is_leader=is_leader,
             metrics=self.metrics,
+            view=self.view,
         )
         inf["pods"].add_event_handler(self.pod_controller)
         if "nads" in inf:
@@ -383,18 +390,13 @@ class Controller:
             inf["nads"].add_event_handler(self.pod_controller.nad_event_handler())
         self.gc = GarbageCollector(
             config=cfg,
-            pods=idx("pods"),
-            nodes=idx("nodes"),
-            ips=idx(RESOURCE_IPS),
-            subnets=idx(RESOURCE_SUBNETS),
-            statefulsets=opt("statefulsets"),
-            vms=opt("vms"),
             kube=kube,
             nb=nb,
             ipam=self.ipam,
             metrics=self.metrics,
             key_mutex=self.key_mutex,
             ready=lambda: all(i.has_synced() for i in inf.values()),
+            view=self.view,
         )
 
         if cfg.enable_subnet_controller:

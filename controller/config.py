@@ -118,6 +118,9 @@ class Config:
     log_format: str = "text"
     # the `check` command only
     strict: bool = False
+    dataplane: bool = False  # also cross-check NB against the SB (and an OVS database)
+    ovn_sb_addr: str = ""
+    ovs_db: str = ""
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -170,6 +173,7 @@ _BOOL_FLAGS = (
     "--enable-node-controller",
     "--leader-elect",
     "--strict",
+    "--dataplane",
 )
 
 
@@ -273,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("check")
     boolean("--strict", False, "check: pods not allocated or routed yet count as findings")
+    boolean("--dataplane", False, "check: also cross-check the NB against the SB port bindings")
+    g.add_argument("--ovn-sb-addr", default="", help="check --dataplane: the SB remote(s)")
+    g.add_argument(
+        "--ovs-db", default="", help="check --dataplane: an Open_vSwitch database remote (optional)"
+    )
     return p
 
 
@@ -369,23 +378,33 @@ def _nb_addr(value: str, environ: Mapping[str, str]) -> str:
     return ",".join(r.strip() for r in value.split(","))
 
 
-def _check_remote(remote: str) -> None:
+def _check_remote(remote: str, flag: str = "--ovn-nb-addr") -> None:
     scheme, sep, rest = remote.partition(":")
     if not sep or not rest:
-        raise ConfigError(
-            f"--ovn-nb-addr: {remote!r} is not tcp:HOST:PORT, ssl:HOST:PORT or unix:PATH"
-        )
+        raise ConfigError(f"{flag}: {remote!r} is not tcp:HOST:PORT, ssl:HOST:PORT or unix:PATH")
     if scheme == "unix":
         return
     if scheme not in ("tcp", "ssl"):
-        raise ConfigError(f"--ovn-nb-addr: unsupported scheme {scheme!r} in {remote!r}")
+        raise ConfigError(f"{flag}: unsupported scheme {scheme!r} in {remote!r}")
     host, sep, port = rest.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ConfigError(f"--ovn-nb-addr: {remote!r} needs a port in 1..65535")
+        raise ConfigError(f"{flag}: {remote!r} needs a port in 1..65535")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if not host or (":" in host and parse_ip(host) is None):
-        raise ConfigError(f"--ovn-nb-addr: {remote!r} has an invalid host")
+        raise ConfigError(f"{flag}: {remote!r} has an invalid host")
+
+
+def _dataplane_remotes(ns: argparse.Namespace) -> None:
+    if (ns.dataplane or ns.ovn_sb_addr or ns.ovs_db) and ns.command != COMMAND_CHECK:
+        raise ConfigError("--dataplane, --ovn-sb-addr and --ovs-db only apply to check")
+    if (ns.ovn_sb_addr or ns.ovs_db) and not ns.dataplane:
+        raise ConfigError("--ovn-sb-addr and --ovs-db need --dataplane")
+    if ns.dataplane and not ns.ovn_sb_addr:
+        raise ConfigError("check --dataplane needs --ovn-sb-addr")
+    for flag, value in (("--ovn-sb-addr", ns.ovn_sb_addr), ("--ovs-db", ns.ovs_db)):
+        for remote in value.split(",") if value else ():
+            _check_remote(remote.strip(), flag)
 
 
 def _positive(flag: str, value: float) -> None:
@@ -402,6 +421,7 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
 
     if ns.strict and ns.command != COMMAND_CHECK:
         raise ConfigError("--strict only applies to the check command")
+    _dataplane_remotes(ns)
     if ns.worker_num < 1:
         raise ConfigError(f"--worker-num must be >= 1, got {ns.worker_num}")
     _positive("--ovn-timeout", ns.ovn_timeout)
@@ -510,4 +530,7 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         log_level=ns.log_level,
         log_format=ns.log_format,
         strict=ns.strict,
+        dataplane=ns.dataplane,
+        ovn_sb_addr=ns.ovn_sb_addr,
+        ovs_db=ns.ovs_db,
     )

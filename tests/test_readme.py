@@ -19,6 +19,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.audit import audit, check
+from controller.audit import dataplane as audit_dataplane
 from controller.config import build_parser
 from controller.core import constants
 from controller.runtime.metrics import ControllerMetrics
@@ -193,7 +194,12 @@ _KIND = re.compile(r"[a-z]+(?:-[a-z]+)+")
 
 
 def test_audit_kinds_match_the_check_section(readme: str) -> None:
-    kinds = {value for name, value in vars(audit).items() if name.startswith("KIND_")}
+    kinds = {
+        value
+        for module in (audit, audit_dataplane)
+        for name, value in vars(module).items()
+        if name.startswith("KIND_")
+    }
     assert "sg-mismatch" in kinds
     section = re.sub(r"```.*?```", "", _section(readme, "## The `check` audit"), flags=re.S)
     documented = {code for code in _CODE.findall(section) if _KIND.fullmatch(code)}

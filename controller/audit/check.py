@@ -5,6 +5,11 @@
 and NAT rules from the OVN Northbound database, runs `audit()` and prints `AuditReport.render()`.
 It never writes anything.
 
+With `--dataplane` (and `--ovn-sb-addr`, optionally `--ovs-db`) it also reads the SB's port
+bindings and chassis and an OVS database's interfaces and adds `controller.audit.dataplane`'s
+findings (a port no chassis bound, an interface whose iface-id names no port); the report's
+"checked" line then counts the bindings and interfaces it read.
+
 Exit codes: 0 clean, 1 findings (with `strict=True`, pods not converged yet count as findings
 too), 2 when the API server or the NB database cannot be reached or read (the reason goes to the
 output instead of a report).
@@ -18,6 +23,7 @@ tools can run the same audit over fakes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Iterable
@@ -25,12 +31,19 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO, TypeVar
 
 from controller.audit.audit import AuditReport, ClusterSnapshot, audit
+from controller.audit.dataplane import (
+    DataPlaneSnapshot,
+    OvsInterface,
+    PortBinding,
+    audit_dataplane,
+)
 from controller.config import Config
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.kube.api import ClusterLister, KubeObject
 from controller.kube.errors import KubeApiError, KubeConfigError
 from controller.ovn.api import VENDOR, NatRule, OvnError, PortGroupInfo, PortInfo, StaticRoute
+from controller.ovn.ovsdb_query import OvsdbQueryError, SslFiles, select
 
 LOG = logging.getLogger(__name__)
 
@@ -110,6 +123,45 @@ def exit_code(report: AuditReport, *, strict: bool = False) -> int:
     return EXIT_CLEAN if passed else EXIT_FINDINGS
 
 
+def read_dataplane(config: Config) -> DataPlaneSnapshot:
+    """The SB's port bindings (with their chassis names) and, with `--ovs-db`, the OVS
+    interfaces that carry an iface-id. Raises `OvsdbQueryError`."""
+    tls = SslFiles(config.ovn_nb_ssl_key, config.ovn_nb_ssl_cert, config.ovn_nb_ssl_ca)
+    timeout = config.ovn_timeout
+    sb, sb_db = config.ovn_sb_addr, "OVN_Southbound"
+    chassis = {
+        str(r["_uuid"]): str(r["name"])
+        for r in select(sb, sb_db, "Chassis", ["_uuid", "name"], timeout=timeout, tls=tls)
+    }
+    bindings = []
+    for r in select(
+        sb, sb_db, "Port_Binding", ["logical_port", "chassis", "type"], timeout=timeout, tls=tls
+    ):
+        ref = r.get("chassis")
+        ref = ref[0] if isinstance(ref, list) and ref else ref  # optional: [] or one uuid
+        bindings.append(
+            PortBinding(
+                str(r["logical_port"]), chassis.get(str(ref or ""), ""), str(r.get("type") or "")
+            )
+        )
+    interfaces = None
+    if config.ovs_db:
+        rows = select(
+            config.ovs_db,
+            "Open_vSwitch",
+            "Interface",
+            ["name", "external_ids"],
+            timeout=timeout,
+            tls=tls,
+        )
+        interfaces = tuple(
+            OvsInterface(str(r["name"]), str(r["external_ids"]["iface-id"]))
+            for r in rows
+            if isinstance(r.get("external_ids"), dict) and r["external_ids"].get("iface-id")
+        )
+    return DataPlaneSnapshot(tuple(bindings), interfaces)
+
+
 def check(
     kube: ClusterLister,
     nb: NbReader,
@@ -118,8 +170,10 @@ def check(
     out: TextIO,
     strict: bool = False,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    dataplane: Callable[[], DataPlaneSnapshot] | None = None,
 ) -> int:
-    """Collect, audit, print the report to `out`; the exit code (see the module docstring)."""
+    """Collect, audit, print the report to `out`; the exit code (see the module docstring).
+    With `dataplane`, its snapshot is cross-checked too (`controller.audit.dataplane`)."""
     try:
         snapshot = collect_snapshot(kube, nb, cluster_router=config.cluster_router, clock=clock)
     except KubeApiError as e:
@@ -129,6 +183,19 @@ def check(
         out.write(f"check: cannot read the OVN Northbound database: {e}\n")
         return EXIT_UNAVAILABLE
     report = audit(snapshot, config)
+    if dataplane is not None:
+        try:
+            dp = dataplane()
+        except OvsdbQueryError as e:
+            out.write(f"check: cannot read the data plane (SB/OVS): {e}\n")
+            return EXIT_UNAVAILABLE
+        extra = audit_dataplane(snapshot, dp)
+        report = dataclasses.replace(
+            report,
+            findings=report.findings + extra.findings,
+            pending=report.pending + extra.pending,
+            counts={**report.counts, **extra.counts},
+        )
     out.write(report.render())
     return exit_code(report, strict=strict)
 
@@ -159,7 +226,8 @@ def run_check(config: Config, *, out: TextIO | None = None, strict: bool = False
             stream.write(f"check: cannot connect to the OVN Northbound database: {e}\n")
             return EXIT_UNAVAILABLE
         try:
-            return check(kube, nb, config, out=stream, strict=strict)
+            dataplane = (lambda: read_dataplane(config)) if config.dataplane else None
+            return check(kube, nb, config, out=stream, strict=strict, dataplane=dataplane)
         finally:
             nb.close()
     finally:

@@ -1,7 +1,6 @@
 """client-go `tools/cache` for the controller: keys, indexed store, listers, reflector, RealFIFO,
 shared informers. See each module's docstring for its contract."""
 
-from controller.cache.clock import REAL_CLOCK, Clock, RealClock
 from controller.cache.errors import (
     CacheError,
     ConnectionFailedError,
@@ -50,6 +49,7 @@ from controller.cache.store import (
     ThreadSafeStore,
     meta_namespace_index_func,
 )
+from controller.queues.clock import REAL_CLOCK, Clock, RealClock
 
 __all__ = [
     "NAMESPACE_INDEX",

@@ -1,19 +1,42 @@
 """Errors of the informer stack.
 
-`StatusError` is an API failure carrying the HTTP status code and the Kubernetes `Status` reason,
-whether it came as a non-2xx response or as a watch `ERROR` event; the reflector decides between
-re-watch, backoff and relist from it (client-go apimachinery `errors.IsResourceExpired` & co).
-`NotFoundError` is what listers raise for a missing object; it mirrors client-go's
-`apierrors.NewNotFound` message (`pod "name" not found`).
+API failures are `controller.apiclient.errors.KubeApiError`s, whether they came as a non-2xx
+response (from the one request path) or as a watch `ERROR` event (`StatusError`, re-exported here
+with `ConnectionFailedError`); the reflector decides between re-watch, backoff and relist from
+their status and Status reason with the `is_*` predicates (client-go apimachinery
+`errors.IsResourceExpired` & co). `CacheError` is the root of the errors of the stack itself,
+under `controller.core.errors.ControllerError`. `NotFoundError` is what listers raise for a
+missing object; it mirrors client-go's `apierrors.NewNotFound` message (`pod "name" not found`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from controller.apiclient.errors import (
+    ConnectionFailedError,
+    KubeApiError,
+    KubeUnavailableError,
+    StatusError,
+)
+from controller.core.errors import ControllerError
+
+__all__ = [
+    "CacheError",
+    "ConnectionFailedError",
+    "IndexerConflictError",
+    "InformerStoppedError",
+    "KeyFuncError",
+    "NotFoundError",
+    "StatusError",
+    "UnknownIndexError",
+    "is_connection_refused",
+    "is_expired",
+    "is_internal_error",
+    "is_too_large_resource_version",
+    "is_too_many_requests",
+]
 
 
-class CacheError(Exception):
+class CacheError(ControllerError):
     """Base of every error raised by controller.cache."""
 
 
@@ -37,62 +60,38 @@ class NotFoundError(CacheError, LookupError):
     """A lister found no object under the key; `resource` is the singular lowercase kind."""
 
     def __init__(self, resource: str, name: str, namespace: str = "") -> None:
+        super().__init__(f'{resource} "{name}" not found')
         self.resource = resource
         self.name = name
         self.namespace = namespace
         self.code = 404
         self.reason = "NotFound"
-        super().__init__(f'{resource} "{name}" not found')
-
-
-class StatusError(CacheError):
-    """An API error with an HTTP code and a Kubernetes `Status.reason` (may be empty)."""
-
-    def __init__(self, code: int, reason: str = "", message: str = "") -> None:
-        self.code = code
-        self.reason = reason
-        self.message = message
-        super().__init__(f"{code} {reason}: {message}" if message else f"{code} {reason}")
-
-    @classmethod
-    def from_status(cls, status: Mapping[str, Any]) -> StatusError:
-        """Build from a `Status` object (e.g. the object of a watch ERROR event)."""
-        code = status.get("code")
-        return cls(
-            code if isinstance(code, int) else 500,
-            str(status.get("reason") or ""),
-            str(status.get("message") or ""),
-        )
-
-
-class ConnectionFailedError(CacheError):
-    """The API server could not be reached (connection refused, reset or timed out)."""
-
-    def __init__(self, message: str, *, refused: bool = False) -> None:
-        self.refused = refused
-        super().__init__(message)
 
 
 def is_expired(err: BaseException) -> bool:
     """410 Gone / reason Expired: the requested resourceVersion is too old."""
-    return isinstance(err, StatusError) and (err.code == 410 or err.reason in ("Expired", "Gone"))
+    return isinstance(err, KubeApiError) and (
+        err.status == 410 or err.status_reason in ("Expired", "Gone")
+    )
 
 
 def is_too_large_resource_version(err: BaseException) -> bool:
     """The server has not caught up with the requested resourceVersion yet."""
-    return isinstance(err, StatusError) and (
-        err.reason == "ResourceVersionTooLarge"
-        or (err.code == 504 and "Too large resource version" in err.message)
+    return isinstance(err, KubeApiError) and (
+        err.status_reason == "ResourceVersionTooLarge"
+        or (err.status == 504 and "Too large resource version" in err.message)
     )
 
 
 def is_too_many_requests(err: BaseException) -> bool:
-    return isinstance(err, StatusError) and err.code == 429
+    return isinstance(err, KubeApiError) and err.status == 429
 
 
 def is_internal_error(err: BaseException) -> bool:
-    return isinstance(err, StatusError) and err.code == 500 and err.reason == "InternalError"
+    return (
+        isinstance(err, KubeApiError) and err.status == 500 and err.status_reason == "InternalError"
+    )
 
 
 def is_connection_refused(err: BaseException) -> bool:
-    return isinstance(err, ConnectionFailedError) and err.refused
+    return isinstance(err, KubeUnavailableError) and err.refused

@@ -13,10 +13,10 @@ import random
 import threading
 from typing import Any
 
-from controller.cache.clock import REAL_CLOCK, Clock
 from controller.cache.listwatch import ListWatch
 from controller.cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
 from controller.cache.store import Indexers
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 

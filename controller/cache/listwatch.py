@@ -4,13 +4,14 @@
 plus the list's resourceVersion and continue token; `watch(options)` returns a `Watcher`, an
 iterator of `WatchEvent`s that ends when the stream closes (normally, or because the connection
 broke: both look the same to the reflector, as in client-go's StreamWatcher) and can be stopped
-from another thread. Failures are `StatusError` (the server answered non-2xx) or
-`ConnectionFailedError` (it could not be reached). A watch `ERROR` event is yielded as an event,
-not raised, so the reflector sees it in stream order.
+from another thread. Failures are `controller.apiclient.errors.KubeApiError`s: by status for a
+non-2xx answer, `KubeUnavailableError` when the server could not be reached. A watch `ERROR`
+event is yielded as an event, not raised, so the reflector sees it in stream order.
 
 `ListWatch` implements it for any resource served by a Kubernetes API server — core (`group=""`),
-named groups and custom resources, namespaced or cluster-scoped — through the official client's
-`ApiClient` (configuration, auth and connection pool), but reads the bytes itself: list bodies
+named groups and custom resources, namespaced or cluster-scoped — through the one request path
+(`controller.apiclient.request`, over the official client's `ApiClient`), but reads the bytes
+itself: list bodies
 and watch lines go straight through `json.loads`, never through the generated model classes,
 whose per-object deserialisation costs more CPU than the rest of the informer together.
 """
@@ -26,7 +27,8 @@ from typing import Any, Protocol
 
 import urllib3
 
-from controller.cache.errors import ConnectionFailedError, StatusError
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.request import read_all, send
 from controller.cache.keys import Object
 
 LOG = logging.getLogger(__name__)
@@ -85,98 +87,6 @@ def resource_path(group: str, version: str, plural: str, namespace: str | None =
     if namespace:
         base += f"/namespaces/{namespace}"
     return f"{base}/{plural}"
-
-
-def _status_error(status: int, body: bytes) -> StatusError:
-    try:
-        decoded = json.loads(body) if body else None
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict) and decoded.get("kind") == "Status":
-        err = StatusError.from_status(decoded)
-        err.code = status
-        return err
-    text = body[:200].decode("utf-8", errors="replace") if body else ""
-    return StatusError(status, "", text)
-
-
-def _connection_error(exc: Exception) -> ConnectionFailedError:
-    text = str(exc)
-    refused = "Connection refused" in text or "NewConnectionError" in text
-    return ConnectionFailedError(f"{type(exc).__name__}: {text:.300}", refused=refused)
-
-
-Timeout = float | tuple[float, float | None] | None
-
-
-def api_request(
-    api_client: Any,
-    method: str,
-    path: str,
-    *,
-    query: list[tuple[str, str]] | None = None,
-    body: Any = None,
-    timeout: Timeout = None,
-) -> Any:
-    """One HTTP request through `api_client` (its host, auth and pool), without models.
-
-    Returns the raw, unread urllib3 response of a 2xx answer (the caller reads or streams it and
-    releases it); raises `StatusError` for any other status and `ConnectionFailedError` when the
-    server cannot be reached.
-    """
-    headers = {"Accept": "application/json"}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    request = api_client.param_serialize(
-        method=method,
-        resource_path=path,
-        query_params=query or [],
-        header_params=headers,
-        body=body,
-        auth_settings=["BearerToken"],
-    )
-    try:
-        response = api_client.call_api(*request, _request_timeout=timeout)
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _connection_error(exc) from exc
-    except Exception as exc:  # ApiException(status=0) for TLS failures
-        status = getattr(exc, "status", None)
-        if isinstance(status, int) and status > 0:
-            raise StatusError(status, str(getattr(exc, "reason", ""))) from exc
-        raise _connection_error(exc) from exc
-    raw = response.response
-    if not 200 <= response.status <= 299:
-        try:
-            data = raw.data
-        except (urllib3.exceptions.HTTPError, OSError):
-            data = b""
-        finally:
-            raw.release_conn()
-        raise _status_error(response.status, data)
-    return raw
-
-
-def api_request_json(
-    api_client: Any,
-    method: str,
-    path: str,
-    *,
-    query: list[tuple[str, str]] | None = None,
-    body: Any = None,
-    timeout: Timeout = None,
-) -> Any:
-    """`api_request` and decode the whole JSON body."""
-    raw = api_request(api_client, method, path, query=query, body=body, timeout=timeout)
-    try:
-        data = raw.data
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _connection_error(exc) from exc
-    finally:
-        raw.release_conn()
-    try:
-        return json.loads(data) if data else None
-    except ValueError as exc:
-        raise StatusError(500, "InvalidResponse", f"undecodable body: {exc}") from exc
 
 
 class RawWatcher:
@@ -290,7 +200,7 @@ class ListWatch:
         self.description = f"{group or 'core'}/{version} {kind}"
 
     def _get(self, query: list[tuple[str, str]], timeout: tuple[float, float | None]) -> Any:
-        return api_request(
+        return send(
             self._api_client, "GET", self.path, query=self._selectors + query, timeout=timeout
         )
 
@@ -304,17 +214,11 @@ class ListWatch:
             query.append(("continue", options.continue_))
         raw = self._get(query, (self._connect_timeout, self._list_timeout))
         try:
-            body = raw.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _connection_error(exc) from exc
-        finally:
-            raw.release_conn()
-        try:
-            decoded = json.loads(body)
+            decoded = json.loads(read_all(raw))
         except ValueError as exc:
-            raise StatusError(500, "InvalidResponse", f"undecodable list body: {exc}") from exc
+            raise KubeApiError(500, "InvalidResponse", f"undecodable list body: {exc}") from exc
         if not isinstance(decoded, dict):
-            raise StatusError(500, "InvalidResponse", "list body is not an object")
+            raise KubeApiError(500, "InvalidResponse", "list body is not an object")
         meta = decoded.get("metadata") or {}
         items = decoded.get("items") or []
         # NOTE: list items lack kind/apiVersion while watch objects carry them; restore them so

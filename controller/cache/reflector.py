@@ -36,10 +36,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.cache.clock import REAL_CLOCK, Clock
+from controller.apiclient.errors import KubeApiError, StatusError
 from controller.cache.errors import (
     CacheError,
-    StatusError,
     is_connection_refused,
     is_expired,
     is_internal_error,
@@ -59,6 +58,7 @@ from controller.cache.listwatch import (
     Watcher,
     WatchOptions,
 )
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ class Reflector:
                 if stop.is_set():
                     break
                 log_watch_error(self.name, err)
-            if stop.is_set() or self._clock.wait(stop, self._delay()):
+            if stop.is_set() or self._clock.sleep(self._delay(), stop):
                 break
         LOG.debug("%s: stopped", self.name)
 
@@ -281,7 +281,7 @@ class Reflector:
         try:
             try:
                 items, list_rv, paginated = self._paged_list(rv, limit)
-            except StatusError as err:
+            except KubeApiError as err:
                 if not (is_expired(err) or is_too_large_resource_version(err)):
                     raise
                 LOG.info(
@@ -310,7 +310,7 @@ class Reflector:
         while page.continue_:
             try:
                 page = self._lw.list(ListOptions(limit=limit, continue_=page.continue_))
-            except StatusError as err:
+            except KubeApiError as err:
                 if not is_expired(err):
                     raise
                 # NOTE: pager FullListIfExpired: one unpaginated list at the original RV.
@@ -340,7 +340,7 @@ class Reflector:
                 resyncer.join()
 
     def _resync_loop(self, stop: threading.Event, done: threading.Event) -> None:
-        while not self._clock.wait(done, self._resync_period):
+        while not self._clock.sleep(self._resync_period, done):
             if stop.is_set():
                 return
             if self._should_resync is None or self._should_resync():
@@ -364,7 +364,7 @@ class Reflector:
             except Exception as start_err:
                 if is_connection_refused(start_err) or is_too_many_requests(start_err):
                     LOG.info("%s: watch start failed (%s), backing off", self.name, start_err)
-                    if self._clock.wait(stop, self._delay()):
+                    if self._clock.sleep(self._delay(), stop):
                         return
                     continue
                 raise
@@ -390,7 +390,7 @@ class Reflector:
                 LOG.info("%s: watch closed with %s, will relist", self.name, err)
                 return
             if is_too_many_requests(err):
-                if self._clock.wait(stop, self._delay()):
+                if self._clock.sleep(self._delay(), stop):
                     return
                 continue
             if is_internal_error(err):

@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.cache.clock import REAL_CLOCK, Clock
 from controller.cache.errors import InformerStoppedError
 from controller.cache.fifo import (
     Delta,
@@ -55,6 +54,7 @@ from controller.cache.listers import Lister
 from controller.cache.listwatch import ListerWatcher
 from controller.cache.reflector import Reflector
 from controller.cache.store import NAMESPACE_INDEX, Indexer, Indexers, meta_namespace_index_func
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 
@@ -224,7 +224,7 @@ class _ProcessorListener:
                     handler.on_delete(a)
             except Exception:
                 LOG.exception("%s: event handler failed", self._name)
-                self._clock.wait(self._closed, HANDLER_ERROR_PAUSE)
+                self._clock.sleep(HANDLER_ERROR_PAUSE, self._closed)
                 continue
             if kind == _ADD and b:
                 with self._cond:

@@ -40,6 +40,7 @@ from typing import Any
 from controller.cache import Indexer
 from controller.config import Config
 from controller.core import annotations as ann
+from controller.core import keep
 from controller.core.address import check_protocol
 from controller.core.constants import (
     ALLOCATED_ANNOTATION,
@@ -54,8 +55,6 @@ from controller.core.constants import (
     MAC_ADDRESS_ANNOTATION_TEMPLATE,
     NETWORK_TYPE_VLAN,
     OVN_PROVIDER,
-    POD_TYPE_STATEFULSET,
-    POD_TYPE_VIRTUAL_MACHINE,
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
@@ -73,12 +72,9 @@ from controller.pod_logic import (
     get_pod_key,
     get_pod_type,
     is_pod_alive,
-    is_statefulset_pod,
 )
 
 LOG = logging.getLogger(__name__)
-
-KEPT_POD_TYPES = (POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE)
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -242,7 +238,7 @@ def init_ipam(
 
     for ip_cr in ips.list():
         cr_spec = _spec(ip_cr)
-        if cr_spec.get("podType") not in KEPT_POD_TYPES:
+        if not keep.is_kept_pod_type(str(cr_spec.get("podType") or "")):
             continue
         ns, pod_name = str(cr_spec.get("namespace") or ""), str(cr_spec.get("podName") or "")
         key = pod_key(ns, pod_name) if ns else node_port_name(pod_name)
@@ -271,7 +267,7 @@ def init_ipam(
         is_alive = is_pod_alive(pod, now)
         if is_alive:
             alive.add(pod.key)
-        elif not is_statefulset_pod(pod)[0]:
+        if not keep.restored_by_rebuild(pod, alive=is_alive):
             continue
         for provider in ann.allocated_providers(pod.annotations):
             ok = _restore_pod_net(config, ipam, kube, ips, pod, provider)
@@ -318,7 +314,7 @@ def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, alive: set[str]) -> int:
     reserved = 0
     for ip_cr in ips.list():
         spec = _spec(ip_cr)
-        if spec.get("podType") in KEPT_POD_TYPES:
+        if keep.is_kept_pod_type(str(spec.get("podType") or "")):
             continue  # restored above, pod or not
         ns, name = str(spec.get("namespace") or ""), str(spec.get("podName") or "")
         subnet = str(spec.get("subnet") or "")

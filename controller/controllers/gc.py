@@ -75,9 +75,10 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller.cache import Indexer
-from controller.cache.clock import REAL_CLOCK, Clock
 from controller.config import Config
 from controller.core import annotations as ann
+from controller.core import keep
+from controller.core.address import host_prefix
 from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     NODE_PORT_PREFIX,
@@ -86,7 +87,7 @@ from controller.core.constants import (
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
-from controller.core.model import Pod, StatefulSet, Subnet, VirtualMachine
+from controller.core.model import Pod, StatefulSet, VirtualMachine
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
@@ -94,18 +95,12 @@ from controller.kube.errors import KubeApiError
 from controller.ovn import logic as ovn_logic
 from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
-from controller.pod_logic import (
-    get_name_by_pod,
-    get_pod_key,
-    is_ovn_provider,
-    is_pod_alive,
-    is_statefulset_pod,
-    is_statefulset_pod_to_del,
-    is_vm_pod,
-    statefulset_ordinal,
-)
+from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
+from controller.queues.clock import REAL_CLOCK, Clock
+from controller.view import CacheView, ParseCache
 
 LOG = logging.getLogger(__name__)
+
 
 RESOURCE_LSP = "lsp"
 RESOURCE_IP = "ip"
@@ -127,10 +122,6 @@ class KeyLock(Protocol):
     def locked(self, key: str) -> AbstractContextManager[None]: ...
 
 
-class _Undecidable(Exception):
-    """An owner could not be read (API error, malformed object): keep, never guess "gone"."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     """What the caches account for, read once per pass."""
@@ -145,15 +136,6 @@ class _Snapshot:
 def _is_router_port(port: PortInfo) -> bool:
     # kube-ovn lists only type="" ports; PortInfo has no type, a router port's addresses say it.
     return "router" in port.addresses
-
-
-def _host_address(prefix: str) -> str | None:
-    """The address of a host route prefix ("10.0.0.5", "10.0.0.5/32"), None for a network."""
-    try:
-        canon = ovn_logic.canonical_prefix(prefix)
-    except ValueError:
-        return None
-    return None if "/" in canon else canon
 
 
 def _meta(raw: Any) -> dict[str, Any]:
@@ -173,12 +155,6 @@ class GarbageCollector:
         self,
         *,
         config: Config,
-        pods: Indexer,
-        nodes: Indexer,
-        ips: Indexer,
-        subnets: Indexer,
-        statefulsets: Indexer | None,
-        vms: Indexer | None,
         kube: KubeApi,
         nb: NbClient,
         ipam: IPAM,
@@ -187,14 +163,15 @@ class GarbageCollector:
         utcnow: Callable[[], datetime] | None = None,
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
+        view: CacheView | None = None,
+        **caches: Indexer | None,
     ) -> None:
+        """The caches are read through `view` (shared with the pod controller, so each object
+        is parsed once) or, without one, through a view over `caches`: the informer indexers
+        by kind, as `CacheView` takes them (pods=, nodes=, ips=, subnets=; statefulsets=, vms=
+        are optional: without them owners are GET through `kube`)."""
         self._config = config
-        self._pods = pods
-        self._nodes = nodes
-        self._ips = ips
-        self._subnets = subnets
-        self._statefulsets = statefulsets
-        self._vms = vms
+        self._view = CacheView.given_or_over(view, kube, caches)
         self._kube = kube
         self._nb = nb
         self._ipam = ipam
@@ -209,8 +186,9 @@ class GarbageCollector:
         self._last_lsp_orphans: set[str] = set()
         self._last_ip_orphans: set[str] = set()
         self._last_route_orphans: set[str] = set()
-        # (namespace/name, resourceVersion) -> parsed pod, only while the start-up passes run
-        self._pod_memo: dict[tuple[str, str], Pod] | None = None
+        # each pod parsed once per resourceVersion, only while the start-up passes run
+        self._pod_memo: ParseCache[Pod] | None = None
+        self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -219,7 +197,7 @@ class GarbageCollector:
         LOG.info("start garbage collection at startup")
         # NOTE: the two passes read the same pods (nothing has started to change them yet):
         # parse each one once. An updated pod has a new resourceVersion and is parsed again.
-        self._pod_memo = {}
+        self._pod_memo = ParseCache(Pod.from_dict, max_entries=None)
         try:
             self.run_once()
             self.run_once()
@@ -236,7 +214,7 @@ class GarbageCollector:
         if period <= 0:
             LOG.info("periodic garbage collection disabled (interval %s)", period)
             return
-        while not self._clock.wait(stop, period):
+        while not self._clock.sleep(period, stop):
             self.run_once()
         LOG.info("periodic garbage collection stopped")
 
@@ -254,7 +232,7 @@ class GarbageCollector:
                     ports = self._list_ports()
                 except OvnError as exc:
                     LOG.warning("garbage collection cannot list logical switch ports: %s", exc)
-                crs = self._ips.list()
+                crs = self._view.ip_crs_raw()
                 snap = self._snapshot()
                 if ports is not None:
                     self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
@@ -301,7 +279,7 @@ class GarbageCollector:
         routes = Counter(
             ip
             for r in self._nb.list_static_routes(self._router)
-            if (ip := _host_address(r.ip_prefix)) is not None
+            if (ip := host_prefix(r.ip_prefix)) is not None
         )
         nats = Counter(n.logical_ip for n in self._nb.list_nat_rules(self._router))
         deleted: list[str] = []
@@ -339,7 +317,7 @@ class GarbageCollector:
             if key and self._key_kept_now(key):
                 LOG.info("lsp %s is in use again (%s); not deleting", port.name, key)
                 return False
-            if is_node_port and self._nodes.get_by_key(port.name[len(NODE_PORT_PREFIX) :]):
+            if is_node_port and self._view.has_node(port.name[len(NODE_PORT_PREFIX) :]):
                 return False
             LOG.info("gc logical switch port %s (pod %s)", port.name, key or "-")
             self._delete_routes_and_nat(ovn_logic.address_ips(port.addresses), key, routes, nats)
@@ -370,7 +348,7 @@ class GarbageCollector:
         with self._lock:
             if not self._is_ready():
                 return []
-            crs = self._ips.list()
+            crs = self._view.ip_crs_raw()
             return self._sweep_ips(crs, self._snapshot())
 
     def _sweep_ips(self, crs: list[Any], snap: _Snapshot) -> list[str]:
@@ -422,7 +400,7 @@ class GarbageCollector:
     def _delete_orphan_ip(self, name: str, key: str, is_node: bool, snap: _Snapshot) -> bool:
         with self._locked("" if is_node else key):
             if is_node:
-                if self._nodes.get_by_key(key[len(NODE_PORT_PREFIX) :]) is not None:
+                if self._view.has_node(key[len(NODE_PORT_PREFIX) :]):
                     return False
             elif self._key_kept_now(key):
                 LOG.info("IP CR %s is in use again (%s); not deleting", name, key)
@@ -454,7 +432,7 @@ class GarbageCollector:
         for route in routes:
             if route.policy != POLICY_SRC_IP:
                 continue
-            ip = _host_address(route.ip_prefix)
+            ip = host_prefix(route.ip_prefix)
             if ip is not None and not self._ipam.contain_address(ip):
                 stale[ip] = stale.get(ip, 0) + 1
         due = sorted(ip for ip in stale if ip in self._last_route_orphans)
@@ -482,7 +460,7 @@ class GarbageCollector:
         kept_names: set[str] = set()
         present: set[str] = set()
         expected: dict[str, str] = {}
-        for raw in self._pods.list():
+        for raw in self._view.pods_raw():
             try:
                 pod = self._parse_pod(raw)
             except MalformedObjectError as exc:
@@ -504,14 +482,10 @@ class GarbageCollector:
                 kept_names.add(port)
                 if self._is_ovn_provided(pod, provider):
                     expected[port] = key
-        nodes = frozenset(str(_meta(raw).get("name") or "") for raw in self._nodes.list())
+        nodes = self._view.node_names()
         kept_names.update(node_port_name(n) for n in nodes if n)
-        if self._keep_vm_ip and self._vms is not None:
-            for raw in self._vms.list():
-                try:
-                    vm = VirtualMachine.from_dict(raw)
-                except MalformedObjectError:
-                    continue
+        if self._keep_vm_ip:
+            for vm in self._view.virtual_machines():
                 if vm.deletion_timestamp is None:
                     kept_keys.add(f"{vm.namespace}/{vm.name}")
         return _Snapshot(
@@ -520,55 +494,20 @@ class GarbageCollector:
 
     def _parse_pod(self, raw: Any) -> Pod:
         memo = self._pod_memo
-        meta = _meta(raw)
-        version = meta.get("resourceVersion")
-        if memo is None or not isinstance(version, str) or not version:
-            return Pod.from_dict(raw)
-        key = (f"{meta.get('namespace')}/{meta.get('name')}", version)
-        pod = memo.get(key)
-        if pod is None:
-            pod = memo[key] = Pod.from_dict(raw)
-        return pod
+        return Pod.from_dict(raw) if memo is None else memo.get(raw)
 
     def _pod_kept(self, pod: Pod, now: datetime) -> bool:
         alive = is_pod_alive(pod, now)
-        if alive and pod.deletion_timestamp is None:
-            return True
-        is_sts, sts_name = is_statefulset_pod(pod)
-        if is_sts:
-            # kube-ovn markAndCleanLSP: a sts pod is judged by its StatefulSet alone.
-            try:
-                sts = self._statefulset(pod.namespace, sts_name)
-            except _Undecidable:
-                return True
-            return not is_statefulset_pod_to_del(pod, sts)
-        is_vm, vm_name = is_vm_pod(pod)
-        if is_vm and self._keep_vm_ip:
-            return alive or self._vm_wanted(pod.namespace, vm_name)
-        return alive
+        return keep.pod_kept(pod, alive=alive, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
 
     def _absent_key_kept(self, key: str) -> bool:
         """Keep rules for a key no kept pod accounts for: its VM, or its StatefulSet ordinal."""
         namespace, _, name = key.partition("/")
-        if not namespace or not name:
-            return False
-        if self._keep_vm_ip and self._vm_wanted(namespace, name):
-            return True
-        ordinal = statefulset_ordinal(name)
-        if ordinal is None or "-" not in name:
-            return False
-        sts_name = name.rsplit("-", 1)[0]
-        try:
-            sts = self._statefulset(namespace, sts_name)
-        except _Undecidable:
-            return True
-        if sts is None:
-            return False
-        return not is_statefulset_pod_to_del(Pod(namespace=namespace, name=name), sts)
+        return keep.name_kept(namespace, name, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
 
     def _key_kept_now(self, key: str) -> bool:
         """Re-check one key against the live caches (just before a deletion)."""
-        raw = self._pods.get_by_key(key)
+        raw = self._view.pod_raw(key)
         if raw is not None:
             try:
                 pod = Pod.from_dict(raw)
@@ -580,26 +519,17 @@ class GarbageCollector:
 
     def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
         try:
-            if self._statefulsets is not None:
-                raw = self._statefulsets.get_by_key(f"{namespace}/{name}")
-            else:
-                raw = self._kube.get_statefulset(namespace, name)
-            return None if raw is None else StatefulSet.from_dict(raw)
+            return self._view.statefulset(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
-            raise _Undecidable from exc
+            raise keep.OwnerUnknown from exc
 
-    def _vm_wanted(self, namespace: str, name: str) -> bool:
-        """The VM exists and is not being deleted (an unreadable VM counts as wanted)."""
+    def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
         try:
-            if self._vms is not None:
-                raw = self._vms.get_by_key(f"{namespace}/{name}")
-            else:
-                raw = self._kube.get_virtual_machine(namespace, name)
-            return raw is not None and VirtualMachine.from_dict(raw).deletion_timestamp is None
+            return self._view.virtual_machine(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
-            return True
+            raise keep.OwnerUnknown from exc
 
     def _is_ovn_provided(self, pod: Pod, provider: str) -> bool:
         """kube-ovn `isOVNProvided`: the provider's subnet belongs to OVN (has an LSP)."""
@@ -608,20 +538,18 @@ class GarbageCollector:
         switch = pod.annotations.get(
             annotation_key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE, provider), ""
         )
-        raw = self._subnets.get_by_key(switch) if switch else None
-        if raw is None:
-            return False
         try:
-            return is_ovn_provider(Subnet.from_dict(raw).provider)
+            subnet = self._view.subnet(switch)
         except MalformedObjectError:
             return False
+        return subnet is not None and is_ovn_provider(subnet.provider)
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _release(self, key: str, snap: _Snapshot) -> None:
         if not key:
             return
-        if key in snap.present_keys or self._pods.get_by_key(key) is not None:
+        if key in snap.present_keys or self._view.pod_raw(key) is not None:
             LOG.info("not releasing addresses of %s: a pod with that key exists", key)
             return
         if self._ipam.get_pod_address(key):

@@ -1,15 +1,35 @@
-"""Address helpers with kube-ovn `pkg/util/net.go` semantics (pure, stdlib `ipaddress` only).
+"""The one home of address parsing: IPs, CIDRs, MACs (pure, stdlib `ipaddress` only).
 
 kube-ovn writes every address pair as one string, "v4,v6" (always v4 first); a protocol is one of
-`IPv4`, `IPv6`, `Dual`. These helpers keep the Go semantics, quirks included, because the
-validators and the CNI daemon contract depend on them; each quirk is named in its docstring.
+`IPv4`, `IPv6`, `Dual`. The kube-ovn `pkg/util/net.go` helpers keep the Go semantics, quirks
+included, because the validators and the CNI daemon contract depend on them; each quirk is named
+in its docstring. Every module that reads an address (pod_logic, the NB request translation of
+`controller.ovn.logic`, the garbage collector, the audit) goes through this module.
 
-Parsing follows Go's `net.ParseIP`/`ParseCIDR`: no zone suffix ("fe80::1%eth0" is invalid), no
-surrounding spaces, no leading zeros in IPv4 octets.
+The rule set:
+
+* One address (`parse_ip`) is Go's `net.ParseIP`: no surrounding whitespace, no zone id
+  ("fe80::1%eth0" is invalid), no leading zeros in IPv4 octets. An IPv4-mapped IPv6 address
+  ("::ffff:10.0.0.1") is IPv6 here (Go's `To4` would call it IPv4; kube-ovn never writes one).
+* One CIDR (`parse_cidr`) is Go's `net.ParseCIDR`: "addr/len" with a decimal length, host bits
+  allowed (the network is the masked one), no netmask form, same address rules.
+  `parse_network` also takes a bare address as its host network (ovn-nbctl's prefixes).
+* Comma lists: the kube-ovn helpers (`check_protocol`, `split_string_ip`, `cidr_contain_ip`,
+  `check_cidrs`, ...) split on "," and strip nothing, as Go does, so " 10.0.0.1" is invalid in
+  an annotation. The readers of what others stored (`canonical_ip`, `split_ips`,
+  `host_prefix`, `networks`, `same_family`, `parse_network`) strip whitespace around each part.
+* Canonical form (`canonical_ip`, `split_ips`, `host_prefix`): Python's `str()` of the
+  address: IPv6 compressed and lower case, IPv4 dotted quad.
+* Families: `check_protocol` decides (an address or a CIDR, mask stripped); "" when nothing
+  parses, and two unparsable strings are never of the same family.
+* MACs: `is_valid_mac` is Go's `net.ParseMAC` (6, 8 or 20 octets; `aa:bb..`, `aa-bb..` or
+  `aabb.ccdd..`; any case); `is_colon_mac` is the only form OVN's `addresses` column takes
+  (six colon-separated octets, any case). Stored and compared in lower case (`canonical_mac`).
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -20,6 +40,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _MAC_COLON = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2})*$")
 _MAC_DOT = re.compile(r"^[0-9A-Fa-f]{4}(\.[0-9A-Fa-f]{4})*$")
+_MAC_OVN = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
 
 def parse_ip(text: str) -> IPAddress | None:
@@ -150,3 +171,83 @@ def get_gw_by_cidr(cidr: str) -> str:
             raise ValueError(f"invalid cidr {part!r}")
         gateways.append(str(first_ip(parsed[1])))
     return ",".join(gateways)
+
+
+# --- readers of stored addresses (whitespace around each part tolerated) ----------------------
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def canonical_ip(text: str) -> str | None:
+    """The canonical form of one address (surrounding whitespace stripped), None if invalid."""
+    ip = parse_ip(text.strip())
+    return None if ip is None else str(ip)
+
+
+def split_ips(text: str) -> list[str] | None:
+    """Canonical addresses of a comma list; None when any part does not parse."""
+    out = []
+    for part in text.split(","):
+        ip = canonical_ip(part)
+        if ip is None:
+            return None
+        out.append(ip)
+    return out
+
+
+def parse_network(text: str) -> IPNetwork | None:
+    """A CIDR (host bits masked) or a bare address as its host network; None when invalid."""
+    text = text.strip()
+    if "/" not in text:
+        ip = parse_ip(text)
+        return None if ip is None else ipaddress.ip_network(ip)
+    parsed = parse_cidr(text)
+    return None if parsed is None else parsed[1]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def host_prefix(prefix: str) -> str | None:
+    """The canonical address of a host prefix ("10.0.0.5", "10.0.0.5/32"); None for a network
+    or an invalid prefix."""
+    if "/" not in prefix:
+        return canonical_ip(prefix)
+    network = parse_network(prefix)
+    if network is None or network.prefixlen != network.max_prefixlen:
+        return None
+    return str(network.network_address)
+
+
+@functools.lru_cache(maxsize=1024)
+def networks(cidr: str) -> tuple[IPNetwork, ...]:
+    """The valid networks of a comma list of CIDRs (invalid parts are skipped)."""
+    out = []
+    for part in cidr.split(","):
+        parsed = parse_cidr(part.strip())
+        if parsed is not None:
+            out.append(parsed[1])
+    return tuple(out)
+
+
+def is_same_family(a: str, b: str) -> bool:
+    """Are `a` and `b` (addresses or CIDRs) of one family? False when either does not parse."""
+    family = check_protocol(a.strip())
+    return family in (PROTOCOL_IPV4, PROTOCOL_IPV6) and family == check_protocol(b.strip())
+
+
+def same_family(addresses: str, ip: str) -> str:
+    """The first of the comma-separated `addresses` of `ip`'s family, stripped ("" when none
+    is)."""
+    for part in addresses.split(","):
+        candidate = part.strip()
+        if candidate and is_same_family(candidate, ip):
+            return candidate
+    return ""
+
+
+def is_colon_mac(text: str) -> bool:
+    """Six colon-separated hex octets, any case: the only MAC form OVN's `addresses` takes."""
+    return bool(_MAC_OVN.match(text))
+
+
+def canonical_mac(text: str) -> str:
+    """The stored and compared form of a MAC: lower case."""
+    return text.lower()

@@ -101,8 +101,7 @@ class PodNetworkRequest:
 
 @dataclass(frozen=True, slots=True)
 class PodNetworkAnnotations:
-    """The allocation of one pod network, as written for the CNI daemon (kube-ovn
-    handleAddPod's annotation patch).
+    """The allocation of one pod network, as written for the CNI daemon (kube-ovn handleAddPod).
 
     Optional fields are "" / None when absent and are then not written.
     """

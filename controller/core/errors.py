@@ -10,12 +10,17 @@ Worker policy (mirrors kube-ovn `processNextWorkItem`, with kopf's permanent/tem
 
 NOTE: kube-ovn v1.8 retries *every* failure with backoff, including invalid pod annotations; we
 stop retrying those (an edit of the pod's annotations produces an update event the handler can use
-to re-enqueue). The OVN (`controller.ovn.api.OvnError`) and IPAM (`controller.ipam`) packages
-define their own errors, as does the Kubernetes adapter (`controller.kube.errors.KubeApiError`,
-which may be re-parented under `ControllerError`); they are not duplicated here.
+to re-enqueue).
+
+`ControllerError` is the one root. Each package defines its own errors under it: the Kubernetes
+API errors (`controller.apiclient.errors.KubeApiError`), the OVN errors
+(`controller.ovn.api.OvnError`), the IPAM errors (`controller.ipam.errors.IPAMError`), the
+informer stack's (`controller.cache.errors.CacheError`) and the Lease lock's
+(`controller.runtime.leaderelection.LockError`).
 
 Every error may carry an Event `reason` (kube-ovn's, see `constants.REASON_*`) so the handler can
-emit the Warning Event kube-ovn emits without a second mapping table.
+emit the Warning Event kube-ovn emits without a second mapping table. The Kubernetes and OVN
+errors leave it unset; an IPAM error's is kube-ovn's sentinel string ("AddressConflict", ...).
 """
 
 from __future__ import annotations

@@ -8,13 +8,14 @@ puts in the ``AcquireAddressFailed`` event message.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from controller.core.errors import ControllerError
 
 
-class IPAMError(Exception):
+class IPAMError(ControllerError):
     """Base of every error the ipam package raises."""
 
-    reason: ClassVar[str] = "IPAMError"
+    #: kube-ovn's sentinel string; a class constant each subclass sets, also the instance's.
+    reason: str = "IPAMError"
 
     def __init__(self, detail: str, *, subnet: str = "", address: str = "") -> None:
         self.detail = detail
@@ -26,7 +27,7 @@ class IPAMError(Exception):
         if address:
             where.append(f"address {address}")
         suffix = f" ({', '.join(where)})" if where else ""
-        super().__init__(f"{self.reason}: {detail}{suffix}")
+        super().__init__(f"{self.reason}: {detail}{suffix}", reason=type(self).reason)
 
 
 class OutOfRangeError(IPAMError):

@@ -2,13 +2,12 @@
 
 Contract:
 
-* The only module that touches `kubernetes.client`; it speaks JSON dicts through
-  `ApiClient.call_api` and skips the generated API classes: their pydantic argument validation
-  and model (de)serialisation cost more than the request itself on hot paths
-  (kubernetes-client/python#1867), and we want dicts anyway.
+* With `controller.apiclient.request` the only modules that touch `kubernetes.client`; it speaks
+  JSON dicts and skips the generated API classes (see that module for why).
 * Every request carries a (connect, read) timeout, so a dead API server never hangs a worker.
-* Every failure is raised as a `controller.kube.errors.KubeApiError` subclass: HTTP errors by
-  status and Status reason, transport errors as `KubeUnavailableError` (status 0).
+* Every request goes through `controller.apiclient.request`, so every failure is raised as a
+  `controller.apiclient.errors.KubeApiError` subclass (re-exported by `controller.kube.errors`):
+  HTTP errors by status and Status reason, transport errors as `KubeUnavailableError` (status 0).
 * Each request reports `on_request(verb, url_template, code, seconds)` (see
   `controller.kube.api.RequestObserver`) so metrics stay out of this module.
 * `load_api_client(kubeconfig)` builds the `ApiClient`: in-cluster config when the path is
@@ -17,7 +16,6 @@ Contract:
 
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import time
@@ -25,12 +23,18 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config import kube_config
 from kubernetes.config.config_exception import ConfigException
 
+from controller.apiclient.errors import (
+    AlreadyExistsError,
+    KubeApiError,
+    KubeConfigError,
+    NotFoundError,
+)
+from controller.apiclient.request import JSON, MERGE_PATCH, read_object, send
 from controller.kube.api import (
     AnnotationOp,
     ClusterLister,
@@ -45,19 +49,8 @@ from controller.kube.api import (
     validate_annotation_op,
 )
 from controller.kube.cluster import ClusterApi
-from controller.kube.errors import (
-    AlreadyExistsError,
-    KubeApiError,
-    KubeConfigError,
-    KubeUnavailableError,
-    NotFoundError,
-    error_from_status,
-)
 
 LOG = logging.getLogger(__name__)
-
-MERGE_PATCH = "application/merge-patch+json"
-JSON = "application/json"
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds, per request
 LIST_PAGE_SIZE = 500  # client-go's reflector page size
@@ -192,46 +185,28 @@ class KubeClient:
             path = path.replace("{namespace}", _segment("namespace", namespace))
         if "{name}" in path:
             path = path.replace("{name}", _segment("name", name))
-        headers = {"Accept": JSON}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        _, url, headers, _, _ = self._api.param_serialize(
-            method,
-            path,
-            query_params=list(query) or None,
-            header_params=headers,
-            auth_settings=["BearerToken"],
-        )
         code = "<error>"
         start = time.monotonic()
         try:
-            # NOTE: body goes straight to call_api: param_serialize would walk it through
-            # sanitize_for_serialization, which is pure overhead for plain dicts.
-            resp = self._api.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=self._timeout
+            raw = send(
+                self._api,
+                method,
+                path,
+                query=query,
+                body=body,
+                content_type=content_type,
+                timeout=self._timeout,
             )
-            data = resp.read()
-            code = str(resp.status)
-        except k8s_client.ApiException as exc:  # raised for TLS failures, status 0
+            result = read_object(raw)
+            code = str(raw.status)
+        except KubeApiError as exc:
             if exc.status:
                 code = str(exc.status)
-            raise _from_api_exception(exc) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubeUnavailableError(0, type(exc).__name__, str(exc)) from exc
+            raise
         finally:
             if self._on_request is not None:
                 self._on_request(method, template, code, time.monotonic() - start)
-        if not 200 <= resp.status <= 299:
-            raise error_from_response(resp.status, data)
-        if not data:
-            return {}
-        try:
-            decoded = json.loads(data)
-        except ValueError as exc:
-            raise KubeApiError(resp.status, "BadResponse", f"undecodable JSON: {exc}") from exc
-        if not isinstance(decoded, dict):
-            raise KubeApiError(resp.status, "BadResponse", "response is not a JSON object")
-        return decoded
+        return result
 
     def _get_or_none(self, template: str, *, namespace: str = "", name: str) -> KubeObject | None:
         try:
@@ -428,35 +403,6 @@ class KubeClient:
 
 def _segment(what: str, value: str) -> str:
     return quote(check_name(what, value), safe="")
-
-
-def error_from_response(status: int, data: bytes | None) -> KubeApiError:
-    """Map a non-2xx answer to an error, reading a `Status` body when there is one.
-
-    Bodies that are not a Status (e.g. "404 page not found" for an API group that is not
-    installed, or an HTML page from a proxy) still give the right class; their start is kept as
-    the message.
-    """
-    reason, message = "", ""
-    if data:
-        try:
-            decoded = json.loads(data)
-        except ValueError:
-            message = data[:512].decode("utf-8", "replace")
-        else:
-            if isinstance(decoded, dict):
-                reason = str(decoded.get("reason") or "")
-                message = str(decoded.get("message") or "")
-    return error_from_status(status, reason, message)
-
-
-def _from_api_exception(exc: Any) -> KubeApiError:
-    status = int(exc.status or 0)
-    body = exc.body
-    if status and body:
-        raw = body.encode() if isinstance(body, str) else body
-        return error_from_response(status, raw)
-    return error_from_status(status, str(exc.reason or ""), "")
 
 
 if TYPE_CHECKING:  # mypy proves the adapter satisfies both ports

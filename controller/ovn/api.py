@@ -8,7 +8,8 @@ calls, not raw OVSDB commands. Every verb:
 * raises only `OvnError` subclasses, within the configured timeout, never hangs.
 
 Two implementations keep each other honest through one contract test suite: the real client over
-ovsdbapp's IDL (`impl_idl.py`) and an in-memory fake (`fake.py`) for fast unit tests.
+ovsdbapp's IDL (`impl_idl.py`) and an in-memory fake (`controller/testing/fake_nb.py`) for fast unit
+tests.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from controller.core.errors import ControllerError
+
 VENDOR = "kube-ovn"
 
 
-class OvnError(Exception):
+class OvnError(ControllerError):
     """Any failure talking to, or refused by, the Northbound database."""
 
 

@@ -13,7 +13,8 @@ Contract:
 * `use_stdlib_logging()` routes python-ovs's vlog into stdlib logging;
   `enable_c_json_parser()` switches python-ovs to Debian's C JSON parser when it is installed.
 
-This module and impl_idl.py are the only ones that import python-ovs / ovsdbapp.
+This module and impl_idl.py (with its idl_*.py parts) are the only ones that import python-ovs /
+ovsdbapp.
 """
 
 from __future__ import annotations

@@ -4,16 +4,25 @@ Every rule that decides *what* is stored lives here, so the ovsdbapp client and 
 fake cannot disagree on it: the LSP columns kube-ovn's CreatePort writes, the canonical stored form
 of a static route prefix (ovn-nbctl's: host routes without "/32" or "/128"), NAT argument checks,
 and the IPs a port claims on its switch. Malformed input raises `InvalidRequestError`.
+Addresses, CIDRs and MACs are read with `controller.core.address`'s rules (whitespace around
+a value is allowed; a bare address is a host prefix; MACs are six colon-separated octets).
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from controller.core.address import (
+    IPAddress,
+    IPNetwork,
+    canonical_ip,
+    canonical_mac,
+    is_colon_mac,
+    parse_network,
+)
+from controller.core.address import parse_ip as parse_address
 from controller.core.constants import POLICY_DST_IP, POLICY_SRC_IP, SECURITY_GROUP_DROP_PRIORITY
 from controller.ovn import external_ids as ext
 from controller.ovn.api import (
@@ -24,7 +33,6 @@ from controller.ovn.api import (
     PortSpec,
 )
 
-_MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROUTE_POLICIES = (POLICY_DST_IP, POLICY_SRC_IP)
 NAT_TYPES = ("snat", "dnat_and_snat")
 
@@ -40,18 +48,20 @@ class PortColumns:
     security_groups: tuple[str, ...]  # empty unless port security is on (kube-ovn)
 
 
-def parse_ip(value: str, what: str = "IP") -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    try:
-        return ipaddress.ip_address(value.strip())
-    except ValueError:
-        raise InvalidRequestError(f"invalid {what} {value!r}") from None
+def parse_ip(value: str, what: str = "IP") -> IPAddress:
+    """One address (whitespace around it allowed, `controller.core.address` rules otherwise)."""
+    ip = parse_address(value.strip())
+    if ip is None:
+        raise InvalidRequestError(f"invalid {what} {value!r}")
+    return ip
 
 
-def parse_cidr(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-    try:
-        return ipaddress.ip_network(value.strip(), strict=False)
-    except ValueError:
-        raise InvalidRequestError(f"invalid CIDR {value!r}") from None
+def parse_cidr(value: str) -> IPNetwork:
+    """A CIDR (host bits masked) or a bare address as its host network."""
+    network = parse_network(value)
+    if network is None:
+        raise InvalidRequestError(f"invalid CIDR {value!r}")
+    return network
 
 
 def check_name(value: str, what: str) -> str:
@@ -61,17 +71,17 @@ def check_name(value: str, what: str) -> str:
 
 
 def port_columns(spec: PortSpec) -> PortColumns:
-    """kube-ovn CreatePort's LSP columns for `spec` (v1.8.18 pkg/ovs/ovn-nbctl.go)."""
+    """kube-ovn CreatePort's LSP columns for `spec` (kube-ovn v1.8.18 `pkg/ovs/ovn-nbctl.go`)."""
     check_name(spec.name, "port")
     check_name(spec.switch, "logical switch")
-    if not _MAC_RE.match(spec.mac):
+    if not is_colon_mac(spec.mac):
         raise InvalidRequestError(f"invalid MAC {spec.mac!r} for port {spec.name}")
     if not 1 <= len(spec.ips) <= 2:
         raise InvalidRequestError(f"port {spec.name} needs one IP per family, got {spec.ips!r}")
     ips = [parse_ip(ip) for ip in spec.ips]
     if len(ips) == 2 and ips[0].version == ips[1].version:
         raise InvalidRequestError(f"port {spec.name}: two IPs of the same family {spec.ips!r}")
-    mac = spec.mac.lower()
+    mac = canonical_mac(spec.mac)
     canon = tuple(str(ip) for ip in ips)
     addresses = (" ".join((mac, *canon)),)
     port_security: tuple[str, ...] = ()
@@ -145,11 +155,7 @@ def address_ips(addresses: Iterable[str]) -> set[str]:
     """Canonical IPs in LSP `addresses` entries ("MAC IP..."; "router"/"unknown" carry none)."""
     out: set[str] = set()
     for entry in addresses:
-        for token in entry.split()[1:]:
-            try:
-                out.add(str(ipaddress.ip_address(token)))
-            except ValueError:
-                continue
+        out.update(ip for token in entry.split()[1:] if (ip := canonical_ip(token)) is not None)
     return out
 
 
@@ -280,7 +286,7 @@ def check_nat_extras(policy: str, logical_mac: str, port: str) -> None:
         raise InvalidRequestError("NAT logical_port and external_mac go together")
     if port and policy != "dnat_and_snat":
         raise InvalidRequestError("NAT logical_port/external_mac need dnat_and_snat")
-    if logical_mac and not _MAC_RE.match(logical_mac):
+    if logical_mac and not is_colon_mac(logical_mac):
         raise InvalidRequestError(f"invalid MAC {logical_mac!r}")
 
 

@@ -6,7 +6,8 @@
 * `default_rate_limiters`: the rate limiters and `default_controller_rate_limiter()`.
 * `metrics`: the `MetricsProvider` protocol and a no-op provider (the Prometheus one is
   `controller.runtime.queue_metrics`).
-* `clock`: the injectable `Clock`, `RealClock` and the virtual `FakeClock` for tests.
+* `clock`: the injectable `Clock` of every background loop and `RealClock` (the virtual
+  `FakeClock` for tests is `controller.testing.clock.FakeClock`).
 
 The package imports no client library.
 
@@ -29,7 +30,7 @@ The worker idiom (kube-ovn processNextWorkItem)::
             queue.done(key)
 """
 
-from controller.queues.clock import Clock, ClockSettleTimeout, FakeClock, RealClock
+from controller.queues.clock import REAL_CLOCK, Clock, RealClock
 from controller.queues.default_rate_limiters import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -53,12 +54,11 @@ from controller.queues.queue import Queue
 from controller.queues.rate_limiting_queue import RateLimitingQueue
 
 __all__ = [
+    "REAL_CLOCK",
     "BucketRateLimiter",
     "Clock",
-    "ClockSettleTimeout",
     "CounterMetric",
     "DelayingQueue",
-    "FakeClock",
     "GaugeMetric",
     "HistogramMetric",
     "ItemExponentialFailureRateLimiter",

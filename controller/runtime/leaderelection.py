@@ -35,9 +35,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from controller.cache.clock import REAL_CLOCK, Clock
-from controller.cache.errors import CacheError, StatusError
-from controller.cache.listwatch import api_request_json
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.request import read_object, send
+from controller.core.errors import ControllerError
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ DEFAULT_RETRY_PERIOD = 6.0
 MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
-class LockError(Exception):
+class LockError(ControllerError):
     """The lock could not be read or written."""
 
 
@@ -170,18 +171,15 @@ class LeaseLock:
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         try:
-            result = api_request_json(
-                self._api_client, method, path, body=body, timeout=self._timeout
-            )
-        except StatusError as err:
-            if err.code == 404:
+            raw = send(self._api_client, method, path, body=body, timeout=self._timeout)
+            result = read_object(raw)
+        except KubeApiError as err:
+            if err.status == 404:
                 raise LockNotFoundError(str(err)) from err
-            if err.code == 409:
+            if err.status == 409:
                 raise LockConflictError(str(err)) from err
             raise LockError(str(err)) from err
-        except CacheError as err:
-            raise LockError(str(err)) from err
-        if not isinstance(result, dict):
+        if not result:
             raise LockError(f"unexpected response to {method} {path}")
         return result
 
@@ -356,7 +354,7 @@ class LeaderElector:
                 LOG.info("%s: successfully acquired lease", self.name)
                 return True
             period = self.config.retry_period
-            if self._clock.wait(stop, period + self._rng.random() * JITTER_FACTOR * period):
+            if self._clock.sleep(period + self._rng.random() * JITTER_FACTOR * period, stop):
                 return False
         return False
 
@@ -371,16 +369,16 @@ class LeaderElector:
                     break
                 remaining = deadline - self._clock.now()
                 if remaining < period:
-                    self._clock.wait(stop, max(remaining, 0.0))
+                    self._clock.sleep(max(remaining, 0.0), stop)
                     break
-                if self._clock.wait(stop, period):
+                if self._clock.sleep(period, stop):
                     break
             self._maybe_report_transition()
             if not renewed:
                 if not stop.is_set():
                     LOG.error("%s: failed to renew lease", self.name)
                 return
-            if self._clock.wait(stop, period):
+            if self._clock.sleep(period, stop):
                 return
 
     def try_acquire_or_renew(self) -> bool:

@@ -1,8 +1,8 @@
 """In-memory fakes for the informer stack: a virtual clock and a ListerWatcher.
 
-`FakeClock.wait` blocks until a test `step`s virtual time past the deadline (or the stop event is
-set), like k8s.io/utils FakeClock; `waits` records every requested duration so backoff and resync
-delays can be asserted exactly.
+`FakeClock` is `controller.testing.clock.FakeClock` started at 1000 s: its `sleep` blocks until a
+test `step`s virtual time past the deadline (or the stop event is set); `waits` records every
+requested duration so backoff and resync delays can be asserted exactly.
 
 `FakeListerWatcher` is a tiny API server for one resource: create/update/delete bump a global
 resourceVersion and fan events out to open watches; `list` pages with limit/continue; a watch
@@ -33,46 +33,14 @@ from controller.cache.listwatch import (
     WatchOptions,
 )
 from controller.testing import builders
+from controller.testing.clock import FakeClock as _FakeClock
 
 
-class FakeClock:
+class FakeClock(_FakeClock):
+    """The one FakeClock, started at 1000 s as the informer, lease and GC tests expect."""
+
     def __init__(self, start: float = 1000.0) -> None:
-        self._now = start
-        self._cond = threading.Condition()
-        self._deadlines: dict[int, float] = {}
-        self._next_id = 0
-        self.waits: list[float] = []
-
-    def now(self) -> float:
-        with self._cond:
-            return self._now
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        with self._cond:
-            deadline = self._now + seconds
-            self.waits.append(seconds)
-            wid = self._next_id
-            self._next_id += 1
-            self._deadlines[wid] = deadline
-            try:
-                while self._now < deadline:
-                    if stop.is_set():
-                        return True
-                    # NOTE: stop events cannot notify this condition; poll them briefly.
-                    self._cond.wait(0.002)
-                return stop.is_set()
-            finally:
-                del self._deadlines[wid]
-
-    def step(self, seconds: float) -> None:
-        with self._cond:
-            self._now += seconds
-            self._cond.notify_all()
-
-    def waiters(self) -> int:
-        """Waits still blocked on a future deadline (due ones are about to return)."""
-        with self._cond:
-            return sum(1 for d in self._deadlines.values() if d > self._now)
+        super().__init__(start)
 
 
 _CLOSE = object()

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from controller.cache.listwatch import RawWatcher, _status_error, resource_path
+from controller.apiclient.errors import status_error as _status_error
+from controller.cache.listwatch import RawWatcher, resource_path
 
 
 @pytest.mark.parametrize(

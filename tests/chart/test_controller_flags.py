@@ -38,6 +38,9 @@ NOT_EXPOSED = {
     "--leader-elect-resource-namespace",  # the release namespace, where the Role grants the Lease
     "--pprof-port",  # kube-ovn's alias of --metrics-port
     "--strict",  # an option of the one-shot `check` command, not of the controller
+    "--dataplane",  # `check` only, like --strict
+    "--ovn-sb-addr",
+    "--ovs-db",
     "--help",
     "-h",
 }

@@ -24,9 +24,10 @@ from controller.core.constants import (
 from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM
-from controller.queues import FakeClock, RateLimitingQueue, default_controller_rate_limiter
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.worker import process_next_work_item
 from controller.testing.builders import allocated, subnet
+from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from tests.controllers.helpers import restored_pod

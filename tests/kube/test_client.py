@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.apiclient.errors import error_from_response, transport_error
 from controller.kube import errors
-from controller.kube.client import IP, KubeClient, error_from_response, load_api_client
+from controller.kube.client import IP, KubeClient, load_api_client
 
 
 @pytest.mark.parametrize(
@@ -214,3 +215,11 @@ def test_a_long_lived_exec_token_is_kept(tmp_path: Path) -> None:
             assert cfg.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
     finally:
         client.close()
+
+
+def test_transport_errors_are_kube_unavailable_and_say_whether_refused() -> None:
+    refused = transport_error(ConnectionRefusedError(111, "Connection refused"))
+    assert type(refused) is errors.KubeUnavailableError
+    assert (refused.status, refused.refused, refused.retryable) == (0, True, True)
+    reset = transport_error(ConnectionResetError(104, "Connection reset by peer"))
+    assert (reset.status, reset.status_reason, reset.refused) == (0, "ConnectionResetError", False)

@@ -22,7 +22,6 @@ from controller.ipam import IPAM
 from controller.pod.controller import PodController, PodQueues
 from controller.queues import (
     Clock,
-    FakeClock,
     MetricsProvider,
     RateLimitingQueue,
     default_controller_rate_limiter,
@@ -31,6 +30,7 @@ from controller.runtime.keymutex import KeyMutex
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.worker import process_next_work_item
 from controller.testing import builders
+from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.queues import FakeClock, Queue
+from controller.queues import Queue
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
+from controller.testing.clock import FakeClock
 
 
 @pytest.fixture

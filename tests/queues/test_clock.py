@@ -6,13 +6,9 @@ import threading
 
 import pytest
 
-from controller.queues.clock import (
-    ClockSettleTimeout,
-    FakeClock,
-    RealClock,
-    join_clock_loop,
-    start_clock_loop,
-)
+from controller.queues.clock import RealClock, join_clock_loop, start_clock_loop
+from controller.testing.clock import ClockSettleTimeout, FakeClock
+from controller.testing.wait import wait_for
 
 
 class _Loop:
@@ -124,3 +120,47 @@ def test_real_clock_wait_returns_at_deadline_and_on_notify() -> None:
         clock.notify(loop.cond)
     loop.stop()
     assert not loop.thread.is_alive()
+
+
+def _sleeper(
+    clock: FakeClock, seconds: float, stop: threading.Event
+) -> tuple[threading.Thread, list[bool]]:
+    result: list[bool] = []
+    thread = threading.Thread(target=lambda: result.append(clock.sleep(seconds, stop)), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_fake_sleep_returns_when_stepped_past_its_deadline_and_records_it() -> None:
+    clock = FakeClock()
+    stop = threading.Event()
+    thread, result = _sleeper(clock, 2.0, stop)
+    wait_for(lambda: clock.waiters() == 1, message="sleeper parked")
+    clock.step(1.0)
+    assert clock.waiters() == 1 and thread.is_alive()
+    clock.step(1.0)  # does not settle on sleepers: they go on to block elsewhere
+    thread.join(5)
+    assert result == [False] and clock.waits == [2.0] and clock.waiters() == 0
+
+
+def test_fake_sleep_returns_early_on_stop_while_a_queue_loop_settles() -> None:
+    clock = FakeClock()
+    loop = _Loop(clock, period=1.0)
+    stop = threading.Event()
+    thread, result = _sleeper(clock, 60.0, stop)
+    wait_for(lambda: clock.waiters() == 1, message="sleeper parked")
+    clock.step(1.0)
+    assert loop.wakes == [1.0]  # the condition waiter settled, the sleeper still sleeps
+    assert clock.waiters() == 1
+    stop.set()
+    thread.join(5)
+    assert result == [True]
+    loop.stop()
+
+
+def test_real_clock_sleep_returns_early_on_stop() -> None:
+    clock = RealClock()
+    stop = threading.Event()
+    assert clock.sleep(0, stop) is False
+    stop.set()
+    assert clock.sleep(60, stop) is True

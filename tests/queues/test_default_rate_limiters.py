@@ -6,7 +6,6 @@ import pytest
 
 from controller.queues import (
     BucketRateLimiter,
-    FakeClock,
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
     MaxOfRateLimiter,
@@ -14,6 +13,7 @@ from controller.queues import (
     default_controller_rate_limiter,
     default_item_based_rate_limiter,
 )
+from controller.testing.clock import FakeClock
 
 
 def test_exponential_doubles_from_base_and_caps_at_max() -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from controller.queues import DelayingQueue, FakeClock, RealClock
+from controller.queues import DelayingQueue, RealClock
+from controller.testing.clock import FakeClock
 from tests.queues.helpers import run_in_thread
 
 Make = Callable[..., Any]

@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry
 
 from controller.queues import (
     DelayingQueue,
-    FakeClock,
     ItemExponentialFailureRateLimiter,
     NoopMetricsProvider,
     Queue,
@@ -22,6 +21,7 @@ from controller.queues import (
 )
 from controller.queues.metrics import DURATION_BUCKETS
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
+from controller.testing.clock import FakeClock
 
 Make = Callable[..., Any]
 ROOT = Path(__file__).resolve().parents[2]

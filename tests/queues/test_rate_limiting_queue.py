@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from controller.queues import (
-    FakeClock,
     ItemExponentialFailureRateLimiter,
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
+from controller.testing.clock import FakeClock
 
 Make = Callable[..., Any]
 

@@ -12,12 +12,12 @@ import pytest
 
 from controller.queues import (
     DelayingQueue,
-    FakeClock,
     ItemExponentialFailureRateLimiter,
     Queue,
     RateLimitingQueue,
 )
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
+from controller.testing.clock import FakeClock
 
 Make = Callable[..., Any]
 

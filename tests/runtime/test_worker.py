@@ -10,8 +10,9 @@ import pytest
 
 from controller.core.errors import InvalidPodNetworkError, RetryableError
 from controller.ovn.api import OvnTimeoutError
-from controller.queues import FakeClock, RateLimitingQueue, default_controller_rate_limiter
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.worker import process_next_work_item, run_worker
+from controller.testing.clock import FakeClock
 
 
 @pytest.fixture

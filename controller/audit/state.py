@@ -1,0 +1,183 @@
+"""The audit's shared state: indexes over one snapshot, the findings so far, and the helpers
+every check uses (field access on loose dicts, the subnet-membership reason, LSP addresses)."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from controller.audit.findings import (
+    KIND_ADDRESS_OUTSIDE_SUBNET,
+    KIND_MALFORMED,
+    PENDING_KINDS,
+    ClusterSnapshot,
+    Finding,
+)
+from controller.config import Config
+from controller.core import keep
+from controller.core.address import (
+    canonical_ip,
+    canonical_mac,
+    host_prefix,
+    is_valid_mac,
+    networks,
+    parse_ip,
+)
+from controller.core.constants import POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE
+from controller.core.model import Pod, StatefulSet, Subnet, VirtualMachine
+from controller.ovn.api import NatRule, PortInfo, StaticRoute
+from controller.pod_logic import is_pod_alive
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+_parse_canonical = functools.lru_cache(maxsize=1 << 16)(parse_ip)
+
+
+def outside_reason(ip: str, subnet: Subnet) -> str:
+    """Why `ip` cannot belong to the subnet ("" when it can)."""
+    addr = _parse_canonical(ip)
+    if addr is None:
+        return f"{ip} is not an address"
+    blocks = [n for n in networks(subnet.cidr_block) if n.version == addr.version]
+    if not blocks:
+        return f"{ip} has no IPv{addr.version} block in subnet {subnet.name} ({subnet.cidr_block})"
+    for net in blocks:
+        if addr in net:
+            if addr in (net.network_address, net.broadcast_address) and net.num_addresses > 2:
+                return f"{ip} is the network or broadcast address of {net}"
+            return ""
+    return f"{ip} is outside subnet {subnet.name} ({subnet.cidr_block})"
+
+
+def field_str(raw: Mapping[str, Any], *path: str) -> str:
+    """The string at `path` of a loosely typed object, "" when absent or not a string."""
+    node: Any = raw
+    for part in path:
+        if not isinstance(node, Mapping):
+            return ""
+        node = node.get(part)
+    return node if isinstance(node, str) else ""
+
+
+def owner_hint(pod_type: str) -> str:
+    """Why an IP CR of `pod_type` is no longer kept, for the orphan message."""
+    if pod_type == POD_TYPE_STATEFULSET:
+        return " (its StatefulSet is gone, being deleted or scaled below this ordinal)"
+    if pod_type == POD_TYPE_VIRTUAL_MACHINE:
+        return " (its VirtualMachine is gone or being deleted)"
+    return ""
+
+
+def lsp_addresses(port: PortInfo) -> tuple[str, list[str]] | None:
+    """(mac, canonical ips) of a port's first `addresses` entry; None for router/unknown/etc."""
+    if not port.addresses:
+        return None
+    tokens = port.addresses[0].split()
+    if not tokens or not is_valid_mac(tokens[0]):
+        return None
+    ips = [canonical_ip(t) for t in tokens[1:]]
+    return canonical_mac(tokens[0]), [ip for ip in ips if ip is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class Net:
+    """One allocated network of an alive pod, read from its annotations."""
+
+    pod: Pod
+    provider: str
+    owner: str  # the LSP / IP CR name
+    pod_name: str  # the VM name under keep-vm-ip
+    ips: tuple[str, ...]
+    mac: str
+    switch: str
+
+
+class AuditState:
+    """The audit's indexes over one snapshot and the findings so far; the check mixins
+    (`controller.audit.pods`, `.orphans`, `.ipam_rebuild`) add to them."""
+
+    def __init__(self, snap: ClusterSnapshot, config: Config) -> None:
+        self.snap = snap
+        self.config = config
+        self.findings: list[Finding] = []
+        self.pending: list[Finding] = []
+        self.subnets = {s.name: s for s in snap.subnets}
+        self.nodes = {n.name: n for n in snap.nodes}
+        self.ports = {p.name: p for p in snap.ports}
+        self.port_groups: dict[str, frozenset[str]] | None = None
+        if snap.port_groups is not None:
+            self.port_groups = {g.sg: frozenset(g.ports) for g in snap.port_groups if g.sg}
+        self.ip_crs: dict[str, Mapping[str, Any]] = {}
+        for raw in snap.ips:
+            name = field_str(raw, "metadata", "name")
+            if name:
+                self.ip_crs[name] = raw
+            else:
+                self.add(KIND_MALFORMED, "IP <unnamed>", "IP CR without metadata.name")
+        self.keep_vm_ip = config.enable_keep_vm_ip
+        self.statefulsets: dict[tuple[str, str], StatefulSet] | None = None
+        if snap.statefulsets is not None:
+            self.statefulsets = {(x.namespace, x.name): x for x in snap.statefulsets}
+        self.vms: dict[tuple[str, str], VirtualMachine] | None = None
+        if snap.virtual_machines is not None:
+            self.vms = {(x.namespace, x.name): x for x in snap.virtual_machines}
+        self.owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        self.alive = [p for p in snap.pods if not p.host_network and is_pod_alive(p, snap.now)]
+        self.nets: list[Net] = []
+        # owner names (LSP / IP CR) legitimately present
+        self.expected: set[str] = set()
+        self.kept: set[str] = set()
+        # (subnet, value) -> owner -> sources
+        self.ip_claims: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(
+            lambda: defaultdict(set)
+        )
+        self.mac_claims: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(
+            lambda: defaultdict(set)
+        )
+        self.alive_ips: set[str] = set()
+        self.routes_by_ip: dict[str, list[StaticRoute]] = defaultdict(list)
+        for r in snap.routes:
+            host = host_prefix(r.ip_prefix)
+            if host is not None:
+                self.routes_by_ip[host].append(r)
+        self.nat_by_ip: dict[str, list[NatRule]] = defaultdict(list)
+        for n in snap.nat_rules:
+            host = host_prefix(n.logical_ip)
+            if host is not None:
+                self.nat_by_ip[host].append(n)
+
+    def add(self, kind: str, obj: str, message: str) -> None:
+        target = self.pending if kind in PENDING_KINDS else self.findings
+        target.append(Finding(kind, obj, message))
+
+    def claim(
+        self, obj: str, switch: str, owner: str, source: str, ips: Sequence[str], mac: str
+    ) -> None:
+        """`owner` holds `ips` (and `mac`, when it is a MAC) in `switch`, as `source` says;
+        an address the switch's subnet cannot hold is reported against `obj`."""
+        subnet = self.subnets.get(switch)
+        for ip in ips:
+            self.ip_claims[(switch, ip)][owner].add(source)
+            why = outside_reason(ip, subnet) if subnet is not None else ""
+            if why:
+                self.add(KIND_ADDRESS_OUTSIDE_SUBNET, obj, why)
+        if is_valid_mac(mac):
+            self.mac_claims[(switch, canonical_mac(mac))][owner].add(source)
+
+    # -- owners, as controller.core.keep reads them ----------------------------------------
+
+    def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
+        """The snapshot's StatefulSet; OwnerUnknown when they were not read (all kept)."""
+        if self.statefulsets is None:
+            raise keep.OwnerUnknown
+        return self.statefulsets.get((namespace, name))
+
+    def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
+        """The snapshot's VirtualMachine; OwnerUnknown when they were not read (all kept)."""
+        if self.vms is None:
+            raise keep.OwnerUnknown
+        return self.vms.get((namespace, name))

@@ -1,0 +1,185 @@
+"""handleAddPod: allocate every unallocated network of a pod, then annotate it (kube-ovn pod.go).
+
+For each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
+interrupted add left behind), the IP CR, and for OVN networks the logical switch port and its
+security groups; then one merge patch of every annotation that changed. A pod that vanished
+before the patch is handed to the delete queue (`_enqueue_vanished`). Failures the user can fix
+become Warning Events (ValidatePodNetworkFailed, AcquireAddressFailed, CreateOVNPortFailed).
+"""
+
+from __future__ import annotations
+
+from controller import pod_logic as pl
+from controller.core import annotations as ann
+from controller.core.constants import (
+    IP_ADDRESS_ANNOTATION,
+    REASON_ACQUIRE_ADDRESS_FAILED,
+    REASON_CREATE_OVN_PORT_FAILED,
+    REASON_VALIDATE_POD_NETWORK_FAILED,
+)
+from controller.core.errors import ControllerError, InvalidPodNetworkError
+from controller.core.model import Pod, PodNet, ProviderType, Subnet
+from controller.core.naming import pod_name_to_port_name
+from controller.ipam.errors import IPAMError
+from controller.kube.api import KubeObject
+from controller.kube.errors import KubeApiError
+from controller.kube.errors import NotFoundError as KubeNotFoundError
+from controller.ovn import external_ids as ext
+from controller.ovn.api import OvnError
+from controller.pod.base import LOG, PodControllerBase, to_pod
+
+
+class AddHandlers(PodControllerBase):
+    """`handle_add_pod` (the AddPod queue's handler) and its steps."""
+
+    def handle_add_pod(self, key: str) -> None:
+        with self._key_mutex.locked(key):
+            raw = self._view.pod_raw(key)
+            if raw is None:
+                return
+            self._add_pod(key, raw, to_pod(raw))
+
+    def _add_pod(self, key: str, raw: KubeObject, pod: Pod) -> None:
+        try:
+            pl.validate_pod_network(pod.annotations)
+        except InvalidPodNetworkError as exc:
+            self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, exc)
+            raise
+        nets = self._pod_nets(raw, pod)
+        annotations: dict[str, str] = dict(pod.annotations)
+        for net in pl.need_allocate_subnets(pod, nets):
+            annotations = self._allocate_net(raw, pod, net, annotations)
+        changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
+        if not changes:
+            return
+        try:
+            self._kube.patch_pod_annotations(
+                pod.namespace, pod.name, changes, op="replace" if pod.annotations else "add"
+            )
+        except KubeNotFoundError:
+            # NOTE: kube-ovn handleAddPod: the pod vanished between the NB write and the patch;
+            # clean up what was just allocated.
+            LOG.info("pod %s deleted during its add, cleaning up", key)
+            self._enqueue_vanished(key, raw)
+            return
+        LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
+
+    def _allocate_net(
+        self, raw: KubeObject, pod: Pod, net: PodNet, annotations: dict[str, str]
+    ) -> dict[str, str]:
+        """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys."""
+        request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
+        ns_nets: list[PodNet] = []
+        if not request.is_random:
+            namespace = self._view.namespace(pod.namespace)
+            ns_nets = pl.get_ns_available_subnets(namespace, self._view.subnet_map())
+        plan = pl.plan_address_request(pod, net, ns_nets, keep_vm_ip=self._keep_vm_ip)
+        try:
+            pl.validate_static_request(plan)
+        except InvalidPodNetworkError as exc:
+            self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, exc)
+            raise
+        try:
+            reused = self._reuse_leftover_port(pod, net, plan)
+            if reused is not None:
+                v4, v6, mac, subnet = reused
+            else:
+                v4, v6, mac, subnet = pl.acquire_address(self._ipam, plan, self._view.nodes())
+        except Exception as exc:
+            self._warn(raw, REASON_ACQUIRE_ADDRESS_FAILED, exc)
+            raise
+        vm_name = ""
+        is_vm, owner = pl.is_vm_pod(pod)
+        if is_vm and self._keep_vm_ip:
+            vm_name = owner
+        vlan = self._view.vlan(subnet.vlan) if subnet.vlan else None
+        try:
+            allocation = pl.build_pod_allocation(
+                net, subnet, v4=v4, v6=v6, mac=mac, vlan=vlan, vm_name=vm_name
+            )
+            pl.validate_pod_cidr(subnet.cidr_block, allocation.ip_address)
+        except ControllerError as exc:
+            self._warn_with_reason(raw, exc)
+            raise
+        self._write_ip_cr(pod, net, subnet, allocation.ip_address, mac)
+        if net.type is not ProviderType.IPAM:
+            spec = pl.build_port_spec(
+                pod, net, subnet, v4=v4, v6=v6, mac=mac, keep_vm_ip=self._keep_vm_ip
+            )
+            try:
+                self._nb.create_port(spec)
+            except OvnError as exc:
+                self._warn(raw, REASON_CREATE_OVN_PORT_FAILED, exc)
+                raise
+            for sg in pl.security_groups_to_sync(pod, net):
+                self._nb.sync_sg_ports(sg)
+        return pl.build_pod_annotations(
+            annotations, net, allocation, pod_nic_type=self._config.pod_nic_type
+        )
+
+    def _reuse_leftover_port(
+        self, pod: Pod, net: PodNet, plan: pl.AddressRequest
+    ) -> tuple[str, str, str, Subnet] | None:
+        """The address of the port an interrupted add left for this pod, taken again in IPAM.
+
+        A controller killed between a pod's port write and its annotation patch leaves the port
+        (and IP CR) behind, and the rebuilt IPAM does not know the address: a fresh random draw
+        would give the pod a second address and MAC while the dead controller's patch, still in
+        flight at the API server, may land afterwards with the first ones. Reusing what the port
+        says keeps every writer agreeing. Only for a random request whose key holds nothing in
+        this subnet yet (a retry in this process keeps IPAM's allocation); None when there is no
+        such port or its address is taken, and the caller draws as usual.
+        """
+        if plan.mode is not pl.AddressMode.RANDOM or net.type is ProviderType.IPAM:
+            return None
+        subnet = plan.subnets[0]
+        if any(a.subnet == subnet.name for a in self._ipam.get_pod_address(plan.key)):
+            return None
+        name = pod_name_to_port_name(
+            pl.get_name_by_pod(pod, self._keep_vm_ip), pod.namespace, net.provider_name
+        )
+        port = self._nb.get_port(name)
+        if (
+            port is None
+            or port.switch != subnet.name
+            or port.external_ids.get(ext.POD_KEY) != plan.key
+            or not port.addresses
+        ):
+            return None
+        mac, *ips = port.addresses[0].split()
+        if not ips or any(self._ipam.get_ip_owner(ip, subnet.name) is not None for ip in ips):
+            return None
+        try:
+            v4, v6, got_mac = self._ipam.get_static_address(
+                plan.key, ",".join(ips), mac, subnet.name
+            )
+        except IPAMError as exc:
+            LOG.info("not reusing port %s of %s: %s", name, plan.key, exc)
+            return None
+        LOG.info("reusing %s %s of the leftover port %s", ",".join(ips), mac, name)
+        return v4, v6, got_mac, subnet
+
+    def _write_ip_cr(self, pod: Pod, net: PodNet, subnet: Subnet, ip: str, mac: str) -> None:
+        body = pl.build_ip_cr(
+            pod_name=pl.get_name_by_pod(pod, self._keep_vm_ip),
+            ip=ip,
+            mac=mac,
+            subnet=subnet.name,
+            namespace=pod.namespace,
+            node_name=pod.node_name,
+            provider=net.provider_name,
+            pod_type=pl.get_pod_type(pod),
+            node_switch=self._config.node_switch,
+        )
+        # NOTE: kube-ovn GETs the IP CR first; when our informer cache has none (a new pod) the
+        # create goes straight out, which saves one API round trip per new pod.
+        name = body["metadata"]["name"]
+        try:
+            self._kube.create_or_update_ip(body, likely_absent=not self._view.ip_cr_cached(name))
+        except KubeApiError as exc:
+            # NOTE: kube-ovn v1.8 handleAddPod only logs this failure and the pod goes on
+            # without its IP CR for good (nothing re-creates it once the pod is annotated). We
+            # fail the add before the annotation patch instead, so the retry writes it (the
+            # allocation is stable per key, the port create idempotent); later kube-ovn does too.
+            LOG.error("failed to create IP %s: %s", name, exc)
+            raise

@@ -1,0 +1,73 @@
+"""inspectPod: the periodic repair pass over every pod (kube-ovn pod.go inspectPod).
+
+A pod whose logical switch port is lost gets its allocation annotations removed and is re-added;
+an allocated pod not yet routed is queued for the update handler. Reads the NB ports once per
+pass, the subnets once, and each namespace once.
+"""
+
+from __future__ import annotations
+
+from controller import pod_logic as pl
+from controller.core import annotations as ann
+from controller.core.model import Namespace, Pod
+from controller.kube.errors import KubeApiError
+from controller.kube.errors import NotFoundError as KubeNotFoundError
+from controller.pod.base import LOG, PodControllerBase, pod_or_none
+
+
+class InspectionHandlers(PodControllerBase):
+    """`inspect_pods`, run by the app every --inspect-interval."""
+
+    def inspect_pods(self) -> None:
+        """kube-ovn inspectPod: re-add pods whose port is lost, re-route unrouted ones."""
+        now = self._now()
+        subnets = self._view.subnets()
+        namespaces: dict[str, Namespace | None] = {}
+        # NOTE: one read of the NB ports per pass rather than a lookup per pod (every pod, every
+        # 20 s). A name missing from it (a port made since, or one without the vendor id) is
+        # looked up on its own, so the answer is the same as asking for each port.
+        listed = {port.name for port in self._nb.list_ports()}
+
+        def port_exists(name: str) -> bool:
+            return name in listed or self._nb.get_port(name) is not None
+
+        for raw in self._view.pods_raw():
+            pod = pod_or_none(raw)
+            if pod is None or not pl.may_need_inspection(pod, now):
+                continue
+            try:
+                nets = self._pod_nets(
+                    raw, pod, record=False, subnets=subnets, namespaces=namespaces
+                )
+            except Exception as exc:
+                LOG.debug("inspect: skipping pod %s: %s", pod.key, exc)
+                continue
+            result = pl.inspect_pod(
+                pod,
+                nets,
+                port_exists,
+                now,
+                keep_vm_ip=self._keep_vm_ip,
+            )
+            if result.lost_providers:
+                self._repair_lost_ports(pod, result.lost_providers)
+            elif result.needs_update:
+                self.queues.update.add(pod.key)
+                if self._metrics is not None:
+                    self._metrics.inspection_repair("reroute")
+        if self._metrics is not None:
+            self._metrics.inspection_run()
+
+    def _repair_lost_ports(self, pod: Pod, providers: tuple[str, ...]) -> None:
+        keys = [k for provider in providers for k in ann.allocation_state_keys(provider)]
+        LOG.warning("lsp lost for pod %s (%s), re-allocating", pod.key, ", ".join(providers))
+        try:
+            self._kube.delete_pod_annotations(pod.namespace, pod.name, keys)
+        except KubeNotFoundError:
+            return
+        except KubeApiError as exc:
+            LOG.error("inspect: failed to reset pod %s: %s", pod.key, exc)
+            return
+        self.queues.add.add(pod.key)
+        if self._metrics is not None:
+            self._metrics.inspection_repair("readd")

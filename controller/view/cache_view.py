@@ -1,0 +1,263 @@
+"""`CacheView`: typed reads over the informer caches (the one place that parses cached objects).
+
+The reconcilers read cluster state through this view instead of their own `get_by_key` /
+`from_dict` pairs, so every kind is looked up and parsed by one rule:
+
+* `namespace`, `node`, `vlan`, `vpc`, `subnet`: the model of the cached object, None when it is
+  not cached; a malformed object raises `MalformedObjectError` (the message of `from_dict`).
+  Subnets, namespaces, nodes, VLANs and VPCs are parsed once per resourceVersion
+  (`ParseCache`): every pod add and every inspection pass reads them.
+* `subnets()`: the well-formed subnets, sorted by name ("the first subnet of a provider" must not
+  depend on cache order); a malformed one is left out (`parsed_subnet` tells why).
+* `statefulset`, `virtual_machine`, `nads_of`, `owner_of`: from the informer when one is given,
+  else one GET through `KubeApi` (the owner informers are optional); API errors propagate.
+* Pods and IP CRs stay raw (`pod_raw`, `pods_raw`, `ip_crs_raw`): handlers need the object
+  itself (Events, the delete map, IP CR diffs); they parse pods with `Pod.from_dict` or a
+  pass-scoped `ParseCache`.
+
+A kind whose indexer is not given reads as empty. No method writes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from controller import pod_logic as pl
+from controller.cache import Indexer
+from controller.core.constants import (
+    DEFAULT_VPC,
+    EXTERNAL_GATEWAY_CONFIG,
+    EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
+)
+from controller.core.errors import MalformedObjectError, ResourceNotReadyError
+from controller.core.model import (
+    Namespace,
+    NetworkAttachmentDefinition,
+    Node,
+    Pod,
+    StatefulSet,
+    Subnet,
+    VirtualMachine,
+    Vlan,
+    Vpc,
+)
+from controller.kube.api import KubeObject
+from controller.view.parse_cache import ParseCache, ParsedSubnet, parse_subnet
+
+
+class OwnerGets(Protocol):
+    """The `KubeApi` GETs the view falls back to when an owner informer is not running."""
+
+    def get_statefulset(self, namespace: str, name: str) -> KubeObject | None: ...
+
+    def get_virtual_machine(self, namespace: str, name: str) -> KubeObject | None: ...
+
+    def get_network_attachment_definition(self, namespace: str, name: str) -> KubeObject | None: ...
+
+
+class CacheView:
+    """Typed, read-only access to the informer caches (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        kube: OwnerGets,
+        pods: Indexer | None = None,
+        namespaces: Indexer | None = None,
+        subnets: Indexer | None = None,
+        nodes: Indexer | None = None,
+        ips: Indexer | None = None,
+        vlans: Indexer | None = None,
+        vpcs: Indexer | None = None,
+        configmaps: Indexer | None = None,
+        statefulsets: Indexer | None = None,
+        nads: Indexer | None = None,
+        vms: Indexer | None = None,
+    ) -> None:
+        self._kube = kube
+        self._pods = pods if pods is not None else Indexer()
+        self._namespaces = namespaces if namespaces is not None else Indexer()
+        self._subnets = subnets if subnets is not None else Indexer()
+        self._nodes = nodes if nodes is not None else Indexer()
+        self._ips = ips if ips is not None else Indexer()
+        self._vlans = vlans if vlans is not None else Indexer()
+        self._vpcs = vpcs if vpcs is not None else Indexer()
+        self._configmaps = configmaps if configmaps is not None else Indexer()
+        self._statefulsets = statefulsets
+        self._nads = nads
+        self._vms = vms
+        self.parsed_subnets: ParseCache[ParsedSubnet] = ParseCache(parse_subnet)
+        self._parsed_namespaces: ParseCache[Namespace] = ParseCache(Namespace.from_dict)
+        self._parsed_nodes: ParseCache[Node] = ParseCache(Node.from_dict)
+        self._parsed_vlans: ParseCache[Vlan] = ParseCache(Vlan.from_dict)
+        self._parsed_vpcs: ParseCache[Vpc] = ParseCache(Vpc.from_dict)
+
+    @classmethod
+    def given_or_over(
+        cls, view: CacheView | None, kube: OwnerGets, caches: Mapping[str, Indexer | None]
+    ) -> CacheView:
+        """`view`, or a new view over `caches` (indexers by kind, as `__init__` takes them),
+        for a controller that may be handed a shared view; a TypeError when given both."""
+        if view is None:
+            return cls(kube=kube, **caches)
+        if caches:
+            raise TypeError(f"a view or the indexers ({', '.join(sorted(caches))}), not both")
+        return view
+
+    # --- pods (raw) ------------------------------------------------------------------------------
+
+    def pod_raw(self, key: str) -> KubeObject | None:
+        raw: KubeObject | None = self._pods.get_by_key(key)
+        return raw
+
+    def pods_raw(self) -> list[KubeObject]:
+        return self._pods.list()
+
+    # --- namespaces, nodes, VLANs, VPCs, config --------------------------------------------------
+
+    def namespace(self, name: str) -> Namespace | None:
+        raw = self._namespaces.get_by_key(name)
+        return None if raw is None else self._parsed_namespaces.get(raw)
+
+    def node(self, name: str) -> Node | None:
+        raw = self._nodes.get_by_key(name) if name else None
+        return None if raw is None else self._parsed_nodes.get(raw)
+
+    def nodes(self) -> list[Node]:
+        """Every cached node (MalformedObjectError on a malformed one)."""
+        return [self._parsed_nodes.get(raw) for raw in self._nodes.list()]
+
+    def node_names(self) -> frozenset[str]:
+        """The names of the cached nodes, read from their metadata (a malformed node counts)."""
+        return frozenset(str(_meta(raw).get("name") or "") for raw in self._nodes.list())
+
+    def has_node(self, name: str) -> bool:
+        return bool(name) and self._nodes.get_by_key(name) is not None
+
+    def vlan(self, name: str) -> Vlan | None:
+        raw = self._vlans.get_by_key(name)
+        return None if raw is None else self._parsed_vlans.get(raw)
+
+    def vpc(self, name: str) -> Vpc | None:
+        raw = self._vpcs.get_by_key(name)
+        return None if raw is None else self._parsed_vpcs.get(raw)
+
+    def external_gw_config(self) -> Mapping[str, str] | None:
+        """The data of the external gateway ConfigMap (None when it does not exist)."""
+        raw = self._configmaps.get_by_key(
+            f"{EXTERNAL_GATEWAY_CONFIG_NAMESPACE}/{EXTERNAL_GATEWAY_CONFIG}"
+        )
+        if raw is None:
+            return None
+        data = raw.get("data") or {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
+
+    def ip_cr_cached(self, name: str) -> bool:
+        return self._ips.get_by_key(name) is not None
+
+    def ip_crs_raw(self) -> list[KubeObject]:
+        """The cached kubeovn.io IP CRs, as the informer holds them."""
+        return self._ips.list()
+
+    # --- subnets ------------------------------------------------------------------------------
+
+    def parsed_subnet(self, name: str) -> ParsedSubnet | None:
+        """Both checks of the cached subnet `name`; None when it is not cached."""
+        raw = self._subnets.get_by_key(name) if name else None
+        return None if raw is None else self.parsed_subnets.get(raw)
+
+    def subnet(self, name: str) -> Subnet | None:
+        """The cached subnet `name` (None if absent); MalformedObjectError as `from_dict`."""
+        parsed = self.parsed_subnet(name)
+        if parsed is None:
+            return None
+        if parsed.subnet is None:
+            raise MalformedObjectError(parsed.parse_error)
+        return parsed.subnet
+
+    def subnets(self) -> list[Subnet]:
+        """The well-formed cached subnets, sorted by name (a malformed one is left out)."""
+        out = []
+        for raw in self._subnets.list():
+            subnet = self.parsed_subnets.get(raw).subnet
+            if subnet is not None:
+                out.append(subnet)
+        return sorted(out, key=lambda s: s.name)
+
+    def subnet_map(self) -> dict[str, Subnet]:
+        return {s.name: s for s in self.subnets()}
+
+    def router_of(self, subnet_name: str, cluster_router: str) -> str:
+        """The logical router of a subnet's VPC (kube-ovn: vpc.status.router); a default-VPC
+        subnet whose Vpc is not cached (or has no router yet) uses `cluster_router`."""
+        subnet = self.subnet(subnet_name)
+        if subnet is None:
+            raise ResourceNotReadyError(f"subnet {subnet_name} not found")
+        vpc = self.vpc(subnet.vpc)
+        router = vpc.router if vpc is not None else ""
+        if router:
+            return router
+        if subnet.vpc == DEFAULT_VPC:
+            return cluster_router
+        raise ResourceNotReadyError(f"vpc {subnet.vpc} of subnet {subnet_name} not ready")
+
+    # --- owners and attachments (informer, else one GET) -----------------------------------------
+
+    def statefulset(self, namespace: str, name: str) -> StatefulSet | None:
+        raw = _cached_or_get(self._statefulsets, self._kube.get_statefulset, namespace, name)
+        return None if raw is None else StatefulSet.from_dict(raw)
+
+    def virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
+        raw = _cached_or_get(self._vms, self._kube.get_virtual_machine, namespace, name)
+        return None if raw is None else VirtualMachine.from_dict(raw)
+
+    def virtual_machines(self) -> list[VirtualMachine]:
+        """The well-formed VMs of the VM informer (none without one); malformed ones left out."""
+        out = []
+        for raw in self._vms.list() if self._vms is not None else []:
+            try:
+                out.append(VirtualMachine.from_dict(raw))
+            except MalformedObjectError:
+                continue
+        return out
+
+    def owner_of(self, pod: Pod) -> StatefulSet | VirtualMachine | None:
+        """The pod's StatefulSet or VirtualMachine (None when NotFound); API errors propagate."""
+        is_sts, sts_name = pl.is_statefulset_pod(pod)
+        if is_sts:
+            return self.statefulset(pod.namespace, sts_name)
+        is_vm, vm_name = pl.is_vm_pod(pod)
+        if is_vm:
+            return self.virtual_machine(pod.namespace, vm_name)
+        return None
+
+    def nads_of(self, pod: Pod) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
+        """The NADs the pod's attachment annotation names that exist."""
+        found: dict[tuple[str, str], NetworkAttachmentDefinition] = {}
+        for element in pl.pod_attachment_requests(pod):
+            ref = (element.namespace, element.name)
+            if ref in found:
+                continue
+            raw = _cached_or_get(self._nads, self._kube.get_network_attachment_definition, *ref)
+            if raw is not None:
+                found[ref] = NetworkAttachmentDefinition.from_dict(raw)
+        return found
+
+
+def _cached_or_get(
+    indexer: Indexer | None,
+    get: Callable[[str, str], KubeObject | None],
+    namespace: str,
+    name: str,
+) -> KubeObject | None:
+    """The object from its informer when one runs, else one GET (None: NotFound)."""
+    if indexer is not None:
+        raw: KubeObject | None = indexer.get_by_key(f"{namespace}/{name}")
+        return raw
+    return get(namespace, name)
+
+
+def _meta(raw: Any) -> Mapping[str, Any]:
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
