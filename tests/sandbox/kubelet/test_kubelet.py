@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from controller.queues import FakeClock
 from controller.sandbox import ApiServer
 from controller.sandbox.kubelet import NOT_READY_TAINT, SandboxKubelet, SimNode
-from tests.kubelet.conftest import NODES
-from tests.kubelet.helpers import (
+from controller.testing.clock import FakeClock
+from tests.sandbox.kubelet.conftest import NODES
+from tests.sandbox.kubelet.helpers import (
     NS,
     RecordingWiring,
     allocation,
