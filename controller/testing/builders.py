@@ -48,9 +48,12 @@ def allocated(
     *,
     provider: str = "ovn",
     cidr: str | None = None,
+    gateway: str | None = None,
+    routed: bool = False,
 ) -> dict[str, str]:
     """The annotations an add leaves on a pod for one network (`<provider>.kubernetes.io/...`):
-    the allocated mark, address, MAC, logical switch, and the CIDR when given."""
+    the allocated mark, address, MAC, logical switch, the CIDR and gateway when given, and the
+    routed mark of a finished update when `routed`."""
     prefix = f"{provider}.kubernetes.io"
     annotations = {
         f"{prefix}/allocated": "true",
@@ -60,6 +63,10 @@ def allocated(
     }
     if cidr is not None:
         annotations[f"{prefix}/cidr"] = cidr
+    if gateway is not None:
+        annotations[f"{prefix}/gateway"] = gateway
+    if routed:
+        annotations[f"{prefix}/routed"] = "true"
     return annotations
 
 
@@ -170,6 +177,7 @@ def subnet(
     exclude_ips: Sequence[str] | None = None,
     available: float | None = None,
     status: Mapping[str, Any] | None = None,
+    resource_version: str | None = None,
     typed: bool = False,
     **spec: Any,
 ) -> dict[str, Any]:
@@ -183,7 +191,8 @@ def subnet(
     body_spec.update(copy.deepcopy(spec))
     fields = {} if available is None else {"v4availableIPs": available, "v6availableIPs": available}
     type_meta = ("kubeovn.io/v1", "Subnet") if typed else None
-    return _object(type_meta, {"name": name}, body_spec, status, fields)
+    meta = _metadata(name, None, resource_version=resource_version)
+    return _object(type_meta, meta, body_spec, status, fields)
 
 
 def node(
@@ -191,10 +200,14 @@ def node(
     *internal_ips: str,
     annotations: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
+    resource_version: str | None = None,
 ) -> dict[str, Any]:
     """A Node whose status lists `internal_ips` as InternalIP addresses."""
+    meta = _metadata(
+        name, None, resource_version=resource_version, labels=labels, annotations=annotations
+    )
     return {
-        "metadata": _metadata(name, None, labels=labels, annotations=annotations),
+        "metadata": meta,
         "status": {"addresses": [{"type": "InternalIP", "address": ip} for ip in internal_ips]},
     }
 

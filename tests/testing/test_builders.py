@@ -109,3 +109,20 @@ def test_allocated_annotations_per_provider() -> None:
     got = builders.allocated("10.1.0.2", "m", "s1", provider="n.ns", cidr="10.1.0.0/24")
     assert got["n.ns.kubernetes.io/logical_switch"] == "s1"
     assert got["n.ns.kubernetes.io/cidr"] == "10.1.0.0/24"
+
+
+def test_allocated_gateway_routed_and_resource_versions() -> None:
+    got = builders.allocated(
+        "10.16.0.5", "m", cidr="10.16.0.0/16", gateway="10.16.0.1", routed=True
+    )
+    assert got["ovn.kubernetes.io/gateway"] == "10.16.0.1"
+    assert got["ovn.kubernetes.io/routed"] == "true"
+    assert "ovn.kubernetes.io/routed" not in builders.allocated("10.16.0.5", "m")
+    assert builders.subnet("s", "10.0.0.0/24", resource_version="4")["metadata"] == {
+        "name": "s",
+        "resourceVersion": "4",
+    }
+    assert builders.node("n", resource_version="5")["metadata"] == {
+        "name": "n",
+        "resourceVersion": "5",
+    }

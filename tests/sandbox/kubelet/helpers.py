@@ -9,6 +9,7 @@ from typing import Any
 from controller.sandbox import ApiServer
 from controller.sandbox.kubelet import SandboxKubelet
 from controller.sandbox.wiring import WiringError
+from controller.testing import builders
 
 NS = "default"
 
@@ -33,6 +34,9 @@ class RecordingWiring:
             self.unwired.append(pod["metadata"]["name"])
 
 
+KUBELET_CONTAINERS = ({"name": "app", "image": "busybox"}, {"name": "side", "image": "pause"})
+
+
 def pod(
     name: str,
     node: str = "node-a",
@@ -41,34 +45,29 @@ def pod(
     annotations: dict[str, str] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": NS}
-    if annotations:
-        meta["annotations"] = annotations
-    body: dict[str, Any] = {
-        "containers": [{"name": "app", "image": "busybox"}, {"name": "side", "image": "pause"}],
-        "terminationGracePeriodSeconds": grace,
-        **spec,
-    }
-    if node:
-        body["nodeName"] = node
-    return {"metadata": meta, "spec": body}
+    """A two-container pod bound to `node` (unscheduled when empty)."""
+    return builders.pod(
+        name,
+        NS,
+        annotations=annotations or None,
+        node=node or None,
+        containers=KUBELET_CONTAINERS,
+        **{"terminationGracePeriodSeconds": grace, **spec},
+    )
 
 
 def allocation(
     ip: str = "10.16.0.5", cidr: str = "10.16.0.0/16", *, routed: bool = True, provider: str = "ovn"
 ) -> dict[str, str]:
-    p = provider
-    ann = {
-        f"{p}.kubernetes.io/allocated": "true",
-        f"{p}.kubernetes.io/ip_address": ip,
-        f"{p}.kubernetes.io/cidr": cidr,
-        f"{p}.kubernetes.io/mac_address": "00:00:00:12:34:56",
-        f"{p}.kubernetes.io/gateway": "10.16.0.1",
-        f"{p}.kubernetes.io/logical_switch": "ovn-default",
-    }
-    if routed:
-        ann[f"{p}.kubernetes.io/routed"] = "true"
-    return ann
+    """What the controller's add (and, `routed`, update) leave for the kubelet to wait on."""
+    return builders.allocated(
+        ip,
+        "00:00:00:12:34:56",
+        provider=provider,
+        cidr=cidr,
+        gateway="10.16.0.1",
+        routed=routed,
+    )
 
 
 def annotate(server: ApiServer, name: str, ann: Mapping[str, str | None]) -> dict[str, Any]:
