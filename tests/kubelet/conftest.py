@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.queues import FakeClock
 from controller.sandbox import ApiServer
 from controller.sandbox.kubelet import SandboxKubelet, SimNode
+from controller.testing.clock import FakeClock
 from tests.kubelet.helpers import RecordingWiring
 
 NODES = (SimNode("node-a", "172.18.0.2"), SimNode("node-b", "172.18.0.3", cpu="4"))

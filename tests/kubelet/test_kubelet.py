@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from controller.queues import FakeClock
 from controller.sandbox import ApiServer
 from controller.sandbox.kubelet import NOT_READY_TAINT, SandboxKubelet, SimNode
+from controller.testing.clock import FakeClock
 from tests.kubelet.conftest import NODES
 from tests.kubelet.helpers import (
     NS,
