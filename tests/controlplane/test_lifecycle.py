@@ -13,6 +13,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from controller.sandbox.controlplane import (
+    Binaries,
     BinariesMissing,
     RealControlPlane,
     SandboxError,
@@ -54,14 +55,15 @@ def test_etcd_restart_is_survived(real_control_plane: RealControlPlane, namespac
         configmap(core, namespace)  # writes work again
 
 
-def test_compaction_makes_old_resource_versions_gone() -> None:
+def test_compaction_makes_old_resource_versions_gone(control_plane_binaries: Binaries) -> None:
     """With the watch cache on, kube-apiserver answers old resourceVersions from its own cache
     (snapshots for Exact lists, its event window for watches), hiding etcd's compaction; a
     plane with `--watch-cache=false` hands them to etcd, which answers 410 once compacted."""
     with (
         tempfile.TemporaryDirectory(prefix="realcp-compact") as d,
         RealControlPlane(
-            Path(d), apiserver_args=["--watch-cache=false"], controller_manager=False,
+            Path(d), binaries=control_plane_binaries, apiserver_args=["--watch-cache=false"],
+            controller_manager=False,
             scheduler=False,
         ) as plane,
         plane.api_client() as api,
@@ -97,8 +99,10 @@ def test_audit_log_records_requests(real_control_plane: RealControlPlane, namesp
     assert events and events[-1]["responseStatus"]["code"] == 201
 
 
-def test_a_component_that_cannot_start_is_named_with_its_log() -> None:
-    binaries = find_binaries()  # the session fixture skipped us already when absent
+def test_a_component_that_cannot_start_is_named_with_its_log(
+    control_plane_binaries: Binaries,
+) -> None:
+    binaries = control_plane_binaries
     with tempfile.TemporaryDirectory(prefix="realcp-bad") as d:
         plane = RealControlPlane(
             Path(d), binaries=binaries, apiserver_args=["--no-such-flag"], ready_timeout=20
