@@ -42,6 +42,7 @@ Contract:
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -233,6 +234,11 @@ class ControlPlanePki:
 
 # --------------------------------------------------------------------------- processes
 
+# PDEATHSIG fires when the *thread* that forked the child ends, not the process. Every child is
+# forked by this one long-lived worker, so a component started (or restarted) from a short-lived
+# thread, as a fault test may do, is not killed when that thread ends.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cp-spawn")
+
 Probe = Callable[[], "str | None"]
 
 
@@ -270,13 +276,15 @@ class Component:
         fh.flush()
         self._log_fh = fh
         try:
-            self.proc = subprocess.Popen(
+            self.proc = _SPAWNER.submit(
+                subprocess.Popen,
                 self.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
-            )
+                # One foreign call between fork and exec, no locks (see die_with_parent).
+                preexec_fn=die_with_parent(),
+            ).result()
         except OSError as e:
             self._close_log()
             raise SandboxError(f"{self.name} could not be started ({self.argv[0]}): {e}") from e
