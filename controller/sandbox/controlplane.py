@@ -48,6 +48,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import ssl
 import subprocess
@@ -189,6 +190,10 @@ class ControlPlanePki:
     @classmethod
     def create(cls, directory: Path, clients: Mapping[str, str]) -> ControlPlanePki:
         """`clients` maps a file name to the subject of its client certificate."""
+        if shutil.which("openssl") is None:
+            raise SandboxError(
+                "the control plane's certificates need the openssl CLI (Debian: openssl)"
+            )
         d = directory
         d.mkdir(parents=True, exist_ok=True)
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -836,9 +841,14 @@ def render_chart(
     chart_dir: Path = CHART_DIR,
 ) -> list[dict[str, Any]]:
     """The chart's manifests as `helm template` renders them (Helm's Go SDK, no cluster)."""
-    import helm_python  # noqa: PLC0415 - a test extra, needed only here
     import yaml  # noqa: PLC0415
 
+    try:
+        import helm_python  # noqa: PLC0415 - a test extra, needed only here
+    except ImportError as e:
+        raise SandboxError(
+            f"rendering the chart needs helm-python-sdk (pip install -e '.[test]'): {e}"
+        ) from e
     with helm_python.Chart.load(chart_dir) as chart:
         files = chart.render(
             values=dict(values) if values is not None else None,
