@@ -139,3 +139,16 @@ def test_list_items_of_built_in_kinds_carry_no_kind(raw: Raw) -> None:
     assert "kind" not in item and "apiVersion" not in item
     assert listed["kind"] == "ConfigMapList"
     raw("DELETE", f"{path}/{name}")
+
+
+def test_pod_generation_follows_spec_changes(raw: Raw) -> None:
+    name = unique("g")
+    path = "/api/v1/namespaces/default/pods"
+    pod = {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    _, created = raw("POST", path, pod)
+    assert created["metadata"]["generation"] == 1
+    _, annotated = raw("PATCH", f"{path}/{name}", {"metadata": {"annotations": {"a": "b"}}}, MERGE)
+    assert annotated["metadata"]["generation"] == 1
+    _, changed = raw("PATCH", f"{path}/{name}", {"spec": {"activeDeadlineSeconds": 60}}, MERGE)
+    assert changed["metadata"]["generation"] == 2
+    raw("DELETE", f"{path}/{name}?gracePeriodSeconds=0")
