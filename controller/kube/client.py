@@ -82,6 +82,7 @@ VPC = "/apis/kubeovn.io/v1/vpcs/{name}"
 VPC_STATUS = "/apis/kubeovn.io/v1/vpcs/{name}/status"
 SUBNET = "/apis/kubeovn.io/v1/subnets/{name}"
 SUBNET_STATUS = "/apis/kubeovn.io/v1/subnets/{name}/status"
+SECURITY_GROUP_STATUS = "/apis/kubeovn.io/v1/security-groups/{name}/status"
 STATEFULSET = "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}"
 VIRTUAL_MACHINE = "/apis/kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}"
 NAD = "/apis/k8s.cni.cncf.io/v1/namespaces/{namespace}/network-attachment-definitions/{name}"
@@ -356,6 +357,18 @@ class KubeClient:
         return self._request(
             "PATCH",
             SUBNET_STATUS,
+            name=name,
+            body={"status": dict(status_patch)},
+            content_type=MERGE_PATCH,
+        )
+
+    def update_security_group_status(
+        self, name: str, status_patch: Mapping[str, Any]
+    ) -> KubeObject:
+        """Merge-patch a SecurityGroup's status subresource (kube-ovn patchSgStatus)."""
+        return self._request(
+            "PATCH",
+            SECURITY_GROUP_STATUS,
             name=name,
             body={"status": dict(status_patch)},
             content_type=MERGE_PATCH,
