@@ -406,6 +406,7 @@ class Controller:
             metrics=self.metrics,
             key_mutex=self.key_mutex,
             ready=lambda: all(i.has_synced() for i in inf.values()),
+            security_groups=idx(RESOURCE_SECURITY_GROUPS),
         )
 
         self.sg_controller = SecurityGroupController(

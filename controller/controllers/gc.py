@@ -76,6 +76,7 @@ from typing import Any, Protocol
 from controller.cache import Indexer
 from controller.cache.clock import REAL_CLOCK, Clock
 from controller.config import Config
+from controller.controllers.sg_gc import SecurityGroupGc
 from controller.core import annotations as ann
 from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
@@ -186,6 +187,7 @@ class GarbageCollector:
         utcnow: Callable[[], datetime] | None = None,
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
+        security_groups: Indexer | None = None,
     ) -> None:
         self._config = config
         self._pods = pods
@@ -210,6 +212,11 @@ class GarbageCollector:
         self._last_route_orphans: set[str] = set()
         # (namespace/name, resourceVersion) -> parsed pod, only while the start-up passes run
         self._pod_memo: dict[tuple[str, str], Pod] | None = None
+        # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
+        self._sg_gc = None
+        if security_groups is not None:
+            sgs = security_groups
+            self._sg_gc = SecurityGroupGc(nb, lambda n: sgs.get_by_key(n) is not None, self._count)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -259,6 +266,8 @@ class GarbageCollector:
                     self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
                 self._guarded("IP CRs", self._sweep_ips, crs, snap)
                 self._guarded("static routes", self._sweep_static_routes)
+                if ports is not None and self._sg_gc is not None:
+                    self._guarded("security groups", self._sg_gc.sweep, ports)
         if self._metrics is not None:
             self._metrics.gc_run()
         LOG.info("take %d ms to collect garbage", round((self._clock.now() - start) * 1000))

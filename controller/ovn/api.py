@@ -106,13 +106,13 @@ class PortGroupInfo:
 @dataclass(frozen=True, slots=True)
 class SecurityGroupRows:
     """The NB rows of one security group: its port group ("" when absent) with its ports and
-    ACLs, and the names of the address sets whose external_ids name it."""
+    ACLs, and the address sets whose external_ids name it (name -> sorted addresses)."""
 
     sg: str
     port_group: str = ""
     ports: tuple[str, ...] = ()
     acls: tuple[Acl, ...] = ()
-    address_sets: tuple[str, ...] = ()
+    address_sets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class NbClient(Protocol):

@@ -119,24 +119,26 @@ def idl_delete(ctx: Any, sg: str) -> None:
 
 def rows_by_group(
     port_groups: Sequence[tuple[str, Mapping[str, str], Sequence[str], Sequence[Acl]]],
-    address_sets: Sequence[tuple[str, Mapping[str, str]]],
+    address_sets: Sequence[tuple[str, Mapping[str, str], Sequence[str]]],
 ) -> list[SecurityGroupRows]:
-    """Group (name, external_ids, ports, acls) port groups and (name, external_ids) address
-    sets by the security group their external_ids name."""
+    """Group (name, external_ids, ports, acls) port groups and (name, external_ids, addresses)
+    address sets by the security group their external_ids name."""
     pgs: dict[str, tuple[str, tuple[str, ...], tuple[Acl, ...]]] = {}
     for name, ids, ports, acls in port_groups:
         sg = ids.get(ext.PG_SG_KEY, "")
         if ids.get(ext.PG_TYPE_KEY) == ext.PG_TYPE_SECURITY_GROUP and sg:
             pgs[sg] = (name, tuple(sorted(ports)), tuple(sorted(acls, key=acl_sort_key)))
-    sets: dict[str, list[str]] = {}
-    for name, ids in address_sets:
+    sets: dict[str, dict[str, tuple[str, ...]]] = {}
+    for name, ids, addresses in address_sets:
         sg = ids.get(ext.PG_SG_KEY, "")
         if sg:
-            sets.setdefault(sg, []).append(name)
+            sets.setdefault(sg, {})[name] = tuple(sorted(addresses))
     out = []
     for sg in sorted(pgs.keys() | sets.keys()):
         pg_name, ports, acls = pgs.get(sg, ("", (), ()))
-        out.append(SecurityGroupRows(sg, pg_name, ports, acls, tuple(sorted(sets.get(sg, ())))))
+        out.append(
+            SecurityGroupRows(sg, pg_name, ports, acls, dict(sorted(sets.get(sg, {}).items())))
+        )
     return out
 
 
@@ -146,5 +148,5 @@ def idl_list(tables: Mapping[str, Any]) -> list[SecurityGroupRows]:
             (pg.name, pg.external_ids, [p.name for p in pg.ports], [acl_of(a) for a in pg.acls])
             for pg in tables[PG].rows.values()
         ],
-        [(a.name, a.external_ids) for a in tables[AS].rows.values()],
+        [(a.name, a.external_ids, a.addresses) for a in tables[AS].rows.values()],
     )

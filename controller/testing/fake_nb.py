@@ -404,7 +404,10 @@ class FakeNbClient:
                     (pg.name, pg.external_ids, list(pg.ports), pg.acls)
                     for pg in st.port_groups.values()
                 ],
-                [(n, {ext.PG_SG_KEY: sg}) for n, sg in st.address_set_sgs.items()],
+                [
+                    (n, {ext.PG_SG_KEY: sg}, st.address_sets.get(n, []))
+                    for n, sg in st.address_set_sgs.items()
+                ],
             )
 
     # -- switches and routers --------------------------------------------------------------

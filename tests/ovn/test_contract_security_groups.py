@@ -106,13 +106,15 @@ def test_apply_creates_group_address_sets_and_acls(s: Subject) -> None:
     assert pg_acls(s, PG) == set(acls)
     assert acl_count(s) == len(acls)
     assert s.nb.list_security_groups() == [
-        SecurityGroupRows("db", "", (), (), ("ovn.sg.db.associated.v4", "ovn.sg.db.associated.v6")),
+        SecurityGroupRows(
+            "db", "", (), (), {"ovn.sg.db.associated.v4": (), "ovn.sg.db.associated.v6": ()}
+        ),
         SecurityGroupRows(
             "web-a",
             PG,
             (),
             tuple(sorted(acls, key=lambda a: (a.direction, -a.priority, a.match, a.action))),
-            (V4, V6),
+            {V4: (), V6: ()},
         ),
     ]
 
