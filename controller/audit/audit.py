@@ -20,7 +20,9 @@ What is checked (the `KIND_*` constants name each finding):
 * security (when the snapshot has the port groups): an OVN port has port_security exactly when
   its pod asks for it, its `security_groups` are the pod's (none without port security), and
   it is a member of each of those groups and of the deny-all group `kubeovn_deny_all`; no
-  port is a member of a group it is not associated with (`sg-mismatch`);
+  port is a member of a group it is not associated with (`sg-mismatch`); with the
+  SecurityGroups read, their port groups, ACLs and address sets against their rules
+  (`audit/security_groups.py`: `sg-acl-mismatch`, `sg-address-set-mismatch`, `orphan-sg`);
 * nothing is left behind: kube-ovn LSPs, IP CRs, src-ip host routes and NAT rules whose owner is
   gone (`orphan-lsp`, `orphan-ip-cr`, `orphan-route`, `orphan-nat`);
 * IPAM (`ipam-disagrees`): an audit cannot read the controller's memory, so it re-derives the
@@ -43,7 +45,7 @@ caller decides (a fault-injection verdict waits for `settled`). The IP CR, port 
 alive pod whose allocation was cleared (inspection found its port lost) are not orphans.
 
 Not checked: attachment networks the pod asks for but has not been allocated (that needs the
-NADs), security-group address sets and ACLs, kube-ovn's `appendCheckPodToDel` subnet-change rule
+NADs), kube-ovn's `appendCheckPodToDel` subnet-change rule
 for kept addresses.
 """
 
@@ -57,6 +59,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from controller.audit import security_groups as sgaudit
 from controller.config import Config
 from controller.core import annotations as ann
 from controller.core.address import is_valid_mac, parse_cidr, parse_ip
@@ -93,7 +96,7 @@ from controller.core.naming import ip_cr_name, node_port_name, pod_key
 from controller.ipam import IPAM
 from controller.ipam.errors import IPAMError
 from controller.ovn import external_ids as ext
-from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, StaticRoute
+from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, SecurityGroupRows, StaticRoute
 from controller.ovn.logic import sg_eligible
 from controller.pod_logic import (
     get_name_by_pod,
@@ -156,6 +159,9 @@ class ClusterSnapshot:
     routes: tuple[StaticRoute, ...] = ()
     nat_rules: tuple[NatRule, ...] = ()
     port_groups: tuple[PortGroupInfo, ...] | None = None  # None: security groups not read
+    # SecurityGroup objects and their NB rows (audit/security_groups.py); None: not read
+    security_groups: tuple[Mapping[str, Any], ...] | None = None
+    sg_rows: tuple[SecurityGroupRows, ...] | None = None
     problems: tuple[str, ...] = ()
     statefulsets: tuple[StatefulSet, ...] | None = None
     virtual_machines: tuple[VirtualMachine, ...] | None = None
@@ -343,6 +349,9 @@ class _Auditor:
         self.nodes = {n.name: n for n in snap.nodes}
         self.ports = {p.name: p for p in snap.ports}
         self.port_groups: dict[str, frozenset[str]] | None = None
+        self.sg_names = None
+        if snap.security_groups is not None:
+            self.sg_names = sgaudit.sg_names(snap.security_groups)
         if snap.port_groups is not None:
             self.port_groups = {g.sg: frozenset(g.ports) for g in snap.port_groups if g.sg}
         self.ip_crs: dict[str, Mapping[str, Any]] = {}
@@ -615,6 +624,8 @@ class _Auditor:
         if not want or not port.port_security:
             return
         for sg in (*want, ext.DENY_ALL_SG):
+            if not sgaudit.expects_membership(sg, self.sg_names, groups):
+                continue
             if net.owner not in groups.get(sg, ()):
                 self.add(
                     KIND_SG_MISMATCH, obj, f"port {net.owner} missing from security group {sg}"
@@ -926,6 +937,11 @@ def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
     a.read_pods()
     a.check_nets()
     a.check_port_groups()
+    if snapshot.security_groups is not None and snapshot.sg_rows is not None:
+        for kind, obj, message in sgaudit.check_security_groups(
+            snapshot.security_groups, snapshot.sg_rows, snapshot.ports
+        ):
+            a.add(kind, obj, message)
     a.check_nodes()
     a.read_objects()
     a.check_orphans()

@@ -30,7 +30,15 @@ from controller.core.errors import MalformedObjectError
 from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.kube.api import ClusterLister, KubeObject
 from controller.kube.errors import KubeApiError, KubeConfigError
-from controller.ovn.api import VENDOR, NatRule, OvnError, PortGroupInfo, PortInfo, StaticRoute
+from controller.ovn.api import (
+    VENDOR,
+    NatRule,
+    OvnError,
+    PortGroupInfo,
+    PortInfo,
+    SecurityGroupRows,
+    StaticRoute,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +59,8 @@ class NbReader(Protocol):
     def list_nat_rules(self, router: str) -> list[NatRule]: ...
 
     def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
+
+    def list_security_groups(self) -> list[SecurityGroupRows]: ...
 
 
 def _convert(
@@ -98,6 +108,8 @@ def collect_snapshot(
         routes=tuple(nb.list_static_routes(cluster_router)),
         nat_rules=tuple(nb.list_nat_rules(cluster_router)),
         port_groups=tuple(nb.list_sg_port_groups()),
+        security_groups=tuple(kube.list_security_groups()),
+        sg_rows=tuple(nb.list_security_groups()),
         problems=tuple(problems),
         statefulsets=statefulsets,
         virtual_machines=vms,

@@ -82,6 +82,7 @@ VPC = "/apis/kubeovn.io/v1/vpcs/{name}"
 VPC_STATUS = "/apis/kubeovn.io/v1/vpcs/{name}/status"
 SUBNET = "/apis/kubeovn.io/v1/subnets/{name}"
 SUBNET_STATUS = "/apis/kubeovn.io/v1/subnets/{name}/status"
+SECURITY_GROUPS = "/apis/kubeovn.io/v1/security-groups"
 SECURITY_GROUP_STATUS = "/apis/kubeovn.io/v1/security-groups/{name}/status"
 STATEFULSET = "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}"
 VIRTUAL_MACHINE = "/apis/kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}"
@@ -334,6 +335,12 @@ class KubeClient:
         try:
             return self._list(VPCS)
         except NotFoundError:  # the Vpc CRD is not installed: no VPC but the implicit default
+            return []
+
+    def list_security_groups(self) -> list[KubeObject]:
+        try:
+            return self._list(SECURITY_GROUPS)
+        except NotFoundError:  # the SecurityGroup CRD is not installed
             return []
 
     def list_statefulsets(self) -> list[KubeObject]:
