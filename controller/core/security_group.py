@@ -77,7 +77,7 @@ class Acl:
 
 @dataclass(frozen=True, slots=True)
 class RuleError:
-    """Why one rule (or the spec itself, index -1) was not applied."""
+    """Why one rule (index >= 0), a whole rule list (index -1) or the spec was not applied."""
 
     direction: str  # INGRESS, EGRESS, or "" for the spec as a whole
     index: int
@@ -87,6 +87,8 @@ class RuleError:
     def where(self) -> str:
         if not self.direction:
             return "spec"
+        if self.index < 0:
+            return RULE_FIELDS[self.direction]
         return f"{RULE_FIELDS[self.direction]}[{self.index}]"
 
     def __str__(self) -> str:
