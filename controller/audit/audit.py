@@ -60,6 +60,11 @@ from datetime import datetime
 from typing import Any
 
 from controller.audit import security_groups as sgaudit
+from controller.audit.security_groups import (  # noqa: F401  (the audit's kinds, all listed here)
+    KIND_ORPHAN_SG,
+    KIND_SG_ACL_MISMATCH,
+    KIND_SG_ADDRESS_SET_MISMATCH,
+)
 from controller.config import Config
 from controller.core import annotations as ann
 from controller.core.address import is_valid_mac, parse_cidr, parse_ip
