@@ -19,6 +19,11 @@ Contract:
 * Prints one table row per pod as it comes up: addresses, MAC, the logical switch port and its
   switch *as read back from the NB database*, the node, whether it is routed and how long it
   took. A pod is up when it is allocated and routed and its port exists in the NB.
+* With the data plane (the default when run as root with Debian's OVN/OVS packages; off with
+  `--no-dataplane`, and with a one-line reason when it cannot run): a `DataPlane` (SB,
+  ovn-northd, OVS, ovn-controller) on the same NB, each node's `ovn0` and every pod wired into it
+  by `CniWiring` as kube-ovn's CNI would (a pod is marked Running only once wired and bound), and
+  after the table a connectivity matrix: every pod pings every other pod and its gateway.
 * Then prints where `/metrics` is served and waits for SIGINT/SIGTERM (`--once`: exits 0 as soon
   as every pod is up; 1 when they are not up within `--timeout`).
 * Ctrl-C (or SIGTERM) at any point, start-up included, stops everything it started: the
@@ -66,10 +71,15 @@ from controller.core.constants import (
 from controller.core.naming import pod_name_to_port_name
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.sandbox import matrix
 from controller.sandbox.apiserver import ApiServer
+from controller.sandbox.cni import CniWiring, plan_pod
+from controller.sandbox.dataplane import DataPlane, missing_requirements
+from controller.sandbox.matrix import MatrixPod
 from controller.sandbox.ovsdb import NbServer, SandboxError, die_with_parent
 from controller.sandbox.resources import ApiError
 from controller.sandbox.selectors import build_selector
+from controller.sandbox.wiring import WiringError
 
 LOG = logging.getLogger(__name__)
 
@@ -107,6 +117,7 @@ class DemoOptions:
     once: bool = False
     timeout: float = 90.0
     log_level: str = "info"
+    dataplane: bool = True
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -150,6 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("debug", "info", "warning", "error"),
         help="the controller's log level (its log goes to <workdir>/controller.log)",
     )
+    p.add_argument(
+        "--no-dataplane",
+        dest="dataplane",
+        action="store_false",
+        help="do not start the OVN data plane nor wire the pods (no connectivity "
+        "matrix); without root or the OVN/OVS packages it is skipped anyway",
+    )
     return p
 
 
@@ -170,6 +188,7 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
         once=ns.once,
         timeout=ns.timeout,
         log_level=ns.log_level,
+        dataplane=ns.dataplane,
     )
 
 
@@ -508,6 +527,11 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _has_join_address(node: Any) -> bool:
+    annotations = ((node or {}).get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(IP_ADDRESS_ANNOTATION))
+
+
 def _create_if_absent(server: ApiServer, resource: str, obj: dict[str, Any]) -> None:
     try:
         server.store.create(resource, obj)
@@ -680,12 +704,15 @@ class Demo:
         except OvnError as exc:
             raise DemoError(f"cannot read the NB database: {exc}") from exc
         try:
+            wiring = self.start_dataplane(stack, workdir, nb_server.remote, server, controller)
             pods = self.create_demo(server, controller)
-            up = self.show_pods(server, nb, controller, pods)
+            up = self.show_pods(server, nb, controller, pods, wiring)
         finally:
             nb.close()
         if not up:
             return 1
+        if wiring is not None:
+            self.show_matrix(server, wiring, pods)
         self.say(f"metrics: http://127.0.0.1:{self.metrics_port}/metrics")
         if opts.once:
             self.say("--once: every pod is up; stopping")
@@ -828,12 +855,71 @@ class Demo:
         )
         return [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
 
+    def start_dataplane(
+        self,
+        stack: contextlib.ExitStack,
+        workdir: Path,
+        nb_remote: str,
+        server: ApiServer,
+        controller: ControllerProcess,
+    ) -> CniWiring | None:
+        """The data plane with every node's ovn0 wired, or None (with the reason said)."""
+        if not self.options.dataplane:
+            self.say("data plane: off (--no-dataplane)")
+            return None
+        why = missing_requirements()
+        if why:
+            self.say(f"data plane: off ({why}); pods are not wired")
+            return None
+        dp = DataPlane(workdir / "dp", nb_remote)
+        stack.callback(self._stop_step, "data plane", dp.stop)
+        dp.start()
+        wiring = CniWiring(dp)
+        for name, _ in NODES:
+            self.wait_store(
+                server, controller, "nodes", None, name, _has_join_address, "its join address"
+            )
+            try:
+                wiring.wire_node(server.store.get("nodes", None, name))
+            except WiringError as exc:
+                raise DemoError(f"data plane: {exc}") from exc
+        self.say(
+            f"data plane up in {dp.startup_seconds:.2f}s (SB, ovn-northd, OVS netdev, "
+            f"ovn-controller as chassis {dp.chassis}; nodes' ovn0 wired)"
+        )
+        return wiring
+
+    def show_matrix(
+        self, server: ApiServer, wiring: CniWiring, pods: Sequence[tuple[str, str]]
+    ) -> None:
+        rows = []
+        for ns, name in sorted(pods):
+            pod = server.store.get("pods", ns, name)
+            plan = plan_pod(pod)[0]
+            rows.append(
+                MatrixPod(
+                    f"{ns}/{name}",
+                    wiring.pod_netns(pod),
+                    plan.ips.split(",")[0],
+                    next((g for g in plan.gateways if g), ""),
+                )
+            )
+        results = matrix.measure(lambda netns, ip: wiring.dp.ping(netns, ip, wait=1.0), rows)
+        self.say(
+            "\nconnectivity: one ping from each pod (row) to each pod (column) and to its "
+            "gateway; ✓ round-trip ms, ✗ no answer within 1 s"
+        )
+        for line in matrix.format_matrix(rows, results):
+            self.say(line)
+        self.say(matrix.summary(results))
+
     def show_pods(
         self,
         server: ApiServer,
         nb: NbClient,
         controller: ControllerProcess,
         pods: Sequence[tuple[str, str]],
+        wiring: CniWiring | None = None,
     ) -> bool:
         """Print a row per pod as it comes up; True when all are up in time."""
         store = server.store
@@ -857,6 +943,16 @@ class Demo:
                         continue
                     status = kubelet_status(pod, node_ips)
                     if status is not None and (pod.get("status") or {}).get("podIP") is None:
+                        if wiring is not None:
+                            # as kube-ovn's CNI: wired once routed, Running once bound
+                            if (pod["metadata"].get("annotations") or {}).get(
+                                ROUTED_ANNOTATION
+                            ) != "true":
+                                continue
+                            try:
+                                wiring.wire(pod)
+                            except WiringError as exc:
+                                raise DemoError(f"data plane: {exc}") from exc
                         store.patch("pods", ns, name, {"status": status}, subresource="status")
                     port = nb.get_port(pod_name_to_port_name(name, ns))
                     row = pod_row(

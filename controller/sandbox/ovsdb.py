@@ -16,6 +16,10 @@ Contract:
   leader-only client takes. `leader()` asks each member's unixctl socket who leads;
   `kill(i)` SIGKILLs member i.
 
+* `spawn` (a foreground child with PDEATHSIG), `wait_ready` (poll a readiness check until a
+  deadline, failing early when the child exits) and `stop_process` (signal, reap, SIGKILL after a
+  deadline) are the process helpers every sandbox daemon uses (the data plane's too).
+
 Needs `ovsdb-tool`, `ovsdb-server`, `ovs-appctl` (openvswitch-common) and the NB schema
 (ovn-central). Every wait is bounded by a deadline and raises `SandboxError` when it expires.
 """
@@ -32,7 +36,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +65,62 @@ def die_with_parent() -> Callable[[], None]:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     return preexec
+
+
+def spawn(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    stderr: int = subprocess.DEVNULL,
+) -> subprocess.Popen[bytes]:
+    """Start `args` as a foreground child that the kernel kills when this process dies."""
+    return subprocess.Popen(
+        list(args),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=None if env is None else dict(env),
+        preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
+    )
+
+
+def log_tail(log: Path, size: int = 2000) -> str:
+    try:
+        return log.read_text(errors="replace")[-size:]
+    except OSError:
+        return "(no log)"
+
+
+def wait_ready(
+    proc: subprocess.Popen[bytes],
+    ready: Callable[[], bool],
+    timeout: float,
+    what: str,
+    log: Path,
+) -> None:
+    """Poll `ready` until it holds; `SandboxError` when `proc` exits or `timeout` expires."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            raise SandboxError(f"{what} exited ({proc.returncode}): {log_tail(log)}")
+        if time.monotonic() > deadline:
+            raise SandboxError(f"{what} not ready after {timeout:.1f}s: {log_tail(log, 500)}")
+        time.sleep(0.002)
+
+
+def stop_process(
+    proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGTERM, timeout: float = 10.0
+) -> None:
+    """Signal our child `proc` and reap it (SIGKILL when it outlives `timeout`)."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
+    if proc.stderr is not None:
+        proc.stderr.close()
 
 
 def _require_tools() -> None:
@@ -160,23 +220,21 @@ class _ServerProcess:
         elif self.tcp:
             # Reuse the first kernel-chosen port on restart so tcp clients can reconnect.
             args.append(f"--remote=ptcp:{self.tcp_port or 0}:127.0.0.1")
-        self.proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
-        )
+        self.proc = spawn(args, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         if self.tcp and self.tcp_port is None:
             self.tcp_port = self._read_tcp_port(deadline)
-        while not _can_connect_unix(self.sock):
-            if self.proc.poll() is not None:
-                raise SandboxError(f"ovsdb-server {self.name} exited: {self._log_tail()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise SandboxError(f"ovsdb-server {self.name} not ready after {timeout}s")
-            time.sleep(0.002)
+        try:
+            wait_ready(
+                self.proc,
+                lambda: _can_connect_unix(self.sock),
+                deadline - time.monotonic(),
+                f"ovsdb-server {self.name}",
+                self.log,
+            )
+        except SandboxError:
+            self.stop()
+            raise
 
     def _read_tcp_port(self, deadline: float) -> int:
         assert self.proc is not None and self.proc.stderr is not None
@@ -196,25 +254,10 @@ class _ServerProcess:
         self.stop()
         raise SandboxError(f"ovsdb-server {self.name} reported no tcp port: {buf!r}")
 
-    def _log_tail(self) -> str:
-        try:
-            return self.log.read_text()[-2000:]
-        except OSError:
-            return "(no log)"
-
     def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 10.0) -> None:
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        if proc is not None:
+            stop_process(proc, sig, timeout)
 
     def appctl(self, *args: str, timeout: float = 5.0) -> str:
         return _run_tool(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", *args], timeout)

@@ -141,3 +141,5 @@ def test_bad_flags_are_refused(argv: list[str], capsys: pytest.CaptureFixture[st
 def test_flags_parse() -> None:
     opts = demo.parse_args(["--pods", "0", "--metrics-port", "0", "--once", "--workdir", "/x"])
     assert (opts.pods, opts.metrics_port, opts.once, str(opts.workdir)) == (0, 0, True, "/x")
+    assert opts.dataplane is True
+    assert demo.parse_args(["--no-dataplane"]).dataplane is False

@@ -30,7 +30,8 @@ from tests.demo.helpers import (
 pytestmark = pytest.mark.e2e
 
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$", re.I)
-FLAGS = ("--metrics-port", "0", "--timeout", "60")
+# The data plane has its own demo test (tests/dataplane/test_demo.py); these stay API-only.
+FLAGS = ("--metrics-port", "0", "--timeout", "60", "--no-dataplane")
 
 
 def assert_nothing_left(run: DemoRun, *, workdir_removed: bool = True) -> None:
