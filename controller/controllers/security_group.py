@@ -227,8 +227,10 @@ class SecurityGroupController:
     def handle_add_or_update(self, name: str) -> None:
         with self._mutex.locked(name):
             cached = self._sgs.get_by_key(name)
-            if cached is None or name == DENY_ALL_SECURITY_GROUP:
+            if cached is None:
                 return
+            # NOTE: a SecurityGroup named like the built-in deny-all group gets a spec error
+            # (status and Event) and never touches that group's rows.
             plan = plan_security_group(name, cached.get("spec"), self._exists)
             now = self._utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
             if any(not e.direction for e in plan.errors) and not plan.acls:
