@@ -98,12 +98,20 @@ def idl_apply(ctx: Any, sg: str, acls: Sequence[Acl], remote_groups: Sequence[st
                 kept.add(acl)
             else:
                 pg.delvalue("acls", row)
-    for acl in acls:
-        if acl in kept:
-            continue
-        row = ctx.insert(
+    rows = [
+        ctx.insert(
             ACL, direction=acl.direction, priority=acl.priority, match=acl.match, action=acl.action
         )
+        for acl in acls
+        if acl not in kept
+    ]
+    if pg._data is None:
+        # NOTE: a port group inserted in this transaction takes its ACL set in one write
+        # (add_ref on a new row rewrites the whole column each time: quadratic in the rules).
+        if rows:
+            pg.acls = rows
+        return
+    for row in rows:
         ctx.add_ref(pg, "acls", row)
 
 
