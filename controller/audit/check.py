@@ -1,8 +1,8 @@
 """`check`: audit a live cluster once and print the report (the I/O around `audit.audit`).
 
-`run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs and VPCs from the API server
-(uncached, paged), reads the kube-ovn logical switch ports and the cluster router's static routes
-and NAT rules from the OVN Northbound database, runs `audit()` and prints `AuditReport.render()`.
+`run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs, VPCs and SecurityGroups from
+the API server (uncached, paged), reads the kube-ovn logical switch ports, the cluster router's
+static routes and NAT rules and the security groups' rows from the OVN Northbound database, runs `audit()` and prints `AuditReport.render()`.
 It never writes anything.
 
 Exit codes: 0 clean, 1 findings (with `strict=True`, pods not converged yet count as findings
