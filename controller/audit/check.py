@@ -2,8 +2,8 @@
 
 `run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs, VPCs and SecurityGroups from
 the API server (uncached, paged), reads the kube-ovn logical switch ports, the cluster router's
-static routes and NAT rules and the security groups' rows from the OVN Northbound database, runs `audit()` and prints `AuditReport.render()`.
-It never writes anything.
+static routes and NAT rules and the security groups' rows from the OVN Northbound database,
+runs `audit()` and prints `AuditReport.render()`. It never writes anything.
 
 Exit codes: 0 clean, 1 findings (with `strict=True`, pods not converged yet count as findings
 too), 2 when the API server or the NB database cannot be reached or read (the reason goes to the
