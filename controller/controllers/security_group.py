@@ -19,9 +19,11 @@ Contract:
   allowSameGroupTraffic, ingress/egressMd5, ingress/egressLastSyncSuccess, plus a `Ready`
   condition whose message names every rejected rule.
 * A rule that cannot be applied (unknown protocol or policy, malformed address or CIDR, wrong
-  family, out-of-range priority or ports, a remote group that does not exist) is left out; the
-  group's other rules are applied, `<direction>LastSyncSuccess` is false, and a Warning Event
-  `ValidateSecurityGroupFailed` on the SecurityGroup names each bad rule. Such a key is not
+  family, out-of-range priority or ports, a remote group that does not exist) is left out, as is
+  a rule list that is not a list; the group's other rules are applied (an unreadable spec
+  applies none: the group keeps its port group, with no ACL), `<direction>LastSyncSuccess` is
+  false, and a Warning Event `ValidateSecurityGroupFailed` on the SecurityGroup names each bad
+  rule. Such a key is not
   retried: only an edit (or the remote group appearing) can fix it, and both re-queue it.
 * An NB or API failure raises: the worker retries with backoff. Before raising on NB, the status
   says both directions failed to sync (as kube-ovn's patchSgStatus on error).
@@ -50,6 +52,7 @@ from controller.core.constants import DENY_ALL_SECURITY_GROUP, EVENT_TYPE_WARNIN
 from controller.core.security_group import (
     RULE_FIELDS,
     SgPlan,
+    check_sg_name,
     errors_message,
     plan_security_group,
     plan_status,
@@ -217,23 +220,16 @@ class SecurityGroupController:
     def _exists(self, name: str) -> bool:
         return self._sgs.get_by_key(name) is not None
 
-    def plan(self, name: str) -> SgPlan | None:
-        """The translation of the cached group, None when it is not in the cache."""
-        cached = self._sgs.get_by_key(name)
-        if cached is None:
-            return None
-        return plan_security_group(name, cached.get("spec"), self._exists)
-
     def handle_add_or_update(self, name: str) -> None:
         with self._mutex.locked(name):
             cached = self._sgs.get_by_key(name)
             if cached is None:
                 return
-            # NOTE: a SecurityGroup named like the built-in deny-all group gets a spec error
-            # (status and Event) and never touches that group's rows.
             plan = plan_security_group(name, cached.get("spec"), self._exists)
             now = self._utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-            if any(not e.direction for e in plan.errors) and not plan.acls:
+            if check_sg_name(name) is not None or name == DENY_ALL_SECURITY_GROUP:
+                # NOTE: a name NB rows cannot carry, or the built-in deny-all group's: the plan
+                # says why (status and Event); that group's rows are never touched.
                 self._write_status(name, wanted_status(plan, cached.get("status"), now))
                 self._warn(cached, REASON_VALIDATE_SG_FAILED, errors_message(plan.errors))
                 return

@@ -351,3 +351,24 @@ def test_restart_keeps_groups_and_collects_deleted_ones(
     assert acl_uuids(cluster, "ovn.sg.stay") == stay_rows
     assert address_set(cluster, "ovn.sg.stay.associated.v4") == set()
     audit_clean(cluster.argv())
+
+
+def test_a_rule_list_that_is_not_a_list(ctl: Controller, cluster: Cluster) -> None:
+    create_sg(
+        cluster,
+        "lists",
+        ingress=[rule(1, address="10.7.0.0/16")],
+        egress=[rule(2, address="10.8.0.1")],
+    )
+    synced(cluster, "lists")
+    store = cluster.server.store
+    obj = store.get("security-groups", None, "lists")
+    store.update(
+        "security-groups", {**obj, "spec": {**obj["spec"], "ingressRules": "allow everything"}}
+    )
+    synced(cluster, "lists", ingress=False, egress=True)
+    event = warning(cluster, "lists", REASON)
+    assert "ingressRules: ingressRules must be a list" in event["message"], event["message"]
+    assert acls(cluster, "ovn.sg.lists") == {
+        ("from-lport", 2298, "inport==@ovn.sg.lists && ip4 && ip4.dst==10.8.0.1", "allow-related")
+    }
