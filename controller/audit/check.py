@@ -1,9 +1,9 @@
 """`check`: audit a live cluster once and print the report (the I/O around `audit.audit`).
 
-`run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs and VPCs from the API server
-(uncached, paged), reads the kube-ovn logical switch ports and the cluster router's static routes
-and NAT rules from the OVN Northbound database, runs `audit()` and prints `AuditReport.render()`.
-It never writes anything.
+`run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs, VPCs and SecurityGroups from
+the API server (uncached, paged), reads the kube-ovn logical switch ports, the cluster router's
+static routes and NAT rules and the security groups' rows from the OVN Northbound database,
+runs `audit()` and prints `AuditReport.render()`. It never writes anything.
 
 With `--dataplane` (and `--ovn-sb-addr`, optionally `--ovs-db`) it also reads the SB's port
 bindings and chassis and an OVS database's interfaces and adds `controller.audit.dataplane`'s
@@ -42,7 +42,15 @@ from controller.core.errors import MalformedObjectError
 from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.kube.api import ClusterLister, KubeObject
 from controller.kube.errors import KubeApiError, KubeConfigError
-from controller.ovn.api import VENDOR, NatRule, OvnError, PortGroupInfo, PortInfo, StaticRoute
+from controller.ovn.api import (
+    VENDOR,
+    NatRule,
+    OvnError,
+    PortGroupInfo,
+    PortInfo,
+    SecurityGroupRows,
+    StaticRoute,
+)
 from controller.ovn.ovsdb_query import OvsdbQueryError, SslFiles, select
 
 LOG = logging.getLogger(__name__)
@@ -64,6 +72,8 @@ class NbReader(Protocol):
     def list_nat_rules(self, router: str) -> list[NatRule]: ...
 
     def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
+
+    def list_security_groups(self) -> list[SecurityGroupRows]: ...
 
 
 def _convert(
@@ -111,6 +121,8 @@ def collect_snapshot(
         routes=tuple(nb.list_static_routes(cluster_router)),
         nat_rules=tuple(nb.list_nat_rules(cluster_router)),
         port_groups=tuple(nb.list_sg_port_groups()),
+        security_groups=tuple(kube.list_security_groups()),
+        sg_rows=tuple(nb.list_security_groups()),
         problems=tuple(problems),
         statefulsets=statefulsets,
         virtual_machines=vms,

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
-from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, StaticRoute
+from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, SecurityGroupRows, StaticRoute
 
 KIND_MALFORMED = "malformed-object"
 KIND_POD_NOT_ALLOCATED = "pod-not-allocated"
@@ -63,6 +63,9 @@ class ClusterSnapshot:
     problems: tuple[str, ...] = ()
     statefulsets: tuple[StatefulSet, ...] | None = None
     virtual_machines: tuple[VirtualMachine, ...] | None = None
+    # SecurityGroup objects and their NB rows (audit/security_groups.py); None: not read
+    security_groups: tuple[Mapping[str, Any], ...] | None = None
+    sg_rows: tuple[SecurityGroupRows, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

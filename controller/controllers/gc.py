@@ -76,6 +76,7 @@ from typing import Any, Protocol
 
 from controller.cache import Indexer
 from controller.config import Config
+from controller.controllers.sg_gc import SecurityGroupGc
 from controller.core import annotations as ann
 from controller.core import keep
 from controller.core.address import host_prefix
@@ -164,6 +165,7 @@ class GarbageCollector:
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
         view: CacheView | None = None,
+        security_groups: Indexer | None = None,
         **caches: Indexer | None,
     ) -> None:
         """The caches are read through `view` (shared with the pod controller, so each object
@@ -189,6 +191,11 @@ class GarbageCollector:
         # each pod parsed once per resourceVersion, only while the start-up passes run
         self._pod_memo: ParseCache[Pod] | None = None
         self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
+        self._sg_gc = None
+        if security_groups is not None:
+            sgs = security_groups
+            self._sg_gc = SecurityGroupGc(nb, lambda n: sgs.get_by_key(n) is not None, self._count)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -238,6 +245,8 @@ class GarbageCollector:
                     self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
                 self._guarded("IP CRs", self._sweep_ips, crs, snap)
                 self._guarded("static routes", self._sweep_static_routes)
+                if ports is not None and self._sg_gc is not None:
+                    self._guarded("security groups", self._sg_gc.sweep, ports)
         if self._metrics is not None:
             self._metrics.gc_run()
         LOG.info("take %d ms to collect garbage", round((self._clock.now() - start) * 1000))
