@@ -110,7 +110,7 @@ from controller.runtime.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
-from controller.runtime.log import setup_logging
+from controller.runtime.log import LogOutputs, set_verbosity, setup_logging
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
 from controller.view import CacheView
@@ -121,7 +121,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
-NB_DB = "OVN_Northbound"
+NB_DB = "ovn-nb"  # kube-ovn's `db` label value of ovs_client_request_latency_milliseconds
 CACHE_SYNC_TIMEOUT = 60.0
 STARTUP_WAIT = 30.0  # bound of each "wait until ..." step before the pod workers start
 SUBNET_STATUS_RESYNC = 30.0  # kube-ovn resyncSubnetMetrics
@@ -206,7 +206,7 @@ class Controller:
                 self._election_running.set()
                 self._spawn("controller-leading", self._lead, self._stop)
         except BaseException:
-            self.stop()
+            self.stop(EXIT_FAILURE)
             raise
         return self
 
@@ -320,6 +320,7 @@ class Controller:
             health_check=self.healthy,
             ready_check=self.ready,
             host=cfg.metrics_addr,
+            debug_flags={"v": set_verbosity},
         )
 
         factory = SharedInformerFactory(api_client)
@@ -631,7 +632,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    setup_logging(config.log_level, config.log_format)
+    try:
+        setup_logging(
+            config.log_level,
+            config.log_format,
+            outputs=LogOutputs(
+                logtostderr=config.logtostderr,
+                alsologtostderr=config.alsologtostderr,
+                log_file=config.log_file,
+                log_dir=config.log_dir,
+                log_file_max_size=config.log_file_max_size,
+                stderrthreshold=config.stderrthreshold,
+            ),
+            skip_headers=config.skip_headers,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if config.command == COMMAND_CHECK:
         return run_check(config, strict=config.strict)
     LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
