@@ -35,8 +35,13 @@ Start-up order, as kube-ovn's `Controller.Run` (kube-ovn.md 5.5):
    garbage collection every `--gc-interval`, subnet status every 30 s).
 
 `/readyz` is 200 once the election loop runs and, when this replica leads, once the workers
-started (caches synced, IPAM rebuilt); a standing-by follower is ready. `/healthz` fails when a
-leader has not renewed its lease for longer than the lease duration.
+started (caches synced, IPAM rebuilt) and while its caches stay synced; a standing-by follower is
+ready. Any replica is not ready while its OVN NB connection is down. `/healthz` fails when a
+leader has not renewed its lease for longer than the lease duration, when the NB has been
+unreachable longer than `--nb-unreachable-timeout`, or when a worker has spent longer than
+`--worker-stuck-timeout` on one item (`controller.runtime.health`), so the kubelet restarts a
+wedged controller. Start-up waits for an unreachable API server and NB with backoff, up to
+`--ovn-timeout` each (`controller.runtime.startup`), then exits 1 with one sentence.
 """
 
 from __future__ import annotations
@@ -103,6 +108,7 @@ from controller.queues import (
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
+from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.leaderelection import (
     LeaderCallbacks,
@@ -113,6 +119,7 @@ from controller.runtime.leaderelection import (
 from controller.runtime.log import LogOutputs, set_verbosity, setup_logging
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
+from controller.runtime.startup import StartupError, wait_until_reachable
 from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
@@ -176,6 +183,7 @@ class Controller:
         self._elector_thread: threading.Thread | None = None
         self._api_client: Any = None
         self.nb: OvsdbappNbClient | None = None
+        self.nb_outage: OutageTracker | None = None
         self.metrics_server: MetricsServer | None = None
         self.recorder: BackgroundEventRecorder | None = None
         self._factories: list[SharedInformerFactory] = []
@@ -231,6 +239,8 @@ class Controller:
             return False, "stopping"
         if not self._election_running.is_set():
             return False, "leader election not started"
+        if self.nb_outage is not None and not self.nb_outage.sample():
+            return False, f"OVN NB connection down for {self.nb_outage.down_for():.0f}s"
         if not self.leading.is_set():
             # Only a campaigning replica has a standby state; without election the gap before
             # the leading thread starts is plain start-up.
@@ -239,6 +249,9 @@ class Controller:
             return True, "follower, standing by"
         if not self.workers_started.is_set():
             return False, "leading: waiting for caches, bootstrap and IPAM"
+        unsynced = sorted(n for n, i in self.informers.items() if not i.has_synced())
+        if unsynced:
+            return False, f"leading: caches not synced: {', '.join(unsynced)}"
         return True, "ok"
 
     def healthy(self) -> tuple[bool, str]:
@@ -246,6 +259,20 @@ class Controller:
             problem = self._elector.check(self.config.leader_elect_retry_period)
             if problem:
                 return False, problem
+        cfg = self.config
+        if self.nb_outage is not None:
+            down = self.nb_outage.down_for()
+            if down > cfg.nb_unreachable_timeout:
+                return False, (
+                    f"OVN NB unreachable for {down:.0f}s "
+                    f"(> --nb-unreachable-timeout {cfg.nb_unreachable_timeout:g}s)"
+                )
+        queue, seconds = stuck_worker(self.registry, [q.name for q in self._queues])
+        if seconds > cfg.worker_stuck_timeout:
+            return False, (
+                f"a {queue} worker has spent {seconds:.0f}s on one item "
+                f"(> --worker-stuck-timeout {cfg.worker_stuck_timeout:g}s)"
+            )
         return True, "ok"
 
     def wait(self, timeout: float | None = None) -> int | None:
@@ -301,13 +328,40 @@ class Controller:
         def observe_nb(method: str, seconds: float, ok: bool) -> None:
             self.metrics.observe_ovn_request(NB_DB, method, "0" if ok else "1", seconds)
 
-        self.nb = OvsdbappNbClient.from_addr(
-            cfg.ovn_nb_addr,
-            float(cfg.ovn_timeout),
-            on_request=observe_nb,
-            **_ssl_kwargs(cfg),
+        api_host = str(getattr(api_client.configuration, "host", ""))
+        # The first API request: wait out an API server that is not up yet.
+        served = wait_until_reachable(
+            f"the Kubernetes API server at {api_host}",
+            lambda: (
+                cluster.api_group_exists(NAD_GROUP, NAD_VERSION),
+                cluster.api_group_exists(KUBEVIRT_GROUP, KUBEVIRT_VERSION),
+            ),
+            timeout=float(cfg.ovn_timeout),
+            stop=self._stop,
         )
+        if served is None:
+            return
+        nad_served, kubevirt_served = served
+        self.nb = wait_until_reachable(
+            f"the OVN NB at {cfg.ovn_nb_addr}",
+            lambda: OvsdbappNbClient.from_addr(
+                cfg.ovn_nb_addr,
+                float(cfg.ovn_timeout),
+                on_request=observe_nb,
+                **_ssl_kwargs(cfg),
+            ),
+            timeout=float(cfg.ovn_timeout),
+            stop=self._stop,
+        )
+        if self.nb is None:
+            return
         nb = self.nb
+        self.nb_outage = OutageTracker(lambda: nb.connected)
+        if cfg.enable_external_vpc:
+            LOG.info(
+                "--enable-external-vpc: logical routers made outside kube-ovn are not synced "
+                "into Vpc CRs by this controller (pods do not need it)"
+            )
         self.recorder = BackgroundEventRecorder(
             kube,
             component=EVENT_COMPONENT,
@@ -334,11 +388,11 @@ class Controller:
             inf[name] = factory.informer_for(KUBEOVN_GROUP, KUBEOVN_VERSION, name, namespaced=False)
         inf["statefulsets"] = factory.informer_for("apps", "v1", "statefulsets")
         inf["configmaps"] = cm_factory.informer_for("", "v1", "configmaps")
-        if cluster.api_group_exists(NAD_GROUP, NAD_VERSION):
+        if nad_served:
             inf["nads"] = factory.informer_for(NAD_GROUP, NAD_VERSION, RESOURCE_NADS)
         else:
             LOG.info("%s/%s is not served: no network attachments", NAD_GROUP, NAD_VERSION)
-        if cluster.api_group_exists(KUBEVIRT_GROUP, KUBEVIRT_VERSION):
+        if kubevirt_served:
             inf["vms"] = factory.informer_for(
                 KUBEVIRT_GROUP, KUBEVIRT_VERSION, RESOURCE_VIRTUAL_MACHINES
             )
@@ -662,7 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             controller.start()
-        except (KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
+        except (StartupError, KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             LOG.error("start-up failed: %s", exc)
             return EXIT_FAILURE
