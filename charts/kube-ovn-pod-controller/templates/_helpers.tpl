@@ -123,3 +123,10 @@ Cross-field checks the JSON schema cannot express; each fails the render with a 
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The Service label whose value the ServiceMonitor makes Prometheus' `job` label.
+*/}}
+{{- define "kopc.jobLabelKey" -}}
+kube-ovn-pod-controller/job
+{{- end }}
