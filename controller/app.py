@@ -21,7 +21,9 @@ node controllers (each switchable off by its flag).
 
 Start-up order, as kube-ovn's `Controller.Run` (kube-ovn.md 5.5):
 
-1. leader election on Lease `--leader-elect-resource-name` in KUBE_NAMESPACE, identity POD_NAME;
+1. leader election on Lease `--leader-elect-resource-name` together with kube-ovn v1.8's
+   ConfigMap `ovn-config` (`controller.runtime.locks.BothLocks`) in KUBE_NAMESPACE, identity
+   POD_NAME;
    a follower starts nothing else (no informer runs, so it enqueues nothing; every informer
    callback also checks `is_leader`). Losing the lease ends the process with exit code 1.
 2. informers started; caches synced (failure: exit 1).
@@ -116,6 +118,7 @@ from controller.runtime.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
+from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock
 from controller.runtime.log import LogOutputs, set_verbosity, setup_logging
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
@@ -520,11 +523,21 @@ class Controller:
     # --- leader election -------------------------------------------------------------------------
     def _start_election(self) -> None:
         cfg = self.config
-        lock = LeaseLock(
-            self._api_client,
-            cfg.leader_elect_resource_namespace,
-            cfg.leader_elect_resource_name,
-            cfg.pod_name,
+        # Both generations' locks: a kube-ovn-controller v1.8 (ConfigMap) or v1.12+ (Lease)
+        # still running waits instead of allocating beside us, and we wait for it.
+        lock = BothLocks(
+            LeaseLock(
+                self._api_client,
+                cfg.leader_elect_resource_namespace,
+                cfg.leader_elect_resource_name,
+                cfg.pod_name,
+            ),
+            ConfigMapLock(
+                self._api_client,
+                cfg.leader_elect_resource_namespace,
+                KUBE_OVN_V18_LOCK,
+                cfg.pod_name,
+            ),
         )
 
         def started(lost: threading.Event) -> None:
