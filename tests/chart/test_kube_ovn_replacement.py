@@ -3,11 +3,21 @@ monitoring working: the ServiceMonitor gives the series job="kube-ovn-controller
 
 from __future__ import annotations
 
+import re
+
 import helm_python
 import pytest
 
 from controller import config as controller_config
-from tests.chart.helpers import CHART_DIR, NAMESPACE, Rendered, container, render
+from tests.chart.helpers import (
+    CHART_DIR,
+    DOCKERFILE,
+    NAMESPACE,
+    Rendered,
+    container,
+    dockerfile_instructions,
+    render,
+)
 
 JOB_LABEL = "kube-ovn-pod-controller/job"
 
@@ -76,3 +86,13 @@ def test_each_crd_is_skipped_when_the_cluster_has_it_from_someone_else() -> None
     helpers = (CHART_DIR / "templates" / "_helpers.tpl").read_text(encoding="utf-8")
     assert 'lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" $name' in helpers
     assert '"meta.helm.sh/release-name"' in helpers
+
+
+def test_image_base_is_pinned_by_digest_and_has_the_c_json_parser() -> None:
+    instructions = dockerfile_instructions(DOCKERFILE.read_text(encoding="utf-8"))
+    (base,) = [i.words()[0] for i in instructions if i.name == "FROM"]
+    assert re.fullmatch(r"python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base), base
+    runs = [i.args for i in instructions if i.name == "RUN"]
+    assert any("python3-openvswitch" in r for r in runs)
+    # the build fails when the parser cannot be loaded, instead of shipping the slow one
+    assert any("enable_c_json_parser" in r for r in runs)
