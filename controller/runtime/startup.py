@@ -7,15 +7,18 @@ connection refused; retrying in 2s, giving up after 60s"). It gives up after `ti
 with `StartupError`, whose message is one sentence with the last reason, never a raw urllib3
 `MaxRetryError`. Other failures (401, a bad schema) propagate at once. When `stop` is set
 during a wait it returns None. `human_reason(exc)` is the short reason used in those lines.
+While it waits, urllib3's own "Retrying (Retry(total=2, ...)) after connection broken by
+NewConnectionError(...)" warnings are held back: the line above says the same once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from controller.kube.errors import KubeUnavailableError
@@ -56,6 +59,22 @@ def human_reason(exc: BaseException) -> str:
     return first if len(first) <= 160 else first[:157] + "..."
 
 
+class _NoRetryWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Retrying")
+
+
+@contextlib.contextmanager
+def _quiet_urllib3_retries() -> Iterator[None]:
+    pool = logging.getLogger("urllib3.connectionpool")
+    quiet = _NoRetryWarnings()
+    pool.addFilter(quiet)
+    try:
+        yield
+    finally:
+        pool.removeFilter(quiet)
+
+
 def is_unreachable(exc: BaseException) -> bool:
     return isinstance(exc, KubeUnavailableError | OvnError | OSError)
 
@@ -69,6 +88,18 @@ def wait_until_reachable(
     clock: Callable[[], float] = time.monotonic,
 ) -> T | None:
     """See the module docstring."""
+    with _quiet_urllib3_retries():
+        return _wait(what, attempt, timeout=timeout, stop=stop, clock=clock)
+
+
+def _wait(
+    what: str,
+    attempt: Callable[[], T],
+    *,
+    timeout: float,
+    stop: threading.Event,
+    clock: Callable[[], float],
+) -> T | None:
     deadline = clock() + timeout
     backoff = FIRST_BACKOFF
     waited = False
