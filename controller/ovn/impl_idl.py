@@ -419,6 +419,9 @@ class _NbApi(nb_impl_idl.OvnNbApiIdlImpl):  # type: ignore[misc]
         )
 
 
+_LISTED = frozenset({"", "router"})
+
+
 def _release_sync_garbage() -> None:
     """Hand the initial dump's parse buffers back to the OS (glibc keeps freed arenas)."""
     try:
@@ -614,7 +617,10 @@ class OvsdbappNbClient:
 
     def list_ports(self, vendor: str = VENDOR) -> list[PortInfo]:
         def read() -> list[PortInfo]:
-            rows = self._index.rows(LSP, ("vendor", vendor))
+            # Pod, node and router ports only: a localnet (or vtep, l2gateway) port carries
+            # kube-ovn's vendor too but wires a switch to the fabric; kube-ovn's own listing
+            # (ListLogicalSwitchPort, type="") never offers it to the garbage collection.
+            rows = [r for r in self._index.rows(LSP, ("vendor", vendor)) if r.type in _LISTED]
             return sorted((self._port_info(r) for r in rows), key=lambda p: p.name)
 
         result: list[PortInfo] = self._read(read)
