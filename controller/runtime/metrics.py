@@ -21,7 +21,8 @@ Contract:
   `/healthz` and `/readyz` (200 "ok" or 503 with a one-line reason) from a daemon-threaded stdlib
   HTTP server; `port=0` binds a free port, read back from `.port` after `start()`. `debug_flags`
   maps a name to a setter: `PUT /debug/flags/<name>` with the new value as the body calls it
-  (component-base's `/debug/flags/v`): 200 with its answer, 400 with the error of a bad value.
+  (component-base's `/debug/flags/v`): 200 with its answer, 400 with the error of a bad value,
+  403 unless the request comes from loopback (the endpoint has no authentication).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ REST_LATENCY_BUCKETS_S = tuple(0.001 * 2**k for k in range(10))
 HANDLER_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 MAX_FLAG_BODY = 64
+LOOPBACK = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
 
 PROTOCOL_IPV4 = "IPv4"
 PROTOCOL_IPV6 = "IPv6"
@@ -385,6 +387,11 @@ class MetricsServer:
                 )
                 if setter is None:
                     self._reply(404, b"not found\n", "text/plain; charset=utf-8")
+                    return
+                if self.client_address[0] not in LOOPBACK:
+                    # The port is on the host network and unauthenticated: only someone on the
+                    # node (kubectl exec, kubectl port-forward) may change how the process runs.
+                    self._reply(403, b"only from localhost\n", "text/plain; charset=utf-8")
                     return
                 length = int(self.headers.get("Content-Length") or 0)
                 if not 0 < length <= MAX_FLAG_BODY:

@@ -236,3 +236,32 @@ def test_rest_client_host_is_host_port() -> None:
     ):
         other = ControllerMetrics(CollectorRegistry(), api_host=url, runtime_collectors=False)
         assert other._api_host == want
+
+
+def _non_loopback_ipv4() -> str | None:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a source address
+            address = str(s.getsockname()[0])
+    except OSError:
+        return None
+    return None if address.startswith("127.") else address
+
+
+def test_put_debug_flags_is_refused_from_off_the_node() -> None:
+    address = _non_loopback_ipv4()
+    if address is None:
+        pytest.skip("no non-loopback IPv4 address on this machine")
+    setup_logging("info", "text", stream=io.StringIO())
+    with MetricsServer(
+        CollectorRegistry(), 0, host="0.0.0.0", debug_flags={"v": set_verbosity}
+    ) as srv:
+        req = urllib.request.Request(
+            f"http://{address}:{srv.port}/debug/flags/v", data=b"5", method="PUT"
+        )
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=5)
+        assert err.value.code == 403
+    assert current_level() == logging.INFO
