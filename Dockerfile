@@ -3,7 +3,11 @@
 # unprivileged uid/gid 65532 (the chart's podSecurityContext runs it with runAsNonRoot). The wheel
 # leaves out the sandbox and the test doubles; the source tree is removed once installed.
 #   docker build -t kube-ovn-pod-controller:0.1.0 .
-FROM python:3.11-slim
+# The base is pinned by digest (a tag moves; a digest is the image that was tested). Bookworm, not
+# the newer default of the 3.11-slim tag: Debian's python3-openvswitch below is built for
+# bookworm's Python 3.11, the ABI of this interpreter. To move the pin:
+#   docker buildx imagetools inspect python:3.11-slim-bookworm   (the index "Digest:")
+FROM python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -22,10 +26,18 @@ RUN mkdir controller && touch controller/__init__.py \
     && pip install . \
     && rm -rf controller build ./*.egg-info
 
+# python-ovs from PyPI builds without its C JSON parser; Debian's python3-openvswitch has it
+# (controller.ovn.connection loads it from there), about twice as fast at the NB sync.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3-openvswitch \
+    && rm -rf /var/lib/apt/lists/*
+
 COPY controller ./controller
 COPY cmd ./cmd
 RUN pip install --no-deps . \
     && rm -rf controller build ./*.egg-info \
+    && python -c "from controller.ovn.connection import enable_c_json_parser as c; \
+raise SystemExit(0 if c() else 'python-ovs C JSON parser not loadable')" \
     && groupadd --system --gid 65532 nonroot \
     && useradd --system --uid 65532 --gid 65532 --no-create-home \
         --home-dir /nonexistent --shell /usr/sbin/nologin nonroot

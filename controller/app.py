@@ -21,7 +21,9 @@ node controllers (each switchable off by its flag).
 
 Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controller.go):
 
-1. leader election on Lease `--leader-elect-resource-name` in KUBE_NAMESPACE, identity POD_NAME;
+1. leader election on Lease `--leader-elect-resource-name` together with kube-ovn v1.8's
+   ConfigMap `ovn-config` (`controller.runtime.locks.BothLocks`) in KUBE_NAMESPACE, identity
+   POD_NAME;
    a follower starts nothing else (no informer runs, so it enqueues nothing; every informer
    callback also checks `is_leader`). Losing the lease ends the process with exit code 1.
 2. informers started; caches synced (failure: exit 1).
@@ -35,8 +37,13 @@ Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controlle
    garbage collection every `--gc-interval`, subnet status every 30 s).
 
 `/readyz` is 200 once the election loop runs and, when this replica leads, once the workers
-started (caches synced, IPAM rebuilt); a standing-by follower is ready. `/healthz` fails when a
-leader has not renewed its lease for longer than the lease duration.
+started (caches synced, IPAM rebuilt) and while its caches stay synced; a standing-by follower is
+ready. Any replica is not ready while its OVN NB connection is down. `/healthz` fails when a
+leader has not renewed its lease for longer than the lease duration, when the NB has been
+unreachable longer than `--nb-unreachable-timeout`, or when a worker has spent longer than
+`--worker-stuck-timeout` on one item (`controller.runtime.health`), so the kubelet restarts a
+wedged controller. Start-up waits for an unreachable API server and NB with backoff, up to
+`--ovn-timeout` each (`controller.runtime.startup`), then exits 1 with one sentence.
 """
 
 from __future__ import annotations
@@ -110,6 +117,7 @@ from controller.queues import (
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
+from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.leaderelection import (
     LeaderCallbacks,
@@ -117,9 +125,11 @@ from controller.runtime.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
-from controller.runtime.log import setup_logging
+from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock
+from controller.runtime.log import LogOutputs, set_verbosity, setup_logging
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
+from controller.runtime.startup import StartupError, wait_until_reachable
 from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
@@ -128,7 +138,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
-NB_DB = "OVN_Northbound"
+NB_DB = "ovn-nb"  # kube-ovn's `db` label value of ovs_client_request_latency_milliseconds
 CACHE_SYNC_TIMEOUT = 60.0
 STARTUP_WAIT = 30.0  # bound of each "wait until ..." step before the pod workers start
 SUBNET_STATUS_RESYNC = 30.0  # kube-ovn resyncSubnetMetrics
@@ -183,6 +193,7 @@ class Controller:
         self._elector_thread: threading.Thread | None = None
         self._api_client: Any = None
         self.nb: OvsdbappNbClient | None = None
+        self.nb_outage: OutageTracker | None = None
         self.metrics_server: MetricsServer | None = None
         self.recorder: BackgroundEventRecorder | None = None
         self._factories: list[SharedInformerFactory] = []
@@ -214,7 +225,7 @@ class Controller:
                 self._election_running.set()
                 self._spawn("controller-leading", self._lead, self._stop)
         except BaseException:
-            self.stop()
+            self.stop(EXIT_FAILURE)
             raise
         return self
 
@@ -239,6 +250,8 @@ class Controller:
             return False, "stopping"
         if not self._election_running.is_set():
             return False, "leader election not started"
+        if self.nb_outage is not None and not self.nb_outage.sample():
+            return False, f"OVN NB connection down for {self.nb_outage.down_for():.0f}s"
         if not self.leading.is_set():
             # Only a campaigning replica has a standby state; without election the gap before
             # the leading thread starts is plain start-up.
@@ -247,6 +260,9 @@ class Controller:
             return True, "follower, standing by"
         if not self.workers_started.is_set():
             return False, "leading: waiting for caches, bootstrap and IPAM"
+        unsynced = sorted(n for n, i in self.informers.items() if not i.has_synced())
+        if unsynced:
+            return False, f"leading: caches not synced: {', '.join(unsynced)}"
         return True, "ok"
 
     def healthy(self) -> tuple[bool, str]:
@@ -254,6 +270,20 @@ class Controller:
             problem = self._elector.check(self.config.leader_elect_retry_period)
             if problem:
                 return False, problem
+        cfg = self.config
+        if self.nb_outage is not None:
+            down = self.nb_outage.down_for()
+            if down > cfg.nb_unreachable_timeout:
+                return False, (
+                    f"OVN NB unreachable for {down:.0f}s "
+                    f"(> --nb-unreachable-timeout {cfg.nb_unreachable_timeout:g}s)"
+                )
+        queue, seconds = stuck_worker(self.registry, [q.name for q in self._queues])
+        if seconds > cfg.worker_stuck_timeout:
+            return False, (
+                f"a {queue} worker has spent {seconds:.0f}s on one item "
+                f"(> --worker-stuck-timeout {cfg.worker_stuck_timeout:g}s)"
+            )
         return True, "ok"
 
     def wait(self, timeout: float | None = None) -> int | None:
@@ -309,13 +339,40 @@ class Controller:
         def observe_nb(method: str, seconds: float, ok: bool) -> None:
             self.metrics.observe_ovn_request(NB_DB, method, "0" if ok else "1", seconds)
 
-        self.nb = OvsdbappNbClient.from_addr(
-            cfg.ovn_nb_addr,
-            float(cfg.ovn_timeout),
-            on_request=observe_nb,
-            **_ssl_kwargs(cfg),
+        api_host = str(getattr(api_client.configuration, "host", ""))
+        # The first API request: wait out an API server that is not up yet.
+        served = wait_until_reachable(
+            f"the Kubernetes API server at {api_host}",
+            lambda: (
+                cluster.api_group_exists(NAD_GROUP, NAD_VERSION),
+                cluster.api_group_exists(KUBEVIRT_GROUP, KUBEVIRT_VERSION),
+            ),
+            timeout=float(cfg.ovn_timeout),
+            stop=self._stop,
         )
+        if served is None:
+            return
+        nad_served, kubevirt_served = served
+        self.nb = wait_until_reachable(
+            f"the OVN NB at {cfg.ovn_nb_addr}",
+            lambda: OvsdbappNbClient.from_addr(
+                cfg.ovn_nb_addr,
+                float(cfg.ovn_timeout),
+                on_request=observe_nb,
+                **_ssl_kwargs(cfg),
+            ),
+            timeout=float(cfg.ovn_timeout),
+            stop=self._stop,
+        )
+        if self.nb is None:
+            return
         nb = self.nb
+        self.nb_outage = OutageTracker(lambda: nb.connected)
+        if cfg.enable_external_vpc:
+            LOG.info(
+                "--enable-external-vpc: logical routers made outside kube-ovn are not synced "
+                "into Vpc CRs by this controller (pods do not need it)"
+            )
         self.recorder = BackgroundEventRecorder(
             kube,
             component=EVENT_COMPONENT,
@@ -328,6 +385,7 @@ class Controller:
             health_check=self.healthy,
             ready_check=self.ready,
             host=cfg.metrics_addr,
+            debug_flags={"v": set_verbosity},
         )
 
         factory = SharedInformerFactory(api_client)
@@ -344,11 +402,11 @@ class Controller:
         )
         inf["statefulsets"] = factory.informer_for("apps", "v1", "statefulsets")
         inf["configmaps"] = cm_factory.informer_for("", "v1", "configmaps")
-        if cluster.api_group_exists(NAD_GROUP, NAD_VERSION):
+        if nad_served:
             inf["nads"] = factory.informer_for(NAD_GROUP, NAD_VERSION, RESOURCE_NADS)
         else:
             LOG.info("%s/%s is not served: no network attachments", NAD_GROUP, NAD_VERSION)
-        if cluster.api_group_exists(KUBEVIRT_GROUP, KUBEVIRT_VERSION):
+        if kubevirt_served:
             inf["vms"] = factory.informer_for(
                 KUBEVIRT_GROUP, KUBEVIRT_VERSION, RESOURCE_VIRTUAL_MACHINES
             )
@@ -488,11 +546,21 @@ class Controller:
     # --- leader election -------------------------------------------------------------------------
     def _start_election(self) -> None:
         cfg = self.config
-        lock = LeaseLock(
-            self._api_client,
-            cfg.leader_elect_resource_namespace,
-            cfg.leader_elect_resource_name,
-            cfg.pod_name,
+        # Both generations' locks: a kube-ovn-controller v1.8 (ConfigMap) or v1.12+ (Lease)
+        # still running waits instead of allocating beside us, and we wait for it.
+        lock = BothLocks(
+            LeaseLock(
+                self._api_client,
+                cfg.leader_elect_resource_namespace,
+                cfg.leader_elect_resource_name,
+                cfg.pod_name,
+            ),
+            ConfigMapLock(
+                self._api_client,
+                cfg.leader_elect_resource_namespace,
+                KUBE_OVN_V18_LOCK,
+                cfg.pod_name,
+            ),
         )
 
         def started(lost: threading.Event) -> None:
@@ -656,7 +724,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    setup_logging(config.log_level, config.log_format)
+    try:
+        setup_logging(
+            config.log_level,
+            config.log_format,
+            outputs=LogOutputs(
+                logtostderr=config.logtostderr,
+                alsologtostderr=config.alsologtostderr,
+                log_file=config.log_file,
+                log_dir=config.log_dir,
+                log_file_max_size=config.log_file_max_size,
+                stderrthreshold=config.stderrthreshold,
+            ),
+            skip_headers=config.skip_headers,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if config.command == COMMAND_CHECK:
         return run_check(config, strict=config.strict)
     LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
@@ -670,7 +754,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             controller.start()
-        except (KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
+        except (StartupError, KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             LOG.error("start-up failed: %s", exc)
             return EXIT_FAILURE

@@ -21,6 +21,19 @@ Environment (downward API only): `POD_NAME` (leader-election identity, falling b
 
 `--strict` belongs to the `check` command (pending pods fail the audit); with `run` it is an error.
 
+kube-ovn v1.8's controller Deployment runs unchanged (an image swap): every flag of its
+`pkg/controller/config.go` is accepted with the same syntax, and klog's flags too (`--v`,
+`--logtostderr`, `--alsologtostderr`, `--log_file`, `--log_dir`, `--log_file_max_size`,
+`--stderrthreshold`, `--skip_headers`, ... see `KLOG_FLAGS`). A leading `.../start-controller.sh`
+(kube-ovn's container args begin with its wrapper script) is skipped: the NB address it would
+compute comes from the same environment here. Flags naming something this controller does not do
+(`UNSUPPORTED`: `--enable-lb`, `--enable-np`, `--enable-ecmp`, `--enable-pprof` set to true) stop
+start-up with one sentence saying what is missing and what to set instead; `--ovn-sb-addr` and the
+load-balancer names are accepted and unused (nothing here reads the southbound DB or programs
+load balancers). `--v=N` sets the level when `--log-level` is not given: N >= 3 (kube-ovn's
+detail level) is debug, else info. The log format defaults to `klog` (klog's header) inside a
+cluster (`KUBERNETES_SERVICE_HOST` set), `text` elsewhere.
+
 Every invalid value raises `ConfigError` with a message naming the flag; argparse's own errors
 (unknown flag, missing value, bad int) are wrapped in it too, so `main` can print and exit 2.
 """
@@ -28,6 +41,7 @@ Every invalid value raises `ConfigError` with a message naming the flag; argpars
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -55,7 +69,13 @@ COMMAND_RUN = "run"
 COMMAND_CHECK = "check"
 COMMANDS = (COMMAND_RUN, COMMAND_CHECK)
 LOG_LEVELS = ("debug", "info", "warning", "error")
-LOG_FORMATS = ("text", "json")
+LOG_FORMATS = ("text", "json", "klog")
+LOG_FORMAT_KLOG = "klog"
+#: klog's severities for --stderrthreshold (names or 0..3, as klog accepts).
+KLOG_SEVERITIES = ("INFO", "WARNING", "ERROR", "FATAL")
+#: kube-ovn logs details at klog V(3) and above: those map to debug.
+KLOG_DEBUG_VERBOSITY = 3
+KUBE_OVN_START_SCRIPT = "start-controller.sh"
 DEFAULT_NB_PORT = 6641
 DEFAULT_SSL_KEY = "/var/run/tls/key"
 DEFAULT_SSL_CERT = "/var/run/tls/cert"
@@ -116,10 +136,29 @@ class Config:
     metrics_port: int = 10660
     log_level: str = "info"
     log_format: str = "text"
+    # klog's output flags (kube-ovn's Deployment sets them); see controller.runtime.log
+    log_verbosity: int = 0
+    logtostderr: bool = True
+    alsologtostderr: bool = False
+    log_file: str = ""
+    log_dir: str = ""
+    log_file_max_size: int = 1800  # MB; 0 = unlimited
+    stderrthreshold: str = "ERROR"
+    skip_headers: bool = False
+    # health bounds (/healthz fails past them)
+    nb_unreachable_timeout: float = 120.0
+    worker_stuck_timeout: float = 300.0
+    # the SB remote(s): read by `check --dataplane`; kube-ovn's controller args carry it too
+    ovn_sb_addr: str = ""
+    # kube-ovn v1.8 flags accepted for an image swap; they change nothing here
+    enable_external_vpc: bool = True
+    cluster_tcp_loadbalancer: str = "cluster-tcp-loadbalancer"
+    cluster_udp_loadbalancer: str = "cluster-udp-loadbalancer"
+    cluster_tcp_session_loadbalancer: str = "cluster-tcp-session-loadbalancer"
+    cluster_udp_session_loadbalancer: str = "cluster-udp-session-loadbalancer"
     # the `check` command only
     strict: bool = False
     dataplane: bool = False  # also cross-check NB against the SB (and an OVS database)
-    ovn_sb_addr: str = ""
     ovs_db: str = ""
 
 
@@ -165,7 +204,60 @@ def parse_duration(text: str) -> float:
     return total
 
 
+#: kube-ovn switches this controller does not implement: (flag, what is missing, what to do).
+UNSUPPORTED: tuple[tuple[str, str, str], ...] = (
+    (
+        "--enable-lb",
+        "Services through OVN load balancers are not provided by this controller",
+        "serve Services with kube-proxy and set --enable-lb=false",
+    ),
+    (
+        "--enable-np",
+        "NetworkPolicy through OVN ACLs is not provided by this controller",
+        "enforce NetworkPolicy another way (or not at all) and set --enable-np=false",
+    ),
+    (
+        "--enable-ecmp",
+        "ECMP routes for centralized subnets are not provided by this controller",
+        "set --enable-ecmp=false",
+    ),
+    (
+        "--enable-pprof",
+        "Go's pprof endpoints do not exist in this Python controller",
+        "drop --enable-pprof (--pprof-port still sets the metrics port)",
+    ),
+)
+
+#: klog's flags (klog v2 as kube-ovn v1.8 links it); the first six are honoured (see the module
+#: docstring), `--skip_headers` and `--stderrthreshold` too, the rest accepted and ignored.
+KLOG_FLAGS = (
+    "--v",
+    "--logtostderr",
+    "--alsologtostderr",
+    "--log_file",
+    "--log_dir",
+    "--log_file_max_size",
+    "--stderrthreshold",
+    "--skip_headers",
+    "--skip_log_headers",
+    "--add_dir_header",
+    "--one_output",
+    "--vmodule",
+    "--log_backtrace_at",
+)
+
 _BOOL_FLAGS = (
+    "--enable-lb",
+    "--enable-np",
+    "--enable-ecmp",
+    "--enable-pprof",
+    "--enable-external-vpc",
+    "--logtostderr",
+    "--alsologtostderr",
+    "--skip_headers",
+    "--skip_log_headers",
+    "--add_dir_header",
+    "--one_output",
     "--enable-eip-snat",
     "--keep-vm-ip",
     "--enable-subnet-controller",
@@ -182,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _RaisingParser(
         prog="kube-ovn-controller",
         description="kube-ovn pod network controller (Python re-implementation)",
+        epilog="--version prints the version and exits.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         allow_abbrev=False,
     )
@@ -204,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ovn-nb-ssl-key", default="", help="private key for ssl: remotes")
     g.add_argument("--ovn-nb-ssl-cert", default="", help="certificate for ssl: remotes")
     g.add_argument("--ovn-nb-ssl-ca", default="", help="CA certificate for ssl: remotes")
+    g.add_argument(
+        "--ovn-sb-addr",
+        default="",
+        help="the SB remote(s): check --dataplane reads it; the controller accepts it unused",
+    )
 
     g = p.add_argument_group("networks")
     g.add_argument("--default-ls", default=DEFAULT_LOGICAL_SWITCH, help="default subnet name")
@@ -244,6 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
     boolean("--enable-subnet-controller", True, "run the built-in minimal subnet controller")
     boolean("--enable-namespace-controller", True, "run the built-in minimal namespace controller")
     boolean("--enable-node-controller", True, "run the built-in minimal node controller")
+    boolean("--enable-external-vpc", True, "kube-ovn's external VPC sync; accepted, not done")
+    for flag, _, _ in UNSUPPORTED:
+        boolean(flag, False, "kube-ovn's switch; only false is accepted (not provided here)")
+    for proto in ("tcp", "udp", "tcp-session", "udp-session"):
+        g.add_argument(
+            f"--cluster-{proto}-loadbalancer",
+            default=f"cluster-{proto}-loadbalancer",
+            help="kube-ovn's load balancer name; accepted, unused (no OVN load balancers here)",
+        )
 
     g = p.add_argument_group("workers and periodic loops")
     g.add_argument("--worker-num", type=int, default=3, help="workers per pod queue")
@@ -272,25 +379,105 @@ def build_parser() -> argparse.ArgumentParser:
         default=10660,
         help="metrics port (/metrics); 0 lets the OS pick",
     )
-    g.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
-    g.add_argument("--log-format", default="text", type=str.lower, choices=LOG_FORMATS)
+    g.add_argument(
+        "--log-level", default=None, type=str.lower, choices=LOG_LEVELS, help="default: info"
+    )
+    g.add_argument(
+        "--log-format",
+        default=None,
+        type=str.lower,
+        choices=LOG_FORMATS,
+        help="default: klog inside a cluster (KUBERNETES_SERVICE_HOST set), else text",
+    )
+    g.add_argument(
+        "--nb-unreachable-timeout",
+        type=parse_duration,
+        default=120.0,
+        help="/healthz fails once the NB has been unreachable this long (s or 2m)",
+    )
+    g.add_argument(
+        "--worker-stuck-timeout",
+        type=parse_duration,
+        default=300.0,
+        help="/healthz fails once a worker has spent this long on one item (s or 5m)",
+    )
+
+    g = p.add_argument_group("klog (kube-ovn's logging flags)")
+    g.add_argument("--v", dest="v", type=int, default=None, help="klog verbosity")
+    boolean("--logtostderr", True, "log to stderr only (klog); false: to --log_file/--log_dir")
+    boolean("--alsologtostderr", False, "with --logtostderr=false: stderr as well")
+    g.add_argument("--log_file", default="", help="with --logtostderr=false: this file")
+    g.add_argument("--log_dir", default="", help="with --logtostderr=false: files in this dir")
+    g.add_argument(
+        "--log_file_max_size", type=int, default=1800, help="MB before the file restarts; 0: none"
+    )
+    g.add_argument(
+        "--stderrthreshold",
+        default="ERROR",
+        help="with --logtostderr=false: this severity and above also go to stderr",
+    )
+    boolean("--skip_headers", False, "klog format: no header before the message")
+    boolean("--skip_log_headers", False, "accepted (klog's file headers)")
+    boolean("--add_dir_header", False, "accepted")
+    boolean("--one_output", False, "accepted (one file per severity is never made here)")
+    g.add_argument("--vmodule", default="", help="accepted, ignored")
+    g.add_argument("--log_backtrace_at", default="", help="accepted, ignored")
 
     g = p.add_argument_group("check")
     boolean("--strict", False, "check: pods not allocated or routed yet count as findings")
     boolean("--dataplane", False, "check: also cross-check the NB against the SB port bindings")
-    g.add_argument("--ovn-sb-addr", default="", help="check --dataplane: the SB remote(s)")
     g.add_argument(
         "--ovs-db", default="", help="check --dataplane: an Open_vSwitch database remote (optional)"
     )
     return p
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("kube-ovn-pod-controller")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def _normalize_bool_flags(argv: Sequence[str]) -> list[str]:
-    """A bare boolean flag must not eat the next word (Go semantics): spell it `--flag=true`."""
+    """Go flag syntax on argparse: a bare boolean never eats the next word (`--flag=true`), and
+    a single dash works for long names as with Go's flag package (`-v=3`, `-logtostderr=false`)."""
     out = []
     for arg in argv:
+        if arg.startswith("-") and not arg.startswith("--") and arg not in ("-", "-h"):
+            arg = "-" + arg  # noqa: PLW2901
         out.append(f"{arg}=true" if arg in _BOOL_FLAGS else arg)
     return out
+
+
+def _strip_start_script(argv: Sequence[str]) -> list[str]:
+    args = list(argv)
+    if args and args[0].rsplit("/", 1)[-1] == KUBE_OVN_START_SCRIPT:
+        return args[1:]
+    return args
+
+
+def _check_supported(ns: argparse.Namespace) -> None:
+    for flag, missing, instead in UNSUPPORTED:
+        if getattr(ns, flag[2:].replace("-", "_")):
+            raise ConfigError(f"{flag}=true: {missing}; {instead}")
+
+
+def _stderr_threshold(value: str) -> str:
+    text = value.strip().upper()
+    if text.isdigit() and int(text) < len(KLOG_SEVERITIES):
+        return KLOG_SEVERITIES[int(text)]
+    if text in KLOG_SEVERITIES:
+        return text
+    raise ConfigError(f"--stderrthreshold: {value!r} is not INFO, WARNING, ERROR, FATAL or 0..3")
+
+
+def _log_level(ns: argparse.Namespace) -> str:
+    if ns.log_level is not None:
+        return str(ns.log_level)
+    if ns.v is not None and ns.v >= KLOG_DEBUG_VERBOSITY:
+        return "debug"
+    return "info"
 
 
 def _networks(flag: str, value: str) -> list[IPNetwork]:
@@ -396,10 +583,11 @@ def _check_remote(remote: str, flag: str = "--ovn-nb-addr") -> None:
 
 
 def _dataplane_remotes(ns: argparse.Namespace) -> None:
-    if (ns.dataplane or ns.ovn_sb_addr or ns.ovs_db) and ns.command != COMMAND_CHECK:
-        raise ConfigError("--dataplane, --ovn-sb-addr and --ovs-db only apply to check")
-    if (ns.ovn_sb_addr or ns.ovs_db) and not ns.dataplane:
-        raise ConfigError("--ovn-sb-addr and --ovs-db need --dataplane")
+    # --ovn-sb-addr is in kube-ovn's controller args, so only the check-only flags are refused
+    if (ns.dataplane or ns.ovs_db) and ns.command != COMMAND_CHECK:
+        raise ConfigError("--dataplane and --ovs-db only apply to check")
+    if ns.ovs_db and not ns.dataplane:
+        raise ConfigError("--ovs-db needs --dataplane")
     if ns.dataplane and not ns.ovn_sb_addr:
         raise ConfigError("check --dataplane needs --ovn-sb-addr")
     for flag, value in (("--ovn-sb-addr", ns.ovn_sb_addr), ("--ovs-db", ns.ovs_db)):
@@ -415,10 +603,20 @@ def _positive(flag: str, value: float) -> None:
 def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
     """Parse and validate; raise ConfigError on any problem (argparse errors included).
 
-    `--help` still prints and raises SystemExit(0), as argparse does.
+    `--help` still prints and raises SystemExit(0), as argparse does; so does `--version`.
     """
-    ns = build_parser().parse_args(_normalize_bool_flags(argv))
+    if "--version" in argv or "-version" in argv:
+        print(f"kube-ovn-controller {_version()}")
+        raise SystemExit(0)
+    ns = build_parser().parse_args(_normalize_bool_flags(_strip_start_script(argv)))
 
+    _check_supported(ns)
+    if ns.v is not None and ns.v < 0:
+        raise ConfigError(f"--v must be >= 0, got {ns.v}")
+    if ns.log_file_max_size < 0:
+        raise ConfigError(f"--log_file_max_size must be >= 0, got {ns.log_file_max_size}")
+    _positive("--nb-unreachable-timeout", ns.nb_unreachable_timeout)
+    _positive("--worker-stuck-timeout", ns.worker_stuck_timeout)
     if ns.strict and ns.command != COMMAND_CHECK:
         raise ConfigError("--strict only applies to the check command")
     _dataplane_remotes(ns)
@@ -527,10 +725,26 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         node_name=environ.get("KUBE_NODE_NAME", ""),
         metrics_addr=ns.metrics_addr,
         metrics_port=ns.metrics_port,
-        log_level=ns.log_level,
-        log_format=ns.log_format,
+        log_level=_log_level(ns),
+        log_format=ns.log_format
+        or (LOG_FORMAT_KLOG if environ.get("KUBERNETES_SERVICE_HOST") else "text"),
+        log_verbosity=ns.v or 0,
+        logtostderr=ns.logtostderr,
+        alsologtostderr=ns.alsologtostderr,
+        log_file=ns.log_file,
+        log_dir=ns.log_dir,
+        log_file_max_size=ns.log_file_max_size,
+        stderrthreshold=_stderr_threshold(ns.stderrthreshold),
+        skip_headers=ns.skip_headers,
+        nb_unreachable_timeout=ns.nb_unreachable_timeout,
+        worker_stuck_timeout=ns.worker_stuck_timeout,
+        ovn_sb_addr=ns.ovn_sb_addr,
+        enable_external_vpc=ns.enable_external_vpc,
+        cluster_tcp_loadbalancer=ns.cluster_tcp_loadbalancer,
+        cluster_udp_loadbalancer=ns.cluster_udp_loadbalancer,
+        cluster_tcp_session_loadbalancer=ns.cluster_tcp_session_loadbalancer,
+        cluster_udp_session_loadbalancer=ns.cluster_udp_session_loadbalancer,
         strict=ns.strict,
         dataplane=ns.dataplane,
-        ovn_sb_addr=ns.ovn_sb_addr,
         ovs_db=ns.ovs_db,
     )

@@ -31,7 +31,7 @@ DEMO_MODULE = "controller.sandbox.demo"
 RUN_COMMAND = f"bash .ci/setup && python3 -m {DEMO_MODULE}"
 TEST_COMMAND = "bash .ci/run"
 
-_FLAG = re.compile(r"(?<![\w-])--[a-z0-9]+(?:-[a-z0-9]+)*(?![\w-])")
+_FLAG = re.compile(r"(?<![\w-])--[a-z0-9]+(?:[-_][a-z0-9]+)*(?![\w-])")
 _CODE = re.compile(r"`([^`]+)`")
 
 

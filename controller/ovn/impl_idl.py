@@ -83,6 +83,8 @@ from controller.ovn.idl_txn import NbApi, VerbCommand, idl_connected, release_sy
 LOG = logging.getLogger(__name__)
 
 SLOW_CALL_SECONDS = 0.5  # kube-ovn warns about NB calls slower than 500 ms
+# The port types list_ports offers the gc and the audit: pod and node ports ("") and router ports.
+_LISTED = frozenset({"", "router"})
 
 RequestObserver = Callable[[str, float, bool], None]
 
@@ -269,7 +271,10 @@ class OvsdbappNbClient:
 
     def list_ports(self, vendor: str = VENDOR) -> list[PortInfo]:
         def read() -> list[PortInfo]:
-            rows = self._index.rows(LSP, ("vendor", vendor))
+            # Pod, node and router ports only: a localnet (or vtep, l2gateway) port carries
+            # kube-ovn's vendor too but wires a switch to the fabric; kube-ovn's own listing
+            # (ListLogicalSwitchPort, type="") never offers it to the garbage collection.
+            rows = [r for r in self._index.rows(LSP, ("vendor", vendor)) if r.type in _LISTED]
             return sorted((self._port_info(r) for r in rows), key=lambda p: p.name)
 
         result: list[PortInfo] = self._read(read)

@@ -138,6 +138,24 @@ class ResourceLock(Protocol):
         ...
 
 
+def lock_request(
+    api_client: Any, method: str, path: str, body: Any, timeout: Any
+) -> dict[str, Any]:
+    """One request of a lock object through the one request path, its errors as lock errors."""
+    try:
+        raw = send(api_client, method, path, body=body, timeout=timeout)
+        result = read_object(raw)
+    except KubeApiError as err:
+        if err.status == 404:
+            raise LockNotFoundError(str(err)) from err
+        if err.status == 409:
+            raise LockConflictError(str(err)) from err
+        raise LockError(str(err)) from err
+    if not result:
+        raise LockError(f"unexpected response to {method} {path}")
+    return result
+
+
 class LeaseLock:
     """A `ResourceLock` on a coordination.k8s.io/v1 Lease via a `kubernetes` ApiClient."""
 
@@ -170,18 +188,7 @@ class LeaseLock:
         return f"{self.namespace}/{self.name}"
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        try:
-            raw = send(self._api_client, method, path, body=body, timeout=self._timeout)
-            result = read_object(raw)
-        except KubeApiError as err:
-            if err.status == 404:
-                raise LockNotFoundError(str(err)) from err
-            if err.status == 409:
-                raise LockConflictError(str(err)) from err
-            raise LockError(str(err)) from err
-        if not result:
-            raise LockError(f"unexpected response to {method} {path}")
-        return result
+        return lock_request(self._api_client, method, path, body, self._timeout)
 
     def get(self) -> LeaderElectionRecord:
         lease = self._call("GET", f"{self._collection}/{self.name}")

@@ -13,9 +13,17 @@ Contract:
   package's provider; it registers on the same registry without name clashes.
 * The `observe_*` methods have the exact signatures of the hooks they plug into
   (`controller.kube.api.RequestObserver`, the OVN client's latency callback) and never raise.
+* With `runtime_collectors` (the default) the registry also carries prometheus_client's process
+  collector (`process_resident_memory_bytes`, `process_cpu_seconds_total`, ...), its platform
+  and GC collectors (`python_info`, `python_gc_*`), and `klog_lines_total{level}` (INFO, WARN,
+  ERROR: lines logged, from `controller.runtime.log.line_counts`), the names kube-ovn's
+  dashboards read. `rest_client_requests_total`'s `host` is `host:port`, as client-go's.
 * `MetricsServer` serves `/metrics` (Prometheus text or OpenMetrics by content negotiation),
   `/healthz` and `/readyz` (200 "ok" or 503 with a one-line reason) from a daemon-threaded stdlib
-  HTTP server; `port=0` binds a free port, read back from `.port` after `start()`.
+  HTTP server; `port=0` binds a free port, read back from `.port` after `start()`. `debug_flags`
+  maps a name to a setter: `PUT /debug/flags/<name>` with the new value as the body calls it
+  (component-base's `/debug/flags/v`): 200 with its answer, 400 with the error of a bad value,
+  403 unless the request comes from loopback (the endpoint has no authentication).
 """
 
 from __future__ import annotations
@@ -23,12 +31,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+)
+from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+
+from controller.runtime.log import line_counts
 
 LOG = logging.getLogger(__name__)
 
@@ -40,9 +61,41 @@ OVS_LATENCY_BUCKETS_MS = tuple(float(2**k) for k in range(10))
 REST_LATENCY_BUCKETS_S = tuple(0.001 * 2**k for k in range(10))
 HANDLER_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
+MAX_FLAG_BODY = 64
+LOOPBACK = frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"})
+
 PROTOCOL_IPV4 = "IPv4"
 PROTOCOL_IPV6 = "IPv6"
 PROTOCOL_DUAL = "Dual"
+
+
+def host_port(url: str) -> str:
+    """client-go's `host` label: `host:port` of the API server URL (the scheme's port if none)."""
+    if not url:
+        return ""
+    parts = urlsplit(url if "//" in url else f"//{url}")
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = 80 if parts.scheme == "http" else 443
+    return f"{host}:{port}"
+
+
+class LogLinesCollector(Collector):
+    """`klog_lines_total{level}`: lines logged by this process (kube-ovn's klog metrics)."""
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "klog_lines", "Number of log lines written, by level", labels=("level",)
+        )
+        for level, count in sorted(line_counts().items()):
+            family.add_metric((level,), count)
+        yield family
 
 
 def _as_number(value: Any) -> float:
@@ -55,9 +108,17 @@ def _as_number(value: Any) -> float:
 class ControllerMetrics:
     """Every controller-owned collector, registered on one registry."""
 
-    def __init__(self, registry: CollectorRegistry, *, api_host: str = "") -> None:
+    def __init__(
+        self, registry: CollectorRegistry, *, api_host: str = "", runtime_collectors: bool = True
+    ) -> None:
         self.registry = registry
-        self._api_host = api_host
+        self._api_host = host_port(api_host)
+        if runtime_collectors:
+            # The global instances only read process-wide state (/proc/self, gc, the platform);
+            # registering them on this registry shares no per-controller data.
+            for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+                registry.register(collector)
+            registry.register(LogLinesCollector())
         self._lock = threading.Lock()
         self._subnet_labels: dict[str, tuple[str, str]] = {}
         subnet_labels = ("subnet_name", "protocol", "subnet_cidr")
@@ -249,6 +310,7 @@ class MetricsServer:
         ready_check: Check | None = None,
         *,
         host: str = "0.0.0.0",  # scraped by Prometheus from other nodes
+        debug_flags: Mapping[str, Callable[[str], str]] | None = None,
     ) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"metrics port must be 0..65535, not {port}")
@@ -257,6 +319,7 @@ class MetricsServer:
         self._requested_port = port
         self._health_check = health_check
         self._ready_check = ready_check
+        self._debug_flags = dict(debug_flags or {})
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -316,6 +379,32 @@ class MetricsServer:
                     self._probe(outer._ready_check)
                 else:
                     self._reply(404, b"not found\n", "text/plain; charset=utf-8")
+
+            def do_PUT(self) -> None:
+                path = self.path.split("?", 1)[0]
+                prefix = "/debug/flags/"
+                setter = (
+                    outer._debug_flags.get(path[len(prefix) :]) if path.startswith(prefix) else None
+                )
+                if setter is None:
+                    self._reply(404, b"not found\n", "text/plain; charset=utf-8")
+                    return
+                if self.client_address[0] not in LOOPBACK:
+                    # The port is on the host network and unauthenticated: only someone on the
+                    # node (kubectl exec, kubectl port-forward) may change how the process runs.
+                    self._reply(403, b"only from localhost\n", "text/plain; charset=utf-8")
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                if not 0 < length <= MAX_FLAG_BODY:
+                    self._reply(400, b"the body must be the new value\n", "text/plain")
+                    return
+                value = self.rfile.read(length).decode("utf-8", "replace")
+                try:
+                    answer = setter(value)
+                except ValueError as exc:
+                    self._reply(400, f"{exc}\n".encode(), "text/plain; charset=utf-8")
+                    return
+                self._reply(200, f"{answer}\n".encode(), "text/plain; charset=utf-8")
 
             def _probe(self, check: Check | None) -> None:
                 ok, reason = _run_check(check)

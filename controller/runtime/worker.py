@@ -11,7 +11,11 @@ policy (`controller.core.errors`):
 * any other exception -> `add_rate_limited(item)` and log "error syncing ..., requeuing";
 * `done(item)` always runs, in `finally`.
 
-Each item logs "take N ms to handle <queue> <item>" (kube-ovn's line) and, with `metrics`, feeds
+Each item logs exactly one line: "take N ms to handle <queue> <item>" (kube-ovn's line) at
+INFO when it succeeded, the same line followed by the error and what happens next (requeuing,
+giving up) at ERROR / WARNING when it failed. Every line carries the structured fields `queue`
+and `key` (and `pod` for the pod queues), which the JSON log format prints as fields. With
+`metrics` it also feeds
 `ControllerMetrics.observe_pod_handler(<queue>, <result>, seconds)`, result being one of
 `RESULT_SUCCESS`, `RESULT_REQUEUE`, `RESULT_DROP`.
 
@@ -28,6 +32,12 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
 
+from controller.core.constants import (
+    QUEUE_ADD_POD,
+    QUEUE_DELETE_POD,
+    QUEUE_UPDATE_POD,
+    QUEUE_UPDATE_POD_SECURITY,
+)
 from controller.core.errors import ControllerError, PermanentError, RetryableError
 from controller.ipam.errors import IPAMError
 from controller.kube.errors import KubeApiError
@@ -41,6 +51,18 @@ RESULT_REQUEUE = "requeue"
 RESULT_DROP = "drop"
 
 T = TypeVar("T", bound=Hashable)
+
+POD_QUEUES = frozenset(
+    {QUEUE_ADD_POD, QUEUE_UPDATE_POD, QUEUE_DELETE_POD, QUEUE_UPDATE_POD_SECURITY}
+)
+
+
+def log_fields(name: str, item: object) -> dict[str, object]:
+    """The structured fields of a worker's log lines for `item` of queue `name`."""
+    fields: dict[str, object] = {"queue": name, "key": str(item)}
+    if name in POD_QUEUES:
+        fields["pod"] = str(item)
+    return fields
 
 
 class WorkQueue(Protocol[T]):
@@ -99,29 +121,44 @@ def process_next_work_item(
     timer = clock if clock is not None else _MONOTONIC
     start = timer.now()
     result = RESULT_SUCCESS
+    fields = log_fields(name, item)
+    failure: BaseException | None = None
     try:
-        log.debug("handle %s %s", name, item)
+        log.debug("handle %s %s", name, item, extra=fields)
         handler(item)
     except PermanentError as exc:
-        result = RESULT_DROP
+        result, failure = RESULT_DROP, exc
         _notify(on_error, item, exc, log)
-        log.warning("error syncing %s %r: %s, giving up until it changes", name, item, exc)
         queue.forget(item)
     except Exception as exc:
-        result = RESULT_REQUEUE
+        result, failure = RESULT_REQUEUE, exc
         _notify(on_error, item, exc, log)
         delay = exc.delay if isinstance(exc, RetryableError) else None
         if delay is not None:
             queue.add_after(item, delay)
         else:
             queue.add_rate_limited(item)
-        log.error("error syncing %s %r: %s, requeuing", name, item, exc, exc_info=_is_bug(exc))
     else:
         queue.forget(item)
     finally:
         queue.done(item)
         elapsed = max(timer.now() - start, 0.0)
-        log.info("take %d ms to handle %s %s", int(elapsed * 1000), name, item)
+        ms = int(elapsed * 1000)
+        if failure is None:
+            log.info("take %d ms to handle %s %s", ms, name, item, extra=fields)
+        elif result == RESULT_DROP:
+            log.warning(
+                "take %d ms to handle %s %s: %s, giving up until it changes",
+                *(ms, name, item, failure),
+                extra=fields,
+            )
+        else:
+            log.error(
+                "take %d ms to handle %s %s: %s, requeuing",
+                *(ms, name, item, failure),
+                exc_info=failure if _is_bug(failure) else None,
+                extra=fields,
+            )
         if metrics is not None:
             metrics.observe_pod_handler(name, result, elapsed)
     return True

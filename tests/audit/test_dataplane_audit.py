@@ -130,7 +130,7 @@ def test_dataplane_flags_parse_and_bad_ones_are_refused() -> None:
     )
     for argv, message in (
         ([*BASE, "--dataplane"], "needs --ovn-sb-addr"),
-        ([*BASE, "--ovn-sb-addr=tcp:127.0.0.1:6642"], "need --dataplane"),
+        ([*BASE, "--ovs-db=unix:/x.sock"], "needs --dataplane"),
         ([*BASE, "--dataplane", "--ovn-sb-addr=tcp:127.0.0.1"], "--ovn-sb-addr: .* needs a port"),
         (["run", "--ovn-nb-addr=tcp:127.0.0.1:6641", "--dataplane"], "only apply to check"),
     ):

@@ -50,7 +50,7 @@ def test_parser_joins_continuations_and_drops_comments() -> None:
 
 def test_single_stage_on_python_311_slim() -> None:
     froms = [i for i in _instructions() if i.name == "FROM"]
-    assert [i.words()[0] for i in froms] == ["python:3.11-slim"]
+    assert [i.words()[0].split("@")[0] for i in froms] == ["python:3.11-slim-bookworm"]
 
 
 def test_runs_as_the_non_root_uid_the_chart_expects() -> None:

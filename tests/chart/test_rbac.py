@@ -1,9 +1,9 @@
 """RBAC: exactly what the controller uses, nothing with a wildcard, bound to its ServiceAccount.
 
 `CONTROLLER_USAGE` is the controller's API usage (controller/kube/client.py's requests, the
-informers' list+watch, leader election on a Lease), written out by hand so a change of the chart
-shows here as a reviewed diff; tests/chart/test_rbac_usage.py checks the same rules against the
-(verb, resource) pairs recorded from a running controller.
+informers' list+watch, leader election on a Lease and kube-ovn v1.8's ConfigMap), written out
+by hand so a change of the chart shows here as a reviewed diff; tests/chart/test_rbac_usage.py
+checks the same rules against the (verb, resource) pairs recorded from a running controller.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def _expected(namespace: str = NAMESPACE, lease: str = LEASE) -> set[Permission]
         Permission(namespace, "coordination.k8s.io", "leases", verb, (lease,))
         for verb in ("get", "update")
     }
+    # kube-ovn v1.8's leader lock, held together with the Lease
+    want.add(Permission(namespace, "", "configmaps", "create"))
+    want |= {Permission(namespace, "", "configmaps", v, ("ovn-config",)) for v in ("get", "update")}
     return want
 
 

@@ -79,8 +79,8 @@ def _record(into: set[Use], lock: threading.Lock, rec: RequestRecord) -> None:
     if not rec.resource:
         return  # discovery (see the module docstring)
     resource = f"{rec.resource}/{rec.subresource}" if rec.subresource else rec.resource
-    # names only matter where a grant is limited by resourceNames (the Lease)
-    name = rec.name if rec.resource == "leases" else ""
+    # names only matter where a grant is limited by resourceNames (the Lease, the lock ConfigMap)
+    name = rec.name if rec.resource in ("leases", "configmaps") else ""
     with lock:
         into.add(Use(rec.group, resource, rec.verb, rec.namespace, name))
 

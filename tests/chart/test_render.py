@@ -221,7 +221,6 @@ def test_default_args(default_render: Rendered) -> None:
         "leader-elect-retry-period": "6s",
         "leader-elect-resource-name": "kube-ovn-controller",
         "log-level": "info",
-        "log-format": "text",
     }
 
 

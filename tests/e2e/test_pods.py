@@ -96,7 +96,7 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
     assert adds is not None and adds >= 1
     assert 'workqueue_adds_total{name="DeletePod"}' in text
     assert (
-        'ovs_client_request_latency_milliseconds_count{code="0",db="OVN_Northbound",method="create_port"}'
+        'ovs_client_request_latency_milliseconds_count{code="0",db="ovn-nb",method="create_port"}'
         in text
     )
     assert "rest_client_requests_total{" in text

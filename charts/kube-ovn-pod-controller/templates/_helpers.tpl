@@ -123,3 +123,31 @@ Cross-field checks the JSON schema cannot express; each fails the render with a 
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The Service label whose value the ServiceMonitor makes Prometheus' `job` label.
+*/}}
+{{- define "kopc.jobLabelKey" -}}
+kube-ovn-pod-controller/job
+{{- end }}
+
+{{/*
+"true" when the CRD named by the second argument should be rendered: crds.install is set and the
+cluster has no such CRD owned by something else (kube-ovn's install). lookup returns nothing under
+`helm template`, so the CRD is rendered there.
+*/}}
+{{- define "kopc.installCrd" -}}
+{{- $ctx := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- if $ctx.Values.crds.install -}}
+{{- $existing := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" $name -}}
+{{- if not $existing -}}
+true
+{{- else -}}
+{{- $annotations := $existing.metadata.annotations | default dict -}}
+{{- if eq (get $annotations "meta.helm.sh/release-name") $ctx.Release.Name -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end }}

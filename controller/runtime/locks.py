@@ -1,0 +1,234 @@
+"""Leader-election locks beyond the Lease: kube-ovn v1.8's ConfigMap lock and the pair of both.
+
+kube-ovn v1.8 elects its leader on ConfigMap `ovn-config` in its namespace (client-go's
+`ConfigMapLock`: the leader record as JSON in the annotation
+`control-plane.alpha.kubernetes.io/leader`, whole-second RFC 3339 times, `leaderTransitions`);
+kube-ovn v1.12+ on Lease `kube-ovn-controller`. A controller that holds only one of them lets a
+kube-ovn-controller of the other generation allocate beside it. So this controller campaigns on
+`BothLocks(lease, configmap)`:
+
+* `get()` reads both. When either names a holder other than us, that record is returned (the
+  Lease's first), so the elector sees the lock as held and waits until that record has stopped
+  changing for its `leaseDurationSeconds`; a kube-ovn v1.8 holder of the ConfigMap alone is
+  logged once, with what to do about it. Otherwise the Lease's record (ours or empty) is
+  returned. `LockNotFoundError` only when neither object exists.
+* `create()` / `update()` write the record to both (creating whichever does not exist yet);
+  a conflict on either is a `LockConflictError`, so the elector retries, and while leading a
+  renewal that fails on either lock counts as failed: leadership is never kept on one lock alone.
+* `release()` (the elector's, through `update`) empties the holder of both.
+
+`ConfigMapLock` alone is a `ResourceLock` too (tests play kube-ovn v1.8 with it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.runtime.leaderelection import (
+    LeaderElectionRecord,
+    LockError,
+    LockNotFoundError,
+    ResourceLock,
+    lock_request,
+)
+
+LOG = logging.getLogger(__name__)
+
+LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
+#: kube-ovn v1.8's ConfigMap lock name (pkg/controller/election.go).
+KUBE_OVN_V18_LOCK = "ovn-config"
+_SECONDS_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def _format_seconds(t: datetime | None) -> str | None:
+    return t.astimezone(UTC).strftime(_SECONDS_FORMAT) if t is not None else None
+
+
+def _parse_seconds(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def record_to_annotation(record: LeaderElectionRecord) -> str:
+    """client-go's JSON of a LeaderElectionRecord (metav1.Time: whole seconds)."""
+    return json.dumps(
+        {
+            "holderIdentity": record.holder_identity,
+            "leaseDurationSeconds": record.lease_duration_seconds,
+            "acquireTime": _format_seconds(record.acquire_time),
+            "renewTime": _format_seconds(record.renew_time),
+            "leaderTransitions": record.leader_transitions,
+        },
+        separators=(",", ":"),
+    )
+
+
+def record_from_annotation(text: str) -> LeaderElectionRecord:
+    try:
+        doc = json.loads(text)
+        if not isinstance(doc, dict):
+            raise TypeError("not an object")
+        return LeaderElectionRecord(
+            holder_identity=str(doc.get("holderIdentity") or ""),
+            lease_duration_seconds=int(doc.get("leaseDurationSeconds") or 0),
+            acquire_time=_parse_seconds(doc.get("acquireTime")),
+            renew_time=_parse_seconds(doc.get("renewTime")),
+            leader_transitions=int(doc.get("leaderTransitions") or 0),
+        )
+    except (ValueError, TypeError) as exc:
+        # Never take over a lock we cannot read: another controller may hold it.
+        raise LockError(f"unreadable {LEADER_ANNOTATION} annotation {text[:80]!r}: {exc}") from None
+
+
+class ConfigMapLock:
+    """A `ResourceLock` on a ConfigMap's leader annotation (client-go `ConfigMapLock`)."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        request_timeout: float = 10.0,
+    ) -> None:
+        if not identity:
+            raise ValueError("Lock identity is empty")
+        self._api_client = api_client
+        self.namespace = namespace
+        self.name = name
+        self._identity = identity
+        self._timeout = max(1.0, request_timeout)
+        self._cm: dict[str, Any] | None = None
+        self._collection = f"/api/v1/namespaces/{namespace}/configmaps"
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def describe(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def exists(self) -> bool:
+        """Whether the last get/create/update saw the ConfigMap."""
+        return self._cm is not None
+
+    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        return lock_request(self._api_client, method, path, body, self._timeout)
+
+    def get(self) -> LeaderElectionRecord:
+        try:
+            cm = self._call("GET", f"{self._collection}/{self.name}")
+        except LockNotFoundError:
+            self._cm = None
+            raise
+        self._cm = cm
+        annotations = (cm.get("metadata") or {}).get("annotations") or {}
+        text = annotations.get(LEADER_ANNOTATION)
+        # A ConfigMap without the annotation (kube-ovn's install may create it) is a free lock.
+        return record_from_annotation(text) if text else LeaderElectionRecord()
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "annotations": {LEADER_ANNOTATION: record_to_annotation(record)},
+            },
+        }
+        self._cm = self._call("POST", self._collection, body)
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        if self._cm is None:
+            raise LockError("configmap not initialized, call get or create first")
+        body = dict(self._cm)
+        meta = dict(body.get("metadata") or {})
+        meta["annotations"] = {
+            **(meta.get("annotations") or {}),
+            LEADER_ANNOTATION: record_to_annotation(record),
+        }
+        body["metadata"] = meta
+        self._cm = self._call("PUT", f"{self._collection}/{self.name}", body)
+
+
+class BothLocks:
+    """The Lease and kube-ovn v1.8's ConfigMap as one lock (see the module docstring)."""
+
+    def __init__(self, lease: ResourceLock, configmap: ResourceLock) -> None:
+        if lease.identity != configmap.identity:
+            raise ValueError("both locks need the same identity")
+        self._lease = lease
+        self._configmap = configmap
+        self._found = {"lease": False, "configmap": False}
+        self._warned_holder = ""
+
+    @property
+    def identity(self) -> str:
+        return self._lease.identity
+
+    def describe(self) -> str:
+        return f"lease {self._lease.describe()} + configmap {self._configmap.describe()}"
+
+    def _read(self, which: str, lock: ResourceLock) -> LeaderElectionRecord | None:
+        try:
+            record = lock.get()
+        except LockNotFoundError:
+            self._found[which] = False
+            return None
+        self._found[which] = True
+        return record
+
+    def get(self) -> LeaderElectionRecord:
+        lease = self._read("lease", self._lease)
+        configmap = self._read("configmap", self._configmap)
+        if lease is None and configmap is None:
+            raise LockNotFoundError(f"neither {self.describe()} exists")
+        mine = ("", self.identity)
+        if lease is not None and lease.holder_identity not in mine:
+            return lease
+        if configmap is not None and configmap.holder_identity not in mine:
+            self._warn_v18_holder(configmap.holder_identity)
+            return configmap
+        if lease is not None and configmap is not None:
+            # Both ours or free. A half-written pair (a renewal that reached one lock only)
+            # reads as the free one: the next update writes both again.
+            if lease.holder_identity != configmap.holder_identity:
+                return lease if not lease.holder_identity else configmap
+            return lease
+        return lease if lease is not None else configmap  # type: ignore[return-value]
+
+    def _warn_v18_holder(self, holder: str) -> None:
+        if holder == self._warned_holder:
+            return
+        self._warned_holder = holder
+        LOG.warning(
+            "ConfigMap %s names %s as leader: a kube-ovn v1.8 kube-ovn-controller is running; "
+            "standing by until it stops (remove kube-ovn's controller Deployment to let this "
+            "controller allocate)",
+            self._configmap.describe(),
+            holder,
+        )
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        self._write(record)
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        self._write(record)
+
+    def _write(self, record: LeaderElectionRecord) -> None:
+        for which, lock in (("lease", self._lease), ("configmap", self._configmap)):
+            if self._found[which]:
+                lock.update(record)
+            else:
+                lock.create(record)
+                self._found[which] = True

@@ -1,0 +1,158 @@
+"""Never two allocators: the controller holds kube-ovn v1.8's ConfigMap lock and kube-ovn
+v1.12's Lease together. Against a second process holding just one of them (a stand-in for a
+kube-ovn-controller of either generation, `standin_elector.py`), only one of the two ever writes:
+while the stand-in leads the controller allocates nothing; while the controller leads the
+stand-in never gets its lock; and the controller gives both locks back on shutdown, so the
+stand-in takes over at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from controller.runtime.locks import LEADER_ANNOTATION
+from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.helpers import NODE, allocated_pods, get_or_none, http_get, pod, running, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDIN = "kube-ovn-controller-old"
+
+
+class Standin:
+    def __init__(self, cluster: Cluster, kind: str, out: Path, *, release: bool) -> None:
+        self.cluster = cluster
+        self.out = out
+        args = [str(cluster.kubeconfig), kind, STANDIN, *(["--release"] if release else [])]
+        log: IO[bytes]
+        with out.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.e2e.standin_elector", *args],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+
+    def output(self) -> str:
+        return self.out.read_text()
+
+    def writes(self) -> int:
+        cm = get_or_none(self.cluster.server, "configmaps", "kube-system", "standin-writes")
+        return int(((cm or {}).get("metadata") or {}).get("annotations", {}).get("writes", 0))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            finally:
+                if self.proc.poll() is None:
+                    self.proc.kill()
+                    self.proc.wait(10)
+
+
+@pytest.fixture
+def standins(tmp_path: Path) -> Iterator[list[Standin]]:
+    started: list[Standin] = []
+    yield started
+    for s in started:
+        s.stop()
+
+
+def _holder(cluster: Cluster, kind: str) -> str:
+    if kind == "lease":
+        lease = get_or_none(cluster.server, "leases", "kube-system", "kube-ovn-controller")
+        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+    cm = get_or_none(cluster.server, "configmaps", "kube-system", "ovn-config")
+    text = (((cm or {}).get("metadata") or {}).get("annotations") or {}).get(LEADER_ANNOTATION)
+    return str(json.loads(text)["holderIdentity"]) if text else ""
+
+
+@pytest.mark.parametrize("kind", ["configmap", "lease"], ids=["kube-ovn-v1.8", "kube-ovn-v1.12"])
+def test_an_older_controller_leading_keeps_ours_idle_until_it_stops(
+    cluster: Cluster,
+    start_controller: StartController,
+    standins: list[Standin],
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    store = cluster.server.store
+    standin = Standin(cluster, kind, tmp_path / "standin.log", release=False)
+    standins.append(standin)
+    wait_for(lambda: "leading" in standin.output(), timeout=30, message="stand-in leads")
+    ctl = start_controller()
+    for i in range(3):
+        store.create("pods", pod(f"p{i}", node_name=NODE))
+    # ours is a ready follower that has seen the stand-in as leader; the stand-in keeps writing
+    wait_for(
+        lambda: (
+            http_get(f"http://127.0.0.1:{ctl.metrics_port}/readyz")
+            == (200, "follower, standing by\n")
+        ),
+        message="a standing-by follower",
+    )
+    assert ctl._elector is not None
+    wait_for(lambda: ctl._elector.get_leader() == STANDIN, message="stand-in seen as leader")  # type: ignore[union-attr]
+    seen = standin.writes()
+    wait_for(lambda: standin.writes() >= seen + 6, timeout=30, message="stand-in writing")
+    assert not ctl.is_leader() and not ctl.leading.is_set()
+    assert allocated_pods(store) == {}
+    assert _holder(cluster, kind) == STANDIN
+
+    # the stand-in dies without handing its lock back (kube-ovn v1.8 never does): ours takes
+    # over once the record has not changed for its lease duration, and allocates
+    standin.stop()
+    last = standin.writes()
+    running(ctl, timeout=30)
+    wait_for(lambda: len(allocated_pods(store)) == 3, timeout=30, message="pods allocated")
+    assert standin.writes() == last
+    assert _holder(cluster, "lease") == _holder(cluster, "configmap") == "controller-a"
+
+
+@pytest.mark.parametrize("kind", ["configmap", "lease"], ids=["kube-ovn-v1.8", "kube-ovn-v1.12"])
+def test_ours_leading_keeps_an_older_controller_idle_and_hands_both_locks_back(
+    cluster: Cluster,
+    start_controller: StartController,
+    standins: list[Standin],
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    store = cluster.server.store
+    ctl = running(start_controller())
+    assert _holder(cluster, "lease") == _holder(cluster, "configmap") == "controller-a"
+    standin = Standin(cluster, kind, tmp_path / "standin.log", release=True)
+    standins.append(standin)
+    wait_for(lambda: "campaigning" in standin.output(), timeout=30, message="stand-in runs")
+    for i in range(3):
+        store.create("pods", pod(f"p{i}", node_name=NODE))
+    wait_for(lambda: len(allocated_pods(store)) == 3, message="pods allocated by ours")
+    # several renewals of ours while the stand-in campaigns: it never leads, never writes
+    lease = get_or_none(cluster.server, "leases", "kube-system", "kube-ovn-controller")
+    rv = int(lease["metadata"]["resourceVersion"])
+    wait_for(
+        lambda: (
+            int(
+                get_or_none(cluster.server, "leases", "kube-system", "kube-ovn-controller")[
+                    "metadata"
+                ]["resourceVersion"]
+            )
+            > rv + 4
+        ),
+        timeout=30,
+        message="ours renewing",
+    )
+    assert "leading" not in standin.output().replace("campaigning", "")
+    assert standin.writes() == 0
+
+    ctl.stop()
+    assert ctl.wait(15) == 0
+    assert _holder(cluster, "lease") == _holder(cluster, "configmap") == ""
+    # handed back: the stand-in leads at once, not after a lease duration of waiting
+    wait_for(lambda: standin.writes() > 0, timeout=10, message="stand-in takes over")

@@ -1,0 +1,164 @@
+"""Start-up backoff with human messages, the NB outage tracker and the stuck-worker reading."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controller.kube.errors import ForbiddenError, KubeUnavailableError
+from controller.ovn.api import OvnError
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
+from controller.runtime.health import OutageTracker, stuck_worker
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
+from controller.runtime.startup import StartupError, human_reason, wait_until_reachable
+from controller.testing.clock import FakeClock
+
+MAX_RETRY = KubeUnavailableError(
+    0,
+    "MaxRetryError",
+    "HTTPSConnectionPool(host='10.96.0.1', port=443): Max retries exceeded with url: /apis "
+    "(Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f>: "
+    "Failed to establish a new connection: [Errno 111] Connection refused'))",
+)
+
+
+class StepClock:
+    """A clock that advances only when the waiter sleeps (stop.wait is replaced)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SleepingStop(threading.Event):
+    def __init__(self, clock: StepClock, stop_after: int | None = None) -> None:
+        super().__init__()
+        self._clock = clock
+        self._stop_after = stop_after
+
+    def wait(self, timeout: float | None = None) -> bool:
+        assert timeout is not None
+        self._clock.sleeps.append(timeout)
+        self._clock.now += timeout
+        return self._stop_after is not None and len(self._clock.sleeps) >= self._stop_after
+
+
+def test_human_reason_never_shows_urllib3() -> None:
+    assert human_reason(MAX_RETRY) == "connection refused"
+    assert human_reason(OvnError("cannot fetch OVN NB schema: Connection refused")) == (
+        "connection refused"
+    )
+    assert human_reason(TimeoutError("read timed out")) == "timed out"
+
+
+def test_backoff_until_reachable(caplog: pytest.LogCaptureFixture) -> None:
+    clock = StepClock()
+    failures = [MAX_RETRY, MAX_RETRY, OvnError("Connection refused")]
+
+    def attempt() -> str:
+        if failures:
+            raise failures.pop(0)
+        return "up"
+
+    with caplog.at_level(logging.INFO, logger="controller.runtime.startup"):
+        got = wait_until_reachable(
+            "the API server", attempt, timeout=60, stop=SleepingStop(clock), clock=clock
+        )
+    assert got == "up"
+    assert clock.sleeps == [0.5, 1.0, 2.0]
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == (
+        "waiting for the API server: connection refused; retrying in 0.5s, giving up after 60s"
+    )
+    assert messages[-1] == "the API server is reachable"
+    assert not any("MaxRetryError" in m or "urllib3" in m for m in messages)
+
+
+def test_gives_up_after_the_timeout_with_one_sentence() -> None:
+    clock = StepClock()
+
+    def attempt() -> None:
+        raise MAX_RETRY
+
+    with pytest.raises(StartupError) as err:
+        wait_until_reachable(
+            "the API server", attempt, timeout=20, stop=SleepingStop(clock), clock=clock
+        )
+    assert str(err.value) == (
+        "the API server was unreachable for 20s (connection refused); check that it runs and "
+        "that this address is right, or raise --ovn-timeout"
+    )
+    assert sum(clock.sleeps) == pytest.approx(20)
+    assert max(clock.sleeps) <= 10.0
+
+
+def test_other_errors_propagate_and_stop_returns_none() -> None:
+    clock = StepClock()
+
+    def forbidden() -> None:
+        raise ForbiddenError(403, "Forbidden", "no")
+
+    with pytest.raises(ForbiddenError):
+        wait_until_reachable("x", forbidden, timeout=60, stop=SleepingStop(clock), clock=clock)
+
+    def down() -> None:
+        raise OSError("[Errno 111] Connection refused")
+
+    stop = SleepingStop(clock, stop_after=2)
+    assert wait_until_reachable("x", down, timeout=60, stop=stop, clock=clock) is None
+
+
+def test_outage_tracker_measures_from_the_first_down_sample() -> None:
+    now = [100.0]
+    up = [True]
+    tracker = OutageTracker(lambda: up[0], clock=lambda: now[0])
+    assert tracker.down_for() == 0.0
+    up[0] = False
+    assert tracker.sample() is False
+    now[0] += 42
+    assert tracker.down_for() == 42.0
+    up[0] = True
+    assert tracker.down_for() == 0.0
+
+
+def test_stuck_worker_reads_the_longest_running_processor() -> None:
+    registry = CollectorRegistry()
+    clock = FakeClock()
+    provider = PrometheusMetricsProvider(registry)
+    queue = RateLimitingQueue[str](
+        default_controller_rate_limiter(clock),
+        name="AddPod",
+        metrics_provider=provider,
+        clock=clock,
+    )
+    other = RateLimitingQueue[str](
+        default_controller_rate_limiter(clock),
+        name="AddNode",
+        metrics_provider=provider,
+        clock=clock,
+    )
+    try:
+        queue.add("ns/p")
+        item, _ = queue.get()
+        clock.step(400)
+        wait_gauge = 0.0
+        for _ in range(200):  # the queue's own loop refreshes the gauge every 500 ms
+            _, wait_gauge = stuck_worker(registry, ["AddPod", "AddNode"])
+            if wait_gauge >= 400:
+                break
+            threading.Event().wait(0.05)
+        assert stuck_worker(registry, ["AddPod", "AddNode"]) == (
+            "AddPod",
+            pytest.approx(400, abs=1),
+        )
+        assert stuck_worker(registry, ["AddNode"]) == ("", 0.0)
+        queue.done(item)  # type: ignore[arg-type]
+    finally:
+        queue.shut_down()
+        other.shut_down()
