@@ -28,6 +28,12 @@ Contract:
   every wait is bounded and checks the flag. Children get PDEATHSIG=SIGKILL, so even a SIGKILLed
   demo leaves no process behind.
 
+* `--control-plane real` puts the real Kubernetes control plane (controlplane.py, built by
+  `.ci/build-control-plane`) in the emulator's place (demo_real.py): the controller runs as its
+  chart ServiceAccount under RBAC, the Deployment and the StatefulSet are real objects whose pods
+  kube-controller-manager creates and kube-scheduler binds to the (Ready) demo nodes; the demo
+  still plays the kubelet's status writes. `<workdir>/admin.kubeconfig` is for kubectl.
+
 Exit codes: 0 (stopped by a signal, or `--once` succeeded), 1 (something failed: the message
 says what, with the tail of the controller's log when it was the controller), 2 (bad flags).
 """
@@ -67,6 +73,7 @@ from controller.naming import pod_name_to_port_name
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.apiserver import ApiServer
+from controller.sandbox.demo_real import RealDemoServer, create_workloads, deployment_object
 from controller.sandbox.ovsdb import NbServer, SandboxError, die_with_parent
 from controller.sandbox.resources import ApiError
 from controller.sandbox.selectors import build_selector
@@ -85,6 +92,7 @@ STATEFULSET = "web"
 STATEFULSET_REPLICAS = 2
 DUAL_POD = "dual"
 NODES: tuple[tuple[str, str], ...] = (("demo-node-1", "172.18.0.2"), ("demo-node-2", "172.18.0.3"))
+NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 EXTERNAL_GW_CONFIGMAP = "ovn-external-gw-config"
 MAX_DEPLOYMENT_PODS = 200  # demo-subnet is a /24
 DEFAULT_METRICS_PORT = 10660
@@ -107,6 +115,11 @@ class DemoOptions:
     once: bool = False
     timeout: float = 90.0
     log_level: str = "info"
+    control_plane: str = "emulator"
+
+
+#: The API side of a demo run: the in-process emulator, or the real control plane.
+DemoApi = ApiServer | RealDemoServer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds for the controller to get ready and for the pods to come up")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                    help="the controller's log level (its log goes to <workdir>/controller.log)")
+    p.add_argument("--control-plane", default="emulator", choices=("emulator", "real"),
+                   help="the API server emulator (instant), or the real Kubernetes control "
+                   "plane built by .ci/build-control-plane")
     return p
 
 
@@ -143,7 +159,8 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
     if not ns.timeout > 0:
         parser.error(f"--timeout must be positive, got {ns.timeout}")
     return DemoOptions(pods=ns.pods, metrics_port=ns.metrics_port, workdir=ns.workdir,
-                       once=ns.once, timeout=ns.timeout, log_level=ns.log_level)
+                       once=ns.once, timeout=ns.timeout, log_level=ns.log_level,
+                       control_plane=ns.control_plane)
 
 
 # ---------------------------------------------------------------------- demo objects (pure)
@@ -163,7 +180,11 @@ def node_objects() -> list[dict[str, Any]]:
             "kind": "Node",
             "metadata": _meta(name, labels={"kubernetes.io/hostname": name}),
             "status": {"addresses": [{"type": "InternalIP", "address": ip},
-                                     {"type": "Hostname", "address": name}]},
+                                     {"type": "Hostname", "address": name}],
+                       # What a kubelet reports; a scheduler binds only to such nodes.
+                       "capacity": dict(NODE_CAPACITY), "allocatable": dict(NODE_CAPACITY),
+                       "conditions": [{"type": "Ready", "status": "True",
+                                       "reason": "KubeletReady"}]},
         }
         for name, ip in NODES
     ]
@@ -422,7 +443,7 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _create_if_absent(server: ApiServer, resource: str, obj: dict[str, Any]) -> None:
+def _create_if_absent(server: DemoApi, resource: str, obj: dict[str, Any]) -> None:
     try:
         server.store.create(resource, obj)
     except ApiError as exc:
@@ -523,7 +544,8 @@ class Demo:
         path = self.options.workdir.resolve()
         path.mkdir(parents=True, exist_ok=True)
         # A fresh database each run: a stale one would hold ports of pods this emulator never saw.
-        for stale in ("nb/nb.db", "nb/.nb.db.~lock~", "kubeconfig", "controller.log"):
+        for stale in ("nb/nb.db", "nb/.nb.db.~lock~", "kubeconfig", "controller.log",
+                      "admin.kubeconfig"):
             with contextlib.suppress(FileNotFoundError):
                 (path / stale).unlink()
         return path
@@ -552,12 +574,26 @@ class Demo:
         self.say(f"NB ovsdb-server ready at {nb_server.remote} (pid {nb_server.pid})")
         self.check_stop()
 
-        server = ApiServer(bookmark_interval=5.0)
-        stack.callback(self._stop_step, "API server emulator", server.stop)
-        server.start()
-        kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
-        self.seed_cluster(server)
-        self.say(f"API server emulator at {server.url} (kubeconfig {kubeconfig})")
+        server: DemoApi
+        if opts.control_plane == "real":
+            server = RealDemoServer(workdir)
+            stack.callback(self._stop_step, "the real control plane", server.stop)
+            try:
+                server.start()
+            except SandboxError as exc:
+                raise DemoError(f"real control plane: {exc}") from exc
+            kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
+            admin = server.write_admin_kubeconfig(workdir / "admin.kubeconfig")
+            self.seed_cluster(server)
+            self.say(f"real control plane at {server.url} (controller kubeconfig {kubeconfig}, "
+                     f"admin {admin}, logs in {server.plane.workdir})")
+        else:
+            server = ApiServer(bookmark_interval=5.0)
+            stack.callback(self._stop_step, "API server emulator", server.stop)
+            server.start()
+            kubeconfig = admin = server.write_kubeconfig(workdir / "kubeconfig")
+            self.seed_cluster(server)
+            self.say(f"API server emulator at {server.url} (kubeconfig {kubeconfig})")
         self.check_stop()
 
         controller = ControllerProcess(
@@ -589,7 +625,7 @@ class Demo:
         if opts.once:
             self.say("--once: every pod is up; stopping")
             return 0
-        self.say(f"try: kubectl --kubeconfig {kubeconfig} get pods -n {DEMO_NAMESPACE} -o wide")
+        self.say(f"try: kubectl --kubeconfig {admin} get pods -n {DEMO_NAMESPACE} -o wide")
         self.say(f"     ovn-nbctl --db={nb_server.remote} show")
         self.say("serving until Ctrl-C")
         while not self.flag.wait(1.0):
@@ -613,7 +649,7 @@ class Demo:
 
     # -- steps -------------------------------------------------------------------------
 
-    def seed_cluster(self, server: ApiServer) -> None:
+    def seed_cluster(self, server: DemoApi) -> None:
         store = server.store
         for namespace in (CONTROLLER_NAMESPACE, "default"):
             _create_if_absent(server, "namespaces", {"metadata": _meta(namespace)})
@@ -638,7 +674,7 @@ class Demo:
             if self.flag.wait(_POLL):
                 raise Interrupted
 
-    def wait_store(self, server: ApiServer, controller: ControllerProcess, resource: str,
+    def wait_store(self, server: DemoApi, controller: ControllerProcess, resource: str,
                    namespace: str | None, name: str, predicate: Callable[[Any], bool],
                    what: str) -> None:
         """Wait, bounded by --timeout, for the controller to bring an object to `predicate`."""
@@ -661,7 +697,7 @@ class Demo:
             raise DemoError(f"the controller exited with code {code}:\n"
                             f"{_tail(controller.log_path)}")
 
-    def create_demo(self, server: ApiServer,
+    def create_demo(self, server: DemoApi,
                     controller: ControllerProcess) -> list[tuple[str, str]]:
         store = server.store
         store.create("namespaces", {"metadata": _meta(DEMO_NAMESPACE,
@@ -678,11 +714,22 @@ class Demo:
                         lambda obj: (((obj or {}).get("metadata") or {}).get("annotations")
                                      or {}).get(LOGICAL_SWITCH_ANNOTATION) == DEMO_SUBNET,
                         f"its {LOGICAL_SWITCH_ANNOTATION} annotation")
-        sts = store.create("statefulsets", statefulset_object())
-        seed = random.SystemRandom().getrandbits(64)
-        pods = pod_objects(self.options.pods, sts["metadata"]["uid"], seed=seed)
-        for pod in pods:
-            store.create("pods", pod)
+        if isinstance(server, RealDemoServer):
+            # Real workloads: kube-controller-manager creates their pods, the scheduler binds.
+            dual = pod_objects(0, "", seed=0)[-1]
+            server.store.create("pods", dual)
+            names = create_workloads(
+                server.store, DEMO_NAMESPACE,
+                deployment_object(DEPLOYMENT, DEMO_NAMESPACE, self.options.pods, _pod_spec("")),
+                statefulset_object(), self.options.timeout)
+            pods = [{"metadata": {"namespace": DEMO_NAMESPACE, "name": n}}
+                    for n in [*names, DUAL_POD]]
+        else:
+            sts = store.create("statefulsets", statefulset_object())
+            seed = random.SystemRandom().getrandbits(64)
+            pods = pod_objects(self.options.pods, sts["metadata"]["uid"], seed=seed)
+            for pod in pods:
+                store.create("pods", pod)
         self.say(f"created namespace {DEMO_NAMESPACE}, subnets {DEMO_SUBNET} ({DEMO_CIDR}) and "
                  f"{DUAL_SUBNET} ({DUAL_CIDR})")
         self.say(f"created {len(pods)} pods: Deployment-like {DEPLOYMENT} "
@@ -690,7 +737,7 @@ class Demo:
                  f"dual-stack {DUAL_POD} (1)")
         return [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods]
 
-    def show_pods(self, server: ApiServer, nb: NbClient, controller: ControllerProcess,
+    def show_pods(self, server: DemoApi, nb: NbClient, controller: ControllerProcess,
                   pods: Sequence[tuple[str, str]]) -> bool:
         """Print a row per pod as it comes up; True when all are up in time."""
         store = server.store

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 LOG = logging.getLogger(__name__)
 
@@ -61,6 +62,19 @@ def die_with_parent() -> Callable[[], None]:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     return preexec
+
+
+def stop_child(
+    proc: subprocess.Popen[Any], sig: signal.Signals = signal.SIGTERM, timeout: float = 10.0
+) -> None:
+    """Send `sig` to a child and reap it; SIGKILL it when it outlives `timeout` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
 
 
 def _require_tools() -> None:
@@ -206,13 +220,7 @@ class _ServerProcess:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout)
+        stop_child(proc, sig, timeout)
         if proc.stderr is not None:
             proc.stderr.close()
 
