@@ -9,7 +9,9 @@ controller's commits by milliseconds, so an NB read that follows a controller wr
 Pods are deleted the way a kubelet-backed API server deletes them: `graceful()` switches the
 emulator to graceful pod deletion, so a delete sets `deletionTimestamp` (an update event) and
 `finish_delete` then removes the object (the final delete event carries the timestamp), which is
-what kube-ovn's StatefulSet / VM keep-IP rules read.
+what kube-ovn's StatefulSet / VM keep-IP rules read. The pods `pod()` builds are bound to the
+node (`node_name`), as a scheduler would have them: a real API server deletes a pod that no node
+runs at once, whatever its grace period.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from controller.app import Controller
 from controller.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
 from controller.ovn.api import PortInfo
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, audit_clean, get_or_none, running, wait_for
+from tests.e2e.helpers import NODE, annotations, audit_clean, get_or_none, running, wait_for
 
 NS = "default"
 
@@ -38,7 +40,7 @@ def pod(
     annotations: dict[str, str] | None = None,
     owner: dict[str, Any] | None = None,
     grace: int = 1,
-    node_name: str = "",
+    node_name: str = NODE,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if annotations:
@@ -54,9 +56,7 @@ def pod(
     return {"metadata": meta, "spec": spec}
 
 
-def start_graceful(
-    cluster: Cluster, start_controller: StartController, *flags: str
-) -> Controller:
+def start_graceful(cluster: Cluster, start_controller: StartController, *flags: str) -> Controller:
     """`graceful(cluster)`, then a controller started with `flags`, its workers running."""
     graceful(cluster)
     controller = running(start_controller(*flags))
@@ -113,11 +113,22 @@ def virtual_machine(cluster: Cluster, name: str, namespace: str = NS) -> dict[st
             "spec": {"running": True, "template": {"metadata": {}}},
         },
     )
+    # The owner is a real VMI object: a garbage collector (the real plane's) deletes pods whose
+    # owner does not exist.
+    vmi = cluster.server.store.create(
+        "virtualmachineinstances",
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstance",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {},
+        },
+    )
     return {
         "apiVersion": "kubevirt.io/v1",
         "kind": "VirtualMachineInstance",
         "name": name,
-        "uid": f"vmi-{name}",
+        "uid": vmi["metadata"]["uid"],
         "controller": True,
     }
 
