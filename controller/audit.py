@@ -414,6 +414,12 @@ class _Auditor:
             if self.owner_keeps(pod_type, pod.namespace, name, sts_name if is_sts else ""):
                 for provider in ann.allocated_providers(pod.annotations):
                     self.kept.add(ip_cr_name(name, pod.namespace, provider))
+                # NOTE: while the kept pod object exists (terminating on a node that never
+                # confirms), its update events change nothing and no delete runs, so its
+                # src-ip route and NAT stay, as in kube-ovn; they are not orphans.
+                self.alive_ips.update(
+                    _split_ips(pod.annotations.get(IP_ADDRESS_ANNOTATION, "")) or ()
+                )
         for pod in self.alive:
             self.read_pod(pod)
             # NOTE: inspection clears `allocated` when the port is lost and re-adds the pod; until
