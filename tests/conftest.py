@@ -14,4 +14,4 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
-pytest_plugins = ["tests.fixtures.nb", "tests.fixtures.controlplane"]
+pytest_plugins = ["tests.fixtures.nb", "tests.fixtures.controlplane", "tests.fixtures.realbed"]
