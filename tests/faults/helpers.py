@@ -209,4 +209,3 @@ def nb_failures(registry: CollectorRegistry) -> float:
             ):
                 total += sample.value
     return total
-
