@@ -23,7 +23,7 @@ from kubernetes import client
 from controller.app import Controller
 from controller.constants import IP_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, launch_controller, open_real_cluster
-from tests.e2e.helpers import running, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import allocated, gone, lsp, no_lsp, quiet, settled
 from tests.fixtures.realbed import RealBed
 
@@ -105,8 +105,8 @@ def test_statefulset_pod_recreated_by_kcm_keeps_its_address(
     cluster.server.store.delete("pods", ns, "web-1")
 
     def recreated() -> bool:
-        pod = cluster.server.store.get("pods", ns, "web-1")
-        return pod["metadata"]["uid"] != old_uid
+        pod = get_or_none(cluster.server, "pods", ns, "web-1")  # absent for a moment
+        return pod is not None and pod["metadata"]["uid"] != old_uid
 
     wait_for(recreated, timeout=TIMEOUT, message="web-1 re-created by the StatefulSet controller")
     after = _running_ips(cluster, ns, "web", 3)
