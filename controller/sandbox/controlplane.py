@@ -42,11 +42,13 @@ Contract:
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import json
 import logging
 import os
 import re
+import shutil
 import signal
 import ssl
 import subprocess
@@ -188,6 +190,10 @@ class ControlPlanePki:
     @classmethod
     def create(cls, directory: Path, clients: Mapping[str, str]) -> ControlPlanePki:
         """`clients` maps a file name to the subject of its client certificate."""
+        if shutil.which("openssl") is None:
+            raise SandboxError(
+                "the control plane's certificates need the openssl CLI (Debian: openssl)"
+            )
         d = directory
         d.mkdir(parents=True, exist_ok=True)
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -233,6 +239,11 @@ class ControlPlanePki:
 
 # --------------------------------------------------------------------------- processes
 
+# PDEATHSIG fires when the *thread* that forked the child ends, not the process. Every child is
+# forked by this one long-lived worker, so a component started (or restarted) from a short-lived
+# thread, as a fault test may do, is not killed when that thread ends.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cp-spawn")
+
 Probe = Callable[[], "str | None"]
 
 
@@ -270,13 +281,15 @@ class Component:
         fh.flush()
         self._log_fh = fh
         try:
-            self.proc = subprocess.Popen(
+            self.proc = _SPAWNER.submit(
+                subprocess.Popen,
                 self.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
-            )
+                # One foreign call between fork and exec, no locks (see die_with_parent).
+                preexec_fn=die_with_parent(),
+            ).result()
         except OSError as e:
             self._close_log()
             raise SandboxError(f"{self.name} could not be started ({self.argv[0]}): {e}") from e
@@ -828,9 +841,14 @@ def render_chart(
     chart_dir: Path = CHART_DIR,
 ) -> list[dict[str, Any]]:
     """The chart's manifests as `helm template` renders them (Helm's Go SDK, no cluster)."""
-    import helm_python  # noqa: PLC0415 - a test extra, needed only here
     import yaml  # noqa: PLC0415
 
+    try:
+        import helm_python  # noqa: PLC0415 - a test extra, needed only here
+    except ImportError as e:
+        raise SandboxError(
+            f"rendering the chart needs helm-python-sdk (pip install -e '.[test]'): {e}"
+        ) from e
     with helm_python.Chart.load(chart_dir) as chart:
         files = chart.render(
             values=dict(values) if values is not None else None,

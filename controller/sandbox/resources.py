@@ -32,10 +32,14 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     # Field selectors the real apiserver accepts besides metadata.name/metadata.namespace.
     field_labels: tuple[str, ...] = ()
-    # A real DELETE returns the deleted object for these kinds, a Success Status otherwise.
+    # A real DELETE returns the deleted object for these kinds (pods, services), a Success
+    # Status otherwise (custom resources included).
     delete_returns_object: bool = False
     # Kinds with a status subresource drop the status sent on create, except these (nodes).
     status_on_create: bool = False
+    # An update (PUT) without metadata.resourceVersion is refused (422) for leases and custom
+    # resources, whose registry strategies do not allow unconditional updates.
+    unconditional_update: bool = True
     verbs: tuple[str, ...] = field(default=VERBS_ALL)
 
     @property
@@ -93,24 +97,25 @@ RESOURCES: tuple[ResourceType, ...] = (
                  delete_returns_object=True),
     ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, "statefulset",
                  has_status=True, short_names=("sts",)),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease",
+                 unconditional_update=False),
     ResourceType("kubeovn.io", "v1", "subnets", "Subnet", False, "subnet", has_status=True,
-                 builtin=False, delete_returns_object=True),
+                 builtin=False, unconditional_update=False),
     ResourceType("kubeovn.io", "v1", "ips", "IP", False, "ip", builtin=False,
-                 short_names=("ip",), delete_returns_object=True),
+                 short_names=("ip",), unconditional_update=False),
     ResourceType("kubeovn.io", "v1", "vlans", "Vlan", False, "vlan", has_status=True,
-                 builtin=False, delete_returns_object=True),
+                 builtin=False, unconditional_update=False),
     ResourceType("kubeovn.io", "v1", "vpcs", "Vpc", False, "vpc", has_status=True,
-                 builtin=False, delete_returns_object=True),
+                 builtin=False, unconditional_update=False),
     ResourceType("k8s.cni.cncf.io", "v1", "network-attachment-definitions",
                  "NetworkAttachmentDefinition", True, "network-attachment-definition",
-                 builtin=False, short_names=("net-attach-def",), delete_returns_object=True),
+                 builtin=False, short_names=("net-attach-def",), unconditional_update=False),
     ResourceType("kubevirt.io", "v1", "virtualmachines", "VirtualMachine", True,
                  "virtualmachine", has_status=True, builtin=False, short_names=("vm", "vms"),
-                 delete_returns_object=True),
+                 unconditional_update=False),
     ResourceType("kubevirt.io", "v1", "virtualmachineinstances", "VirtualMachineInstance",
                  True, "virtualmachineinstance", has_status=True, builtin=False,
-                 short_names=("vmi", "vmis"), delete_returns_object=True),
+                 short_names=("vmi", "vmis"), unconditional_update=False),
 )
 
 _BY_PATH: dict[tuple[str, str, str], ResourceType] = {

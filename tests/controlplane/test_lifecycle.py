@@ -4,6 +4,7 @@ old resourceVersions answer 410 Gone, and start-up failures name the component a
 from __future__ import annotations
 
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,20 @@ def test_missing_binaries_say_how_to_build_them(tmp_path: Path) -> None:
         find_binaries({"KUBE_OVN_CONTROL_PLANE_BIN": str(tmp_path)})
     with pytest.raises(BinariesMissing, match="not built"):
         find_binaries({"KUBE_OVN_CONTROL_PLANE_CACHE": str(tmp_path)})
+
+
+def test_a_restart_from_a_short_lived_thread_survives_the_thread(
+    real_control_plane: RealControlPlane,
+) -> None:
+    # PDEATHSIG belongs to the forking thread: a restart done by a thread that then ends must
+    # not take kube-apiserver down with it.
+    plane = real_control_plane
+    worker = threading.Thread(target=plane.apiserver.restart)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive()
+    pid = plane.apiserver.pid
+    plane.apiserver.wait_ready()
+    with plane.api_client() as api:
+        assert client.VersionApi(api).get_code().git_version.startswith("v1.")
+    assert plane.apiserver.pid == pid and plane.apiserver.running
