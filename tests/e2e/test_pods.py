@@ -67,7 +67,6 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
         lambda: annotations(cluster.server, "pods", NS, "web").get(ROUTED_ANNOTATION) == "true",
         message="pod routed",
     )
-
     def routes() -> set[tuple[str, str, str]]:
         return {
             (r.ip_prefix, r.nexthop, r.policy) for r in cluster.nb.list_static_routes("ovn-cluster")

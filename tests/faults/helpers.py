@@ -209,3 +209,4 @@ def nb_failures(registry: CollectorRegistry) -> float:
             ):
                 total += sample.value
     return total
+

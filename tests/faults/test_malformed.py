@@ -167,56 +167,27 @@ BAD: tuple[Bad, ...] = (
     Bad("ip-of-another-subnet", ip("10.70.0.4"), ACQUIRE, "10.70.0.4 is outside 10.16.0.0/16"),
     Bad("ip-v6-on-v4", ip("fd00::5"), ACQUIRE, "NoAvailableAddress"),
     # conflicting annotations
-    Bad(
-        "ip-not-in-cidr-annotation",
-        ip("10.16.0.42", **{CIDR_ANNOTATION: "10.17.0.0/16"}),
-        VALIDATE,
-        "not in cidr 10.17.0.0/16",
-    ),
-    Bad(
-        "cidr-annotation-garbage",
-        ip("10.16.0.43", **{CIDR_ANNOTATION: "10.16.0.0/99"}),
-        VALIDATE,
-        "invalid cidr",
-    ),
+    Bad("ip-not-in-cidr-annotation", ip("10.16.0.42", **{CIDR_ANNOTATION: "10.17.0.0/16"}),
+        VALIDATE, "not in cidr 10.17.0.0/16"),
+    Bad("cidr-annotation-garbage", ip("10.16.0.43", **{CIDR_ANNOTATION: "10.16.0.0/99"}),
+        VALIDATE, "invalid cidr"),
     # taken addresses and MACs
     Bad("ip-taken", ip(HOLDER_IP), ACQUIRE, "AddressConflict"),
-    Bad(
-        "mac-taken",
-        ip("10.16.0.44", **{MAC_ADDRESS_ANNOTATION: HOLDER_MAC}),
-        ACQUIRE,
-        "AddressConflict",
-    ),
+    Bad("mac-taken", ip("10.16.0.44", **{MAC_ADDRESS_ANNOTATION: HOLDER_MAC}), ACQUIRE,
+        "AddressConflict"),
     # bad MACs
-    Bad(
-        "mac-garbage",
-        {MAC_ADDRESS_ANNOTATION: "00:00:00:zz:11:22"},
-        VALIDATE,
-        "is not a valid ovn.kubernetes.io/mac_address",
-    ),
-    Bad(
-        "mac-short",
-        ip("10.16.0.45", **{MAC_ADDRESS_ANNOTATION: "00:00:00:aa:bb"}),
-        VALIDATE,
-        "00:00:00:aa:bb is not a valid",
-    ),
+    Bad("mac-garbage", {MAC_ADDRESS_ANNOTATION: "00:00:00:zz:11:22"}, VALIDATE,
+        "is not a valid ovn.kubernetes.io/mac_address"),
+    Bad("mac-short", ip("10.16.0.45", **{MAC_ADDRESS_ANNOTATION: "00:00:00:aa:bb"}), VALIDATE,
+        "00:00:00:aa:bb is not a valid"),
     # bad pool entries
-    Bad(
-        "pool-garbage",
-        {IP_POOL_ANNOTATION: "10.16.0.46,garbage"},
-        VALIDATE,
-        "garbage in ovn.kubernetes.io/ip_pool is not a valid address",
-    ),
+    Bad("pool-garbage", {IP_POOL_ANNOTATION: "10.16.0.46,garbage"}, VALIDATE,
+        "garbage in ovn.kubernetes.io/ip_pool is not a valid address"),
     Bad("pool-taken", {IP_POOL_ANNOTATION: HOLDER_IP}, ACQUIRE, "NoAvailableAddress"),
-    Bad(
-        "pool-outside", {IP_POOL_ANNOTATION: "10.99.0.1, 10.99.0.2"}, ACQUIRE, "NoAvailableAddress"
-    ),
-    Bad(
-        "rate-garbage",
-        {INGRESS_RATE_ANNOTATION: "fast", EGRESS_RATE_ANNOTATION: "1.5"},
-        VALIDATE,
-        "fast is not a valid ovn.kubernetes.io/ingress_rate",
-    ),
+    Bad("pool-outside", {IP_POOL_ANNOTATION: "10.99.0.1, 10.99.0.2"}, ACQUIRE,
+        "NoAvailableAddress"),
+    Bad("rate-garbage", {INGRESS_RATE_ANNOTATION: "fast", EGRESS_RATE_ANNOTATION: "1.5"},
+        VALIDATE, "fast is not a valid ovn.kubernetes.io/ingress_rate"),
     # unknown, malformed, foreign and exhausted subnets
     Bad("subnet-unknown", on("no-such-subnet"), VALIDATE, "no-such-subnet"),
     Bad("subnet-bad-cidr", on("bad-cidr"), VALIDATE, "'10.80.0.0/33' is not a valid CIDR"),
@@ -227,48 +198,20 @@ BAD: tuple[Bad, ...] = (
     Bad("ns-subnet-exhausted", {}, ACQUIRE, "NoAvailableAddress", CROWDED_NS),
     Bad("ns-subnet-foreign-provider", {}, VALIDATE, "not an OVN subnet", FOREIGN_NS),
     # malformed attachments, missing or broken NADs
-    Bad(
-        "attach-json",
-        {ATTACHMENT_NETWORK_ANNOTATION: '[{"name": "macvlan"'},
-        VALIDATE,
-        "failed to parse pod network selection annotation as JSON",
-    ),
-    Bad(
-        "attach-not-list",
-        {ATTACHMENT_NETWORK_ANNOTATION: '{"name": "macvlan"}'},
-        VALIDATE,
-        "must be a list",
-    ),
-    Bad(
-        "attach-bad-name",
-        {ATTACHMENT_NETWORK_ANNOTATION: "Mac_Vlan"},
-        VALIDATE,
-        "failed to parse network name",
-    ),
-    Bad(
-        "attach-bad-ip",
-        {ATTACHMENT_NETWORK_ANNOTATION: '[{"name": "macvlan", "ips": ["x"]}]'},
-        VALIDATE,
-        "failed to parse IP address",
-    ),
-    Bad(
-        "attach-missing-nad",
-        {ATTACHMENT_NETWORK_ANNOTATION: "nowhere"},
-        VALIDATE,
-        f"network-attachment-definition {NS}/nowhere not found",
-    ),
-    Bad(
-        "attach-broken-nad",
-        {ATTACHMENT_NETWORK_ANNOTATION: "broken"},
-        VALIDATE,
-        f"config of net-attach-def {NS}/broken",
-    ),
-    Bad(
-        "attach-same-subnet",
-        {ATTACHMENT_NETWORK_ANNOTATION: "ovn-dup"},
-        VALIDATE,
-        "subnet conflict",
-    ),
+    Bad("attach-json", {ATTACHMENT_NETWORK_ANNOTATION: '[{"name": "macvlan"'}, VALIDATE,
+        "failed to parse pod network selection annotation as JSON"),
+    Bad("attach-not-list", {ATTACHMENT_NETWORK_ANNOTATION: '{"name": "macvlan"}'}, VALIDATE,
+        "must be a list"),
+    Bad("attach-bad-name", {ATTACHMENT_NETWORK_ANNOTATION: "Mac_Vlan"}, VALIDATE,
+        "failed to parse network name"),
+    Bad("attach-bad-ip", {ATTACHMENT_NETWORK_ANNOTATION: '[{"name": "macvlan", "ips": ["x"]}]'},
+        VALIDATE, "failed to parse IP address"),
+    Bad("attach-missing-nad", {ATTACHMENT_NETWORK_ANNOTATION: "nowhere"}, VALIDATE,
+        f"network-attachment-definition {NS}/nowhere not found"),
+    Bad("attach-broken-nad", {ATTACHMENT_NETWORK_ANNOTATION: "broken"}, VALIDATE,
+        f"config of net-attach-def {NS}/broken"),
+    Bad("attach-same-subnet", {ATTACHMENT_NETWORK_ANNOTATION: "ovn-dup"}, VALIDATE,
+        "subnet conflict"),
 )
 
 GOOD: tuple[Good, ...] = (
@@ -352,7 +295,9 @@ def run() -> Iterator[Run]:
                 wait_for(controller.workers_started.is_set, message="workers started")
                 bindings = ((NS, "ovn-default"), (CROWDED_NS, "full"), (FOREIGN_NS, "macvlan"))
                 for ns, subnet in bindings:
-                    wait_for(partial(_bound, cluster, ns, subnet), message=f"namespace {ns} bound")
+                    wait_for(
+                        partial(_bound, cluster, ns, subnet), message=f"namespace {ns} bound"
+                    )
                 for name in ("full", "macvlan"):
                     wait_for(
                         partial(contains, controller.ipam.subnet_names, name),
