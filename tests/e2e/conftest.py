@@ -119,7 +119,8 @@ def open_real_cluster(bed: RealBed) -> Iterator[Cluster]:
         server = RealServer(bed)
         reader = OvsdbappNbClient.from_addr(nb_server.remote, timeout=10.0)
         try:
-            yield Cluster(server, nb_server, bed.controller_kubeconfig, reader)
+            with bed.run_window():
+                yield Cluster(server, nb_server, bed.controller_kubeconfig, reader)
         finally:
             reader.close()
             nb_server.stop()
