@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
-pytest_plugins = ["tests.fixtures.nb", "tests.fixtures.controlplane"]
+pytest_plugins = ["tests.fixtures.nb", "tests.fixtures.controlplane", "tests.fixtures.realbed"]
 
 TESTS = Path(__file__).resolve().parent
 # tier directory -> its own markers; every tier listed here is also `slow`. The data-plane and

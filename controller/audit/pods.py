@@ -75,6 +75,12 @@ class PodChecks(AuditState):
                 name = get_name_by_pod(pod, self.keep_vm_ip)
                 for provider in ann.allocated_providers(pod.annotations):
                     self.kept.add(ip_cr_name(name, pod.namespace, provider))
+                # NOTE: while the kept pod object exists (terminating on a node that never
+                # confirms), its update events change nothing and no delete runs, so its
+                # src-ip route and NAT stay, as in kube-ovn; they are not orphans.
+                self.alive_ips.update(
+                    split_ips(pod.annotations.get(IP_ADDRESS_ANNOTATION, "")) or ()
+                )
         for pod in self.alive:
             self.read_pod(pod)
             # NOTE: inspection clears `allocated` when the port is lost and re-adds the pod; until

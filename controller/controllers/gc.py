@@ -8,6 +8,7 @@ deleted while the controller was down, a delete handler that gave up, a crash be
   cluster router's static routes / NAT rules of their addresses (kube-ovn `markAndCleanLSP`);
 * `gc_ip_crs`: kubeovn.io IP CRs whose pod (or node) is gone and no keep rule covers;
 * `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
+  (or only the key of a pod that is gone: a kept StatefulSet / VM address keeps no route)
   (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below).
 
 What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
@@ -437,18 +438,19 @@ class GarbageCollector:
             LOG.warning("skip static route gc: IPAM has no subnet (not rebuilt yet?)")
             return []
         routes = self._nb.list_static_routes(self._router)
+        present = self._snapshot().present_keys
         stale: dict[str, int] = {}
         for route in routes:
             if route.policy != POLICY_SRC_IP:
                 continue
             ip = host_prefix(route.ip_prefix)
-            if ip is not None and not self._ipam.contain_address(ip):
+            if ip is not None and self._route_unowned(ip, present):
                 stale[ip] = stale.get(ip, 0) + 1
         due = sorted(ip for ip in stale if ip in self._last_route_orphans)
         self._last_route_orphans = set(stale)
         deleted: list[str] = []
         for ip in due:
-            if self._ipam.contain_address(ip):  # allocated meanwhile
+            if not self._route_unowned(ip, self._snapshot().present_keys):  # allocated meanwhile
                 self._last_route_orphans.discard(ip)
                 continue
             try:
@@ -460,6 +462,20 @@ class GarbageCollector:
             deleted.append(ip)
             self._count(RESOURCE_STATIC_ROUTE, stale[ip])
         return deleted
+
+    def _route_unowned(self, ip: str, present: frozenset[str]) -> bool:
+        """No IPAM key holds `ip`, or only pod keys whose pod is gone.
+
+        NOTE: a StatefulSet / VM address outlives its pod (IP CR and port kept for the pod to
+        come back), but not its route: the delete handler removes the route of every pod it
+        sees go, kept or not, so the route of such a pod deleted while no controller ran is
+        stale as well. Keys without a '/' (node join addresses) are never judged by pods."""
+        owners = {
+            owner
+            for subnet in self._ipam.subnet_names()
+            if (owner := self._ipam.get_ip_owner(ip, subnet)) is not None
+        }
+        return all("/" in owner and owner not in present for owner in owners)
 
     # -- what the caches account for -------------------------------------------------------------
 

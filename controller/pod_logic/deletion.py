@@ -69,6 +69,11 @@ def decide_delete(
     release = to_del or (check_del and check_ok)
     if pod.deletion_timestamp is not None and not release:
         return DeleteDecision(skip=True)
+    # NOTE: a finished launcher pod (Failed, e.g. restartPolicy Never) is not alive and is
+    # cleaned up like a deleted one, but its VM still wants the address for its next launcher
+    # pod: keep the network as for a VM pod being deleted (kube-ovn #2709).
+    if is_vm and pod.phase in ("Failed", "Succeeded") and not release:
+        return DeleteDecision(skip=True)
     # NOTE: VM pods never keep their IP CR here (kube-ovn only sets keepIpCR for sts pods).
     keep = is_sts and not to_del and not check_del and check_ok
     return DeleteDecision(skip=False, keep_ip_cr=keep)

@@ -9,7 +9,9 @@ client connection to the upstream server. Between the two it can
   answers the next `count` matching requests with `status` (a 5xx, or 429 with `Retry-After`)
   and a Kubernetes `Status` body, without forwarding them;
 * refuse service: `refuse(True)` accepts and at once closes new connections (an API server that
-  is down behind its load balancer) until `refuse(False)`.
+  is down behind its load balancer) until `refuse(False)`; `pause()` closes the listening socket,
+  so connecting fails with ECONNREFUSED (a down server on its own address), until `resume()`
+  listens on the same port again.
 
 `requests` is the log of what it saw (method, path, whether it answered itself), bounded.
 
@@ -278,6 +280,7 @@ class FaultProxy:
         self._listener: socket.socket | None = None
         self._accept_thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        self._paused = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -302,16 +305,38 @@ class FaultProxy:
         LOG.info("fault proxy %s -> %s:%s", self.url, *self.upstream)
         return self
 
+    def pause(self) -> None:
+        """Stop listening (new connections are refused by the kernel); open ones stay."""
+        listener, thread = self._listener, self._accept_thread
+        if listener is None:
+            raise FaultProxyError("the fault proxy is not started")
+        self._paused = True
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        if thread is not None:
+            thread.join(10)
+
+    def resume(self) -> None:
+        """Listen again on the same port after `pause()`."""
+        if not self._paused:
+            return
+        self._listener = None
+        self._paused = False
+        self.start()
+
     def stop(self) -> None:
         listener = self._listener
         if listener is None:
             return
         self._stopping.set()
-        with contextlib.suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
+        if not self._paused:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
         if self._accept_thread is not None:
             self._accept_thread.join(10)
+        self._paused = False
         self.drop_all()
         with self._lock:
             threads = list(self._threads)

@@ -916,6 +916,12 @@ class ObjectStore:
                 else:
                     spec = old.obj.get("spec") or {}
                     grace = int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+                # As kube-apiserver's pod strategy: a pod no node runs (unscheduled, or
+                # finished) has nothing to wait for and goes at once.
+                if not (old.obj.get("spec") or {}).get("nodeName") or (
+                    (old.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+                ):
+                    grace = 0
                 current_grace = old_meta.get("deletionGracePeriodSeconds")
                 if current_grace is not None:
                     grace = min(grace, int(current_grace))

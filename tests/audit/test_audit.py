@@ -582,3 +582,18 @@ def test_kept_vm_address_needs_its_vm() -> None:
     assert set(run(c, config).kinds()) == {KIND_ORPHAN_IP_CR, KIND_ORPHAN_LSP}
     c.vms = []
     assert "VirtualMachine is gone" in run(c, config).render()
+
+
+def test_kept_statefulset_pod_terminating_past_its_grace_keeps_its_route() -> None:
+    # A scheduled sts pod whose node never confirms the delete: the controller keeps its whole
+    # network (no delete runs, as in kube-ovn) while the StatefulSet wants the ordinal, route
+    # included; the route is an orphan only once the ordinal is no longer wanted.
+    c = clean_cluster()
+    pod = c.add_pod("web-1", "10.16.0.10", mac(10), sts="web")
+    c.pods["default/web-1"] = dataclasses.replace(
+        pod, deletion_timestamp=NOW - timedelta(seconds=60), deletion_grace_period_seconds=30
+    )
+    c.statefulsets = [StatefulSet("default", "web", replicas=2)]
+    assert run(c).settled, run(c).render()
+    c.statefulsets = [StatefulSet("default", "web", replicas=1)]
+    assert KIND_ORPHAN_ROUTE in run(c).kinds()

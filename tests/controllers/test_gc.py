@@ -317,6 +317,8 @@ def test_route_whose_address_is_allocated_between_passes_is_kept() -> None:
     w.nb.add_static_route("src-ip", A_IP, "100.64.0.2", LR)
     w.gc.gc_static_routes()
     w.ipam.get_static_address("default/p", A_IP, A_MAC, "ovn-default")
+    w.kube.add_pod(raw_pod("p", annotations=allocated(A_IP, A_MAC)))
+    w.sync()
     assert w.gc.gc_static_routes() == []
     w.ipam.release_address_by_pod("default/p")
     assert w.gc.gc_static_routes() == []  # the mark was reset
@@ -465,3 +467,18 @@ def test_run_with_a_non_positive_interval_is_disabled() -> None:
     w = World()
     w.gc.run(threading.Event(), 0)  # returns at once
     assert w.runs_metric() == 0
+
+
+def test_route_of_a_kept_statefulset_address_goes_with_its_pod() -> None:
+    # The sts pod was deleted while no controller ran: its IP CR, port and address stay for the
+    # pod to come back (its StatefulSet still wants the ordinal), but its route, which the
+    # delete handler would have removed, is stale. A present pod keeps its route.
+    w = World()
+    w.statefulset("web", replicas=2)
+    w.network("web-1", A_IP, A_MAC, pod_type="StatefulSet")
+    live_pod(w, "web-0", B_IP, B_MAC)
+    w.sync()
+    assert w.gc.gc_static_routes() == []
+    assert w.gc.gc_static_routes() == [A_IP]
+    assert w.routes() == {B_IP}
+    assert w.held("default/web-1") == [A_IP]  # the address itself stays kept

@@ -1,8 +1,22 @@
-"""End-to-end fixtures: the API server emulator, a real NB ovsdb-server, controllers in-process.
+"""End-to-end fixtures: an API server, a real NB ovsdb-server, controllers in-process.
 
-Every test gets its own emulator (one node, `node1`) and its own NB database. `start_controller`
-builds the real `controller.app.Controller` from command-line flags, with short lease timings so
-leader-election scenarios finish in seconds; every controller it started is stopped at teardown.
+The `cluster` fixture runs each test on two planes:
+
+* `emulator`: its own API server emulator (one node, `node1`) and its own NB database;
+* `real` (marked `realcp`): the session's real control plane (tests/fixtures/realbed.py), reset
+  to the same starting point (one node `node1`, run by the sandbox kubelet), and its own NB
+  database. The controller authenticates as the chart's ServiceAccount, so a missing RBAC grant
+  fails the test; `cluster.server` is a `RealServer`, whose `store` has the emulator store's
+  surface over REST (controller.sandbox.remotestore).
+
+A test that needs what only the emulator has (deterministic fault injection, its request log,
+stopping and starting it, seeding objects with a status the real server manages) carries
+`@pytest.mark.emulator_only("why")` and runs on the emulator alone. Module-scoped fixtures that
+enter `open_cluster()` themselves stay on the emulator.
+
+`start_controller` builds the real `controller.app.Controller` from command-line flags, with
+short lease timings so leader-election scenarios finish in seconds; every controller it started
+is stopped at teardown.
 """
 
 from __future__ import annotations
@@ -12,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +35,7 @@ from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox import ApiServer
 from controller.sandbox.ovsdb import NbServer
 from tests.e2e.helpers import NODE, node, running
+from tests.fixtures.realbed import RealBed
 
 LEASE_FLAGS = (
     "--leader-elect-lease-duration=3",
@@ -28,9 +44,29 @@ LEASE_FLAGS = (
 )
 
 
+class RealServer:
+    """The real plane in the place of an `ApiServer`: its `store`, kubeconfig and client."""
+
+    def __init__(self, bed: RealBed) -> None:
+        self.bed = bed
+        self.store = bed.new_store()
+        self.plane = bed.plane
+
+    @property
+    def url(self) -> str:
+        return str(self.plane.url)
+
+    def write_kubeconfig(self, path: str | Path, **_: Any) -> Path:
+        """An admin kubeconfig (the controller's own is `Cluster.kubeconfig`)."""
+        return Path(self.plane.write_admin_kubeconfig(path))
+
+    def api_client(self) -> Any:
+        return self.plane.api_client()
+
+
 @dataclass
 class Cluster:
-    server: ApiServer
+    server: ApiServer | RealServer
     nb_server: NbServer
     kubeconfig: Path
     nb: OvsdbappNbClient  # a reader for assertions (the controller has its own connection)
@@ -74,10 +110,52 @@ def launch_controller(cluster: Cluster, *extra: str, identity: str = "controller
     return run_controller(cluster.argv(*extra), env, startup_wait=10.0, status_delay=0.1)
 
 
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
+@contextmanager
+def open_real_cluster(bed: RealBed) -> Iterator[Cluster]:
+    """The real plane reset for one test, with a fresh NB database of its own."""
+    with tempfile.TemporaryDirectory(prefix="e2e") as d:
+        bed.reset()
+        nb_server = NbServer(Path(d) / "nb").start()
+        server = RealServer(bed)
+        reader = OvsdbappNbClient.from_addr(nb_server.remote, timeout=10.0)
+        try:
+            with bed.run_window():
+                yield Cluster(server, nb_server, bed.controller_kubeconfig, reader)
+        finally:
+            reader.close()
+            nb_server.stop()
+            bed.reset(server.store.created)
+
+
+PLANES = ("emulator", pytest.param("real", marks=pytest.mark.realcp))
+
+
+@pytest.fixture(params=PLANES)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    if request.param == "real":
+        bed: RealBed = request.getfixturevalue("real_bed")
+        with open_real_cluster(bed) as c:
+            yield c
+        return
     with open_cluster() as c:
         yield c
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked emulator_only get no `real` variant (deselected, not skipped: nothing is
+    missing, the scenario exists on one plane only)."""
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        plane = callspec.params.get("cluster") if callspec is not None else None
+        if plane == "real" and item.get_closest_marker("emulator_only") is not None:
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 StartController = Callable[..., Controller]

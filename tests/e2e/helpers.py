@@ -19,6 +19,11 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 15.0
 NODE = "node1"
 NODE_IP = "172.18.0.2"
+#: Why a scenario built on hand-made StatefulSet pods runs on the emulator alone.
+HANDMADE_STS = (
+    "hand-made StatefulSet pods: on the real plane kube-controller-manager runs StatefulSets "
+    "(test_real_workloads.py covers them)"
+)
 
 
 def wait_for(

@@ -101,7 +101,12 @@ def test_vm_address_survives_a_restart_while_the_vm_has_no_live_pod(
     if stopped == "deleted":
         delete_pod(cluster, "virt-launcher-vm2-aaaaa")
     else:
-        store.patch("pods", NS, "virt-launcher-vm2-aaaaa", {"status": {"phase": "Failed"}})
+        # through the status subresource, as a kubelet writes it (the main resource keeps
+        # the status on a real server and on the emulator alike)
+        store.patch(
+            "pods", NS, "virt-launcher-vm2-aaaaa", {"status": {"phase": "Failed"}},
+            subresource="status",
+        )  # fmt: skip
     second = running(start_controller(KEEP, identity="controller-b"), "second controller started")
     store.create("pods", pod("squatter"))  # would take vm2's address if InitIPAM forgot it
     assert allocated(cluster, "squatter")[IP_ADDRESS_ANNOTATION] != ip

@@ -21,7 +21,7 @@ from controller.core.constants import (
 )
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, get_or_none, wait_for
+from tests.e2e.helpers import HANDMADE_STS, NODE, annotations, get_or_none, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -270,6 +270,7 @@ def test_inspection_and_gc_repair_attachment_ports(
     settled(cluster)
 
 
+@pytest.mark.emulator_only(HANDMADE_STS)
 def test_statefulset_pod_keeps_its_attachment_addresses(
     ctl: Controller, cluster: Cluster, attach_subnets: None
 ) -> None:

@@ -11,7 +11,7 @@ import pytest
 from controller.core.constants import IP_ADDRESS_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, running, wait_for
+from tests.e2e.helpers import HANDMADE_STS, get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -74,6 +74,7 @@ def test_gc_deletes_an_orphan_only_on_the_second_pass_that_sees_it(
     settled(cluster)
 
 
+@pytest.mark.emulator_only(HANDMADE_STS)
 def test_inspection_recreates_lost_statefulset_and_vm_ports(
     cluster: Cluster, start_controller: StartController
 ) -> None:

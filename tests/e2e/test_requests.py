@@ -12,7 +12,7 @@ from controller.sandbox.faults import RequestRecord
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.emulator_only("counts requests in the emulator's log")]
 
 
 def test_a_new_pod_costs_one_ip_create_and_two_pod_patches(

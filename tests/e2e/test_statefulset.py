@@ -19,7 +19,7 @@ from controller.core.constants import (
     MAC_ADDRESS_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, running, wait_for
+from tests.e2e.helpers import HANDMADE_STS, get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -35,7 +35,10 @@ from tests.e2e.workloads import (
     warning,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.emulator_only(HANDMADE_STS),
+]
 
 SUBNET = "ovn-default"
 

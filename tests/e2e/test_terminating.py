@@ -12,7 +12,7 @@ import pytest
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, running, wait_for
+from tests.e2e.helpers import HANDMADE_STS, get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -43,6 +43,9 @@ def released(ctl: Controller, cluster: Cluster, name: str, ip: str) -> None:
     wait_for(lambda: not ctl.ipam.get_ip_owner(ip, SUBNET), message=f"{ip} released")
 
 
+@pytest.mark.emulator_only(
+    "a node that never confirms the delete: on the real plane the sandbox kubelet does"
+)
 def test_pods_on_a_lost_node_are_cleaned_up_after_their_grace_period(
     ctl: Controller, cluster: Cluster
 ) -> None:
@@ -96,6 +99,7 @@ def test_a_pod_removed_within_its_grace_period_is_cleaned_up_at_once(
     settled(cluster)
 
 
+@pytest.mark.emulator_only(HANDMADE_STS)
 def test_a_statefulset_pod_beyond_the_replicas_is_cleaned_up_after_its_grace(
     ctl: Controller, cluster: Cluster
 ) -> None:

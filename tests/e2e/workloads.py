@@ -9,7 +9,9 @@ controller's commits by milliseconds, so an NB read that follows a controller wr
 Pods are deleted the way a kubelet-backed API server deletes them: `graceful()` switches the
 emulator to graceful pod deletion, so a delete sets `deletionTimestamp` (an update event) and
 `finish_delete` then removes the object (the final delete event carries the timestamp), which is
-what kube-ovn's StatefulSet / VM keep-IP rules read.
+what kube-ovn's StatefulSet / VM keep-IP rules read. The pods `pod()` builds are bound to the
+node (`node_name`), as a scheduler would have them: a real API server deletes a pod that no node
+runs at once, whatever its grace period.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from controller.ovn.api import PortInfo
 from controller.testing import builders
 from tests.e2e import helpers
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, audit_clean, get_or_none, running, wait_for
+from tests.e2e.helpers import NODE, annotations, audit_clean, get_or_none, running, wait_for
 
 NS = "default"
 
@@ -39,7 +41,7 @@ def pod(
     annotations: dict[str, str] | None = None,
     owner: dict[str, Any] | None = None,
     grace: int = 1,
-    node_name: str = "",
+    node_name: str = NODE,
 ) -> dict[str, Any]:
     """A busybox pod that the emulator deletes `grace` seconds after a graceful delete."""
     return helpers.pod(
@@ -104,11 +106,22 @@ def virtual_machine(cluster: Cluster, name: str, namespace: str = NS) -> dict[st
             "spec": {"running": True, "template": {"metadata": {}}},
         },
     )
+    # The owner is a real VMI object: a garbage collector (the real plane's) deletes pods whose
+    # owner does not exist.
+    vmi = cluster.server.store.create(
+        "virtualmachineinstances",
+        {
+            "apiVersion": "kubevirt.io/v1",
+            "kind": "VirtualMachineInstance",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {},
+        },
+    )
     return {
         "apiVersion": "kubevirt.io/v1",
         "kind": "VirtualMachineInstance",
         "name": name,
-        "uid": f"vmi-{name}",
+        "uid": vmi["metadata"]["uid"],
         "controller": True,
     }
 

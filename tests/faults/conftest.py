@@ -32,6 +32,12 @@ __all__ = ["cluster", "start_controller"]
 ROOT = Path(__file__).resolve().parents[2]
 # Faults leave orphans only the periodic gc can collect: run it (and inspection) often.
 FAULT_FLAGS = ("--gc-interval=1", "--inspect-interval=1", "--ovn-timeout=3")
+#: Why a scenario runs on the emulator alone (test_real_faults.py has the real plane's faults).
+EMULATOR_FAULTS = (
+    "deterministic API fault injection (per verb and resource, latency) by the emulator; "
+    "test_real_faults.py injects faults on the real plane"
+)
+NB_FAULTS = "an NB fault: the API plane adds nothing, it runs on the emulator"
 
 
 class ControllerProcess(Protocol):

@@ -9,7 +9,7 @@ import pytest
 from controller.app import Controller
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import running, wait_for
-from tests.faults.conftest import FAULT_FLAGS
+from tests.faults.conftest import EMULATOR_FAULTS, FAULT_FLAGS
 from tests.faults.helpers import (
     Auditor,
     assert_burst_converged,
@@ -18,7 +18,11 @@ from tests.faults.helpers import (
     wait_settled,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(90),
+    pytest.mark.emulator_only(EMULATOR_FAULTS),
+]
 
 
 @pytest.fixture

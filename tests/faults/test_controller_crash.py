@@ -15,7 +15,7 @@ from controller.sandbox import ApiServer
 from controller.sandbox.faults import FaultInjector
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import allocated_pods, get_or_none, pod, running, wait_for
-from tests.faults.conftest import FAULT_FLAGS, ControllerProcess
+from tests.faults.conftest import EMULATOR_FAULTS, FAULT_FLAGS, ControllerProcess
 from tests.faults.helpers import (
     NS,
     Auditor,
@@ -25,7 +25,11 @@ from tests.faults.helpers import (
     wait_settled,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(90),
+    pytest.mark.emulator_only(EMULATOR_FAULTS),
+]
 
 LEASE = ("kube-system", "kube-ovn-controller")
 

@@ -9,7 +9,7 @@ import pytest
 from controller.sandbox.ovsdb import NbCluster
 from tests.e2e.conftest import Cluster, StartController, launch_controller
 from tests.e2e.helpers import running, wait_for
-from tests.faults.conftest import FAULT_FLAGS
+from tests.faults.conftest import FAULT_FLAGS, NB_FAULTS
 from tests.faults.helpers import (
     Auditor,
     assert_burst_converged,
@@ -19,7 +19,11 @@ from tests.faults.helpers import (
     wait_settled,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(90),
+    pytest.mark.emulator_only(NB_FAULTS),
+]
 
 
 def test_nb_server_killed_and_restarted_mid_burst(

@@ -322,6 +322,11 @@ def check(result: bool | Exception) -> bool:
         (vm_pod(deletion_timestamp=NOW), True, False, False, pl.DeleteDecision(True)),
         (vm_pod(deletion_timestamp=NOW), True, True, False, pl.DeleteDecision(False, False)),
         (vm_pod(), True, False, False, pl.DeleteDecision(False, False)),
+        # a finished launcher pod of a VM that still exists: keep the VM's network
+        (vm_pod(phase="Failed"), True, False, False, pl.DeleteDecision(True)),
+        (vm_pod(phase="Succeeded"), True, False, False, pl.DeleteDecision(True)),
+        (vm_pod(phase="Failed"), True, True, False, pl.DeleteDecision(False, False)),
+        (vm_pod(phase="Failed"), False, None, None, pl.DeleteDecision(False, False)),
         (vm_pod(deletion_timestamp=NOW), False, None, None, pl.DeleteDecision(False, False)),
     ],
 )

@@ -68,7 +68,7 @@ def graceful() -> Iterator[tuple[ApiServer, Any]]:
 
 def test_graceful_pod_deletion_waits_for_finalize(graceful: tuple[ApiServer, Any]) -> None:
     server, core = graceful
-    core.create_namespaced_pod(NS, pod("p", terminationGracePeriodSeconds=20))
+    core.create_namespaced_pod(NS, pod("p", terminationGracePeriodSeconds=20, nodeName="n1"))
     core.delete_namespaced_pod("p", NS)
     terminating = core.read_namespaced_pod("p", NS)
     assert terminating.metadata.deletion_timestamp is not None
@@ -78,6 +78,17 @@ def test_graceful_pod_deletion_waits_for_finalize(graceful: tuple[ApiServer, Any
     assert server.store.finalize_delete("pods", NS, "p") is True
     with pytest.raises(client.ApiException):
         core.read_namespaced_pod("p", NS)
+
+
+def test_unscheduled_or_finished_pods_go_at_once(graceful: tuple[ApiServer, Any]) -> None:
+    # kube-apiserver's pod strategy: no node runs them, so there is no grace period to wait out
+    server, core = graceful
+    core.create_namespaced_pod(NS, pod("unscheduled", terminationGracePeriodSeconds=20))
+    core.create_namespaced_pod(NS, pod("done", terminationGracePeriodSeconds=20, nodeName="n1"))
+    server.store.patch("pods", NS, "done", {"status": {"phase": "Succeeded"}}, subresource="status")
+    for name in ("unscheduled", "done"):
+        core.delete_namespaced_pod(name, NS)
+    assert core.list_namespaced_pod(NS).items == []
 
 
 def test_graceful_pod_with_zero_grace_goes_at_once(graceful: tuple[ApiServer, Any]) -> None:

@@ -94,6 +94,17 @@ def test_refused_connections(core: Any, proxy: FaultProxy) -> None:
     assert core.list_namespaced_pod("default").items == []
 
 
+def test_paused_proxy_refuses_at_tcp_level_then_resumes(core: Any, proxy: FaultProxy) -> None:
+    port = proxy.port
+    proxy.pause()
+    proxy.drop_all()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2)
+    proxy.resume()
+    assert proxy.port == port
+    assert core.list_namespaced_pod("default").items == []
+
+
 def test_loopback_only_and_bounded(server: ApiServer) -> None:
     with pytest.raises(FaultProxyError, match="loopback"):
         FaultProxy(server.host, server.port, host="0.0.0.0")
