@@ -17,8 +17,8 @@ import sys
 import threading
 from typing import Any
 
-from controller.cache.errors import StatusError
-from controller.cache.listwatch import api_request_json
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.request import read_object, send
 from controller.kube.client import load_api_client
 from controller.runtime.leaderelection import (
     LeaderCallbacks,
@@ -34,18 +34,22 @@ WRITES = "standin-writes"
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
 
 
+def _json(api: Any, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    return read_object(send(api, method, path, body=body, timeout=5))
+
+
 def _bump(api: Any, count: int) -> None:
     path = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
     try:
-        cm = api_request_json(api, "GET", f"{path}/{WRITES}", timeout=5)
-    except StatusError as err:
-        if err.code != 404:
+        cm = _json(api, "GET", f"{path}/{WRITES}")
+    except KubeApiError as err:
+        if err.status != 404:
             raise
         body = {"metadata": {"name": WRITES, "annotations": {"writes": str(count)}}}
-        api_request_json(api, "POST", path, body={"apiVersion": "v1", "kind": "ConfigMap", **body})
+        _json(api, "POST", path, body={"apiVersion": "v1", "kind": "ConfigMap", **body})
         return
     cm["metadata"].setdefault("annotations", {})["writes"] = str(count)
-    api_request_json(api, "PUT", f"{path}/{WRITES}", body=cm, timeout=5)
+    _json(api, "PUT", f"{path}/{WRITES}", body=cm)
 
 
 def main(argv: list[str]) -> int:
