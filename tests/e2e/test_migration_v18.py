@@ -173,8 +173,8 @@ def _kube_ovn_v18_nb(remote: str) -> None:
             "acl-add",
             "ovn.sg.sg1",
             "to-lport",
-            "2005",
-            "outport == @ovn.sg.sg1 && ip4 && tcp.dst == 5432",
+            "2299",
+            "outport==@ovn.sg.sg1 && ip4 && ip4.src==0.0.0.0/0 && 5432<=tcp.dst<=5432",
             "allow-related",
         ],
     ]
@@ -237,6 +237,29 @@ def _crs_and_pods(cluster: Cluster) -> None:
                 "status": status,
             },
         )
+    # the SecurityGroup whose rule kube-ovn v1.8's security_group.go turned into the ACL above
+    store.create(
+        "security-groups",
+        {
+            "apiVersion": "kubeovn.io/v1",
+            "kind": "SecurityGroup",
+            "metadata": {"name": "sg1"},
+            "spec": {
+                "ingressRules": [
+                    {
+                        "ipVersion": "ipv4",
+                        "protocol": "tcp",
+                        "portRangeMin": 5432,
+                        "portRangeMax": 5432,
+                        "remoteType": "address",
+                        "remoteAddress": "0.0.0.0/0",
+                        "policy": "allow",
+                        "priority": 1,
+                    }
+                ]
+            },
+        },
+    )
     store.create(
         "vlans",
         {
