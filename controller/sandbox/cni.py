@@ -15,7 +15,7 @@ daemon does for a pod (pkg/daemon/handler.go `handleAdd`/`handleDel`, pkg/daemon
   virtualmachine`. An attachment whose provider is not an OVN one is left to its own CNI.
 * `wire(pod)` creates the pod's namespace and one veth per network, plugs the host end into
   br-int (`--may-exist add-port`, `external_ids:iface-id=<port>`, `pod_name`, `pod_namespace`,
-  `ip`, `pod_netns`, as kube-ovn), sets the host end up with txqueuelen 1000, then inside the pod
+  `ip`, `pod_netns`, as kube-ovn) with the host end up and txqueuelen 1000, then inside the pod
   sets the MAC, MTU (1400, kube-ovn's geneve default), the addresses with the subnet's prefix
   lengths (both families for dual stack) and, on `eth0` only, the default route(s) via the
   gateway(s). It returns once every port is bound (`external_ids:ovn-installed=true` on the
@@ -43,6 +43,9 @@ Where this differs from kube-ovn v1.8, and why:
 * Transmit checksum offload is turned off on the pod's end of the veth (`ethtool -K <if> tx off`):
   the userspace datapath forwards a veth's partially checksummed TCP/UDP packets unchanged and
   the receiver drops them (with the kernel datapath kube-ovn needs no such step).
+* The host end is set up before `add-port` (kube-ovn: right after it) and checked once the
+  port is bound: ovs-vswitchd writes a device's flags back from a cached copy when it adds the
+  port, which can undo an `up` that races with it.
 * IPv6 addresses are added with `nodad` (duplicate address detection would hold each new address
   tentative for about a second; OVN already guarantees uniqueness per switch).
 * No gateway check by default (kube-ovn pings the gateway up to 200 times unless the subnet
@@ -185,6 +188,8 @@ def plan_pod(pod: Mapping[str, Any]) -> list[NicPlan]:
     name, namespace = meta.get("name", ""), meta.get("namespace", "")
     if not name or not namespace:
         raise WiringError("pod has no name or namespace")
+    if (pod.get("spec") or {}).get("hostNetwork") is True:
+        return []  # the node's own network: no CNI call
     ann = _ann(pod)
     what = f"pod {namespace}/{name}"
     # (provider, ifname) of every network the CNI would be asked to set up, eth0 first
@@ -277,6 +282,8 @@ class CniWiring:
         self._nodes: dict[str, str] = {}  # node name -> its namespace
         # The kubelet wires pods from several threads; a node is wired by one of them only.
         self._node_lock = threading.Lock()
+        self._plans: dict[str, tuple[NicPlan, ...]] = {}  # pod identity -> what was wired
+        self._plans_lock = threading.Lock()
 
     # --- names -----------------------------------------------------------------------------------
     def pod_netns(self, pod: Mapping[str, Any]) -> str:
@@ -338,15 +345,25 @@ class CniWiring:
             deadline = time.monotonic() + self.bind_timeout
             for plan, host in hosts:
                 self._wait_bound(plan.port, host, deadline)
+                self._ensure_up(host)
             if self.check_gateway:
                 for plan in plans:
                     if plan.default_route:
                         self._gateway_check(netns, plan, deadline)
         except SandboxError as exc:
             raise WiringError(f"pod {meta['namespace']}/{meta['name']}: {exc}") from None
+        with self._plans_lock:
+            self._plans[identity] = tuple(plans)
+
+    def wired_plans(self, pod: Mapping[str, Any]) -> tuple[NicPlan, ...] | None:
+        """The interfaces the last successful `wire` of this pod (by UID) set up, or None."""
+        with self._plans_lock:
+            return self._plans.get(self._identity(pod))
 
     def unwire(self, pod: Mapping[str, Any]) -> None:
         identity = self._identity(pod)
+        with self._plans_lock:
+            self._plans.pop(identity, None)
         try:
             for iface in self._interfaces("pod_uid", identity):
                 self._unplug(iface)
@@ -370,6 +387,7 @@ class CniWiring:
             host = self._host_nic("node:" + name, NODE_NIC)
             self._plug(plan, host, netns, {"node_name": name})
             self._wait_bound(plan.port, host, time.monotonic() + self.bind_timeout)
+            self._ensure_up(host)
         except SandboxError as exc:
             raise WiringError(f"node {name}: {exc}") from None
         self._nodes[name] = netns
@@ -400,7 +418,12 @@ class CniWiring:
                 ],
             )
         self._clean_duplicates(plan.port, host)
+        # Up before OVS opens it (kube-ovn sets it up right after add-port): ovs-vswitchd writes
+        # the device flags back from its own cached copy when it turns promiscuous mode on, so an
+        # `up` racing with the port's addition can be undone and leave the pod without carrier.
+        self.dp.exec_in(ovs_ns, ["ip", "link", "set", host, "up", "txqueuelen", "1000"])
         external_ids = {"iface-id": plan.port, **ids, "ip": plan.ips, "pod_netns": netns}
+        # without --no-wait: returns once ovs-vswitchd has added the port
         self.dp.vsctl(
             "--may-exist",
             "add-port",
@@ -412,11 +435,18 @@ class CniWiring:
             host,
             *(f'external_ids:{k}="{v}"' for k, v in external_ids.items()),
         )
-        self.dp.exec_in(ovs_ns, ["ip", "link", "set", host, "up", "txqueuelen", "1000"])
         self.dp.exec_in(netns, ["ip", "-batch", "-"], stdin=_ip_batch(plan))
         # A veth hands TCP/UDP packets to its peer with the checksum left to the NIC; the
         # userspace datapath forwards them as they are, so the receiver would drop them.
         self.dp.exec_in(netns, ["ethtool", "-K", plan.ifname, "tx", "off"])
+
+    def _ensure_up(self, host: str) -> None:
+        """The host end is administratively up once OVS has the port (see `_plug`)."""
+        link = self.dp.exec_in(self.dp.ovs_netns, ["ip", "-o", "link", "show", "dev", host])
+        flags = link.partition("<")[2].partition(">")[0].split(",")
+        if "UP" not in flags:
+            LOG.warning("interface %s went down while OVS added it; setting it up again", host)
+            self.dp.exec_in(self.dp.ovs_netns, ["ip", "link", "set", host, "up"])
 
     def _link_exists(self, netns: str, name: str) -> bool:
         try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION_TEMPLATE
-from controller.sandbox.cni import CniWiring, NicPlan, netns_exists, plan_pod
+from controller.sandbox.cni import CniWiring, NicPlan, netns_exists
 from controller.sandbox.dataplane import DataPlane
 from controller.sandbox.kubelet import SandboxKubelet, SimNode
 from tests.e2e.conftest import Cluster
@@ -122,7 +122,10 @@ class Net:
             return obj if (obj.get("status") or {}).get("phase") == "Running" else None
 
         obj = wait_for(running, timeout=timeout, message=f"pod {namespace}/{name} Running")
-        pod = WiredPod(name, namespace, self.cni.pod_netns(obj), plan_pod(obj), obj)
+        # what the kubelet wired (it wires once: later annotation changes do not reach the pod)
+        plans = self.cni.wired_plans(obj)
+        assert plans is not None, f"{name} is Running but was not wired"
+        pod = WiredPod(name, namespace, self.cni.pod_netns(obj), list(plans), obj)
         assert netns_exists(pod.netns), f"{pod.name} is Running but has no namespace"
         return pod
 

@@ -80,6 +80,32 @@ def _allocated(net: Net, names: list[str]) -> list[str]:
     return out
 
 
+def _diagnose(net: Net, pod: WiredPod) -> str:
+    """What the API, the NB, OVS and the pod's namespace say about `pod` (for a failure)."""
+    obj = net.cluster.server.store.get("pods", NS, pod.name)
+    nb = subprocess.run(
+        [
+            "ovn-nbctl",
+            f"--db={net.cluster.nb_server.remote}",
+            "list",
+            "logical_switch_port",
+            pod.eth0.port,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    addr = net.dp.exec_in(pod.netns, ["ip", "addr", "show", "dev", "eth0"])
+    binding = net.dp.sbctl(
+        "--bare", "--columns=chassis,up", "find", "port_binding", f"logical_port={pod.eth0.port}"
+    )
+    return (
+        f"pod {pod.name} uid {obj['metadata']['uid']} (wired uid {pod.obj['metadata']['uid']})\n"
+        f"annotations: {obj['metadata'].get('annotations')}\n"
+        f"NB: {nb.stdout}{nb.stderr}\nSB binding: {binding}\nnetns eth0: {addr}"
+    )
+
+
 def _create(net: Net, name: str) -> None:
     spec = {**SPEC, "terminationGracePeriodSeconds": 0}
     net.cluster.server.store.create(
@@ -109,8 +135,8 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
         before = {n: p.ip() for n, p in wired.items()}
 
         # the burst: creates while the controller's pod patches are slow, deletes of wired pods
-        net.cluster.server.faults.add_latency(0.1, verb="patch", resource="pods")
-        burst = [f"burst-{i}" for i in range(16)]
+        net.cluster.server.faults.add_latency(0.2, verb="patch", resource="pods")
+        burst = [f"burst-{i}" for i in range(24)]
         for name in burst:
             _create(net, name)
         for name in ("keep-0", "keep-1"):
@@ -125,7 +151,7 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
         net.cluster.server.faults.clear()
 
         # while no controller runs: more deletes (allocated or not) and creates
-        for name in ("burst-0", "burst-15", "keep-2"):
+        for name in ("burst-0", "burst-23", "keep-2"):
             if name in wired:
                 net.delete(wired.pop(name))
             else:
@@ -137,12 +163,12 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
         procs.append(Proc(net.cluster, workdir / "controller.log"))
 
         survivors = sorted(o["metadata"]["name"] for o in store.list("pods", NS))
-        assert len(survivors) == 1 + 3 + 14 + 2  # probe, keep-3..5, burst-1..14, late-0..1
+        assert len(survivors) == 1 + 3 + 22 + 2  # probe, keep-3..5, burst-1..22, late-0..1
         for name in survivors:
             if name not in wired and name != "probe":
                 started(name)
 
-        # no two pods were given one address, and the pods wired before the crash kept theirs
+        # no two pods were given one address, and every pod still has the one it was wired with
         ips = {
             n: store.get("pods", NS, n)["metadata"]["annotations"][IP_ADDRESS_ANNOTATION]
             for n in survivors
@@ -150,13 +176,19 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
         for version in (0, 1):
             family = [ip.split(",")[version] for ip in ips.values()]
             assert len(set(family)) == len(family), f"an address given twice: {sorted(family)}"
-        for name, ip in before.items():
-            if name in wired:
-                assert wired[name].ip() == ip
+        for name, pod in wired.items():
+            wired_ips = ",".join(a.split("/")[0] for a in pod.eth0.addresses)
+            assert ips[name] == wired_ips, (
+                f"{name} was wired with {wired_ips}, its annotations now say {ips[name]}\n"
+                f"{_diagnose(net, pod)}"
+            )
         # every survivor answers at its address, and it is that pod which answers
         for name, pod in sorted(wired.items()):
             for version in (4, 6):
-                net.reaches(probe.netns, pod.ip(version))
+                try:
+                    net.reaches(probe.netns, pod.ip(version))
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}\n{_diagnose(net, pod)}") from None
                 answer = net.dp.tcp_request(probe.netns, pod.ip(version), PORT)
                 assert answer == name.encode(), f"{pod.ip(version)} answered {answer!r}, not {name}"
         # the deleted wired pods' addresses answer nothing (unless a survivor took one over)
