@@ -22,7 +22,9 @@ Contract (client-go 0.36 `reflector.go`, without the streaming watch-list mode):
   `max_internal_error_retry_duration` (default 0: never). Anything else, including a watch that
   closed within a second with no events, ends the cycle and leads to a relist after backoff.
 * With `resync_period > 0` a resync timer calls `store.resync()` every period while watching
-  (when `should_resync()` agrees).
+  (when `should_resync()` agrees). A resync that raises ends the watch and `list_and_watch`
+  (logged as "watch ended with error", returning normally as client-go's ListAndWatch does), so
+  `run` relists after the backoff delay.
 
 All waits go through the injected `Clock` and all randomness through the injected
 `random.Random`, so tests drive timing without sleeping.
@@ -183,6 +185,15 @@ def log_watch_error(name: str, err: BaseException) -> None:
 
 class _Stopped(Exception):
     """Internal: stop was requested while handling a watch."""
+
+
+class _ResyncFailure:
+    """The error a resync raised, handed from the resync thread to the watch loop."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
 
 
 class _StopCallbacks:
@@ -382,32 +393,50 @@ class Reflector:
 
     def _watch_with_resync(self, stop: threading.Event) -> None:
         done = threading.Event()
+        failure = _ResyncFailure()
         resyncer = None
         if self._resync_period > 0:
             resyncer = threading.Thread(
                 target=self._resync_loop,
-                args=(stop, done),
+                args=(stop, done, failure),
                 name=f"{self.name}-resync",
                 daemon=True,
             )
             resyncer.start()
         try:
-            self._watch(stop)
+            self._watch(stop, failure)
         finally:
             done.set()
             if resyncer is not None:
                 resyncer.join()
 
-    def _resync_loop(self, stop: threading.Event, done: threading.Event) -> None:
+    def _resync_loop(
+        self, stop: threading.Event, done: threading.Event, failure: _ResyncFailure
+    ) -> None:
         while not self._clock.sleep(self._resync_period, done):
             if stop.is_set():
                 return
             if self._should_resync is None or self._should_resync():
                 LOG.debug("%s: forcing resync", self.name)
-                self._store.resync()
+                try:
+                    self._store.resync()
+                except Exception as err:
+                    # client-go: the error goes to the watch loop, which ends the watch and
+                    # ListAndWatch; no further resync runs on this watch.
+                    failure.error = err
+                    self.interrupt()
+                    return
 
-    def _watch(self, stop: threading.Event) -> None:
+    def _resync_failed(self, failure: _ResyncFailure) -> bool:
+        if failure.error is None:
+            return False
+        LOG.warning("%s: watch ended with error: resync failed: %s", self.name, failure.error)
+        return True
+
+    def _watch(self, stop: threading.Event, failure: _ResyncFailure) -> None:
         while not stop.is_set():
+            if self._resync_failed(failure):
+                return
             timeout = int(
                 self._min_watch_timeout
                 + self._rng.random() * (self._max_watch_timeout - self._min_watch_timeout)
@@ -429,7 +458,9 @@ class Reflector:
                 raise
             with self._lock:
                 self._watcher = watcher
-            if stop.is_set():  # the stop callback may have run before this watcher existed
+            if stop.is_set() or failure.error is not None:
+                # the stop callback or the failed resync may have interrupted before this
+                # watcher existed
                 watcher.stop()
             try:
                 err: BaseException | None = self._handle_watch(
@@ -441,6 +472,8 @@ class Reflector:
                 watcher.stop()
                 with self._lock:
                     self._watcher = None
+            if self._resync_failed(failure):
+                return
             if err is None:
                 continue  # normal close: re-watch from the last RV, no relist, no delay
             if stop.is_set():
