@@ -71,6 +71,7 @@ from controller.core.constants import (
 from controller.core.naming import pod_name_to_port_name
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.runtime.metrics import port_is_free
 from controller.sandbox import matrix
 from controller.sandbox.apiserver import ApiServer
 from controller.sandbox.cni import CniWiring, plan_pod
@@ -490,12 +491,9 @@ class Interrupted(Exception):
 
 
 def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
+    # As the controller's metrics server will bind it: TIME-WAIT leftovers of a previous run
+    # (its scrapes and readiness probes) do not make the port busy.
+    return port_is_free("127.0.0.1", port)
 
 
 def _free_port() -> int:
