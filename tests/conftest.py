@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
-pytest_plugins = ["tests.fixtures.nb"]
+pytest_plugins = ["tests.fixtures.nb", "tests.fixtures.controlplane"]
 
 TESTS = Path(__file__).resolve().parent
 # tier directory -> its own markers; every tier listed here is also `slow`. The data-plane and
@@ -31,7 +31,7 @@ SLOW_TIERS: dict[str, tuple[str, ...]] = {
     "chart": ("chart",),
     "demo": ("demo",),
     "dataplane": (),
-    "controlplane": (),
+    "controlplane": ("realcp",),
 }
 
 
