@@ -12,8 +12,9 @@ Contract:
 * `error_from_status(status, reason, message)` maps an HTTP status plus the Kubernetes `Status`
   reason onto one class, the way kuryr-kubernetes' `_raise_from_response` does. 409 is split by
   the Status reason: `AlreadyExists` (a create lost a race) versus `Conflict` (a stale
-  resourceVersion). `error_from_response(status, body)` reads the reason and message from the
-  answer's body first; `transport_error(exc)` is the one mapping of a failure to reach the server.
+  resourceVersion). `error_from_response(status, body)` reads the reason, message and
+  `details.causes` (kept as `causes`) from the answer's body first; `transport_error(exc)` is
+  the one mapping of a failure to reach the server.
 * `retryable` tells the worker whether a requeue can help (conflicts, throttling, server-side and
   transport failures) or not (validation, authorisation).
 * `StatusError` and `ConnectionFailedError` are the informer stack's constructors for errors it
@@ -25,10 +26,35 @@ Contract:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from controller.core.errors import ControllerError
+
+
+@dataclass(frozen=True, slots=True)
+class StatusCause:
+    """One entry of a `Status`'s `details.causes` (`type` is the wire's `reason` field)."""
+
+    type: str = ""
+    message: str = ""
+    field: str = ""
+
+
+def status_causes(status: Mapping[str, Any]) -> tuple[StatusCause, ...]:
+    """The causes of a decoded `Status` object; malformed details give none."""
+    details = status.get("details")
+    raw = details.get("causes") if isinstance(details, Mapping) else None
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        StatusCause(
+            str(c.get("reason") or ""), str(c.get("message") or ""), str(c.get("field") or "")
+        )
+        for c in raw
+        if isinstance(c, Mapping)
+    )
 
 
 class KubeApiError(ControllerError):
@@ -36,7 +62,14 @@ class KubeApiError(ControllerError):
 
     retryable: ClassVar[bool] = False
 
-    def __init__(self, status: int, status_reason: str = "", message: str = "") -> None:
+    def __init__(
+        self,
+        status: int,
+        status_reason: str = "",
+        message: str = "",
+        *,
+        causes: Sequence[StatusCause] = (),
+    ) -> None:
         text = f"{status} {status_reason}".rstrip()
         # Base first: ControllerError sets `message` to the whole text, which ours overrides.
         super().__init__(f"{text}: {message}" if message else text)
@@ -44,6 +77,9 @@ class KubeApiError(ControllerError):
         # NOTE: not `reason`: in controller.core.errors that name means the Warning Event's reason.
         self.status_reason = status_reason
         self.message = message
+        #: The Status's `details.causes`: some conditions are only stated there (e.g. a
+        #: resourceVersion the server has not reached: cause type `ResourceVersionTooLarge`).
+        self.causes = tuple(causes)
 
     @property
     def code(self) -> int:
@@ -124,7 +160,13 @@ _BY_STATUS: dict[int, type[KubeApiError]] = {
 }
 
 
-def error_from_status(status: int, status_reason: str = "", message: str = "") -> KubeApiError:
+def error_from_status(
+    status: int,
+    status_reason: str = "",
+    message: str = "",
+    *,
+    causes: Sequence[StatusCause] = (),
+) -> KubeApiError:
     """Build the most specific `KubeApiError` for an HTTP status and a Status `reason`."""
     cls: type[KubeApiError]
     if status == 409 and status_reason == "AlreadyExists":
@@ -137,7 +179,7 @@ def error_from_status(status: int, status_reason: str = "", message: str = "") -
         cls = KubeUnavailableError
     else:
         cls = KubeApiError
-    return cls(status, status_reason, message)
+    return cls(status, status_reason, message, causes=causes)
 
 
 def parse_status_body(data: bytes | None) -> tuple[str, str]:
@@ -146,22 +188,31 @@ def parse_status_body(data: bytes | None) -> tuple[str, str]:
     Bodies that are not a Status (e.g. "404 page not found" for an API group that is not
     installed, or an HTML page from a proxy) give no reason; their start is kept as the message.
     """
-    reason, message = "", ""
-    if data:
-        try:
-            decoded = json.loads(data)
-        except ValueError:
-            message = data[:512].decode("utf-8", "replace")
-        else:
-            if isinstance(decoded, dict):
-                reason = str(decoded.get("reason") or "")
-                message = str(decoded.get("message") or "")
+    reason, message, _ = _parse_status(data)
     return reason, message
 
 
+def _parse_status(data: bytes | None) -> tuple[str, str, tuple[StatusCause, ...]]:
+    """`parse_status_body` plus the Status's causes."""
+    if not data:
+        return "", "", ()
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        return "", data[:512].decode("utf-8", "replace"), ()
+    if not isinstance(decoded, dict):
+        return "", "", ()
+    return (
+        str(decoded.get("reason") or ""),
+        str(decoded.get("message") or ""),
+        status_causes(decoded),
+    )
+
+
 def error_from_response(status: int, data: bytes | None) -> KubeApiError:
-    """Map a non-2xx answer to an error, reading a `Status` body when there is one."""
-    return error_from_status(status, *parse_status_body(data))
+    """Map a non-2xx answer to an error, reading a `Status` body (and its causes) if any."""
+    reason, message, causes = _parse_status(data)
+    return error_from_status(status, reason, message, causes=causes)
 
 
 def transport_error(exc: BaseException) -> KubeUnavailableError:
@@ -175,8 +226,15 @@ def transport_error(exc: BaseException) -> KubeUnavailableError:
 class StatusError(KubeApiError):
     """A Status the informer stack builds itself: `code`, `reason` and `message` as sent."""
 
-    def __init__(self, code: int, reason: str = "", message: str = "") -> None:
-        super().__init__(code, reason, message)
+    def __init__(
+        self,
+        code: int,
+        reason: str = "",
+        message: str = "",
+        *,
+        causes: Sequence[StatusCause] = (),
+    ) -> None:
+        super().__init__(code, reason, message, causes=causes)
         self.reason = reason
 
     @classmethod
@@ -187,12 +245,14 @@ class StatusError(KubeApiError):
             code if isinstance(code, int) else 500,
             str(status.get("reason") or ""),
             str(status.get("message") or ""),
+            causes=status_causes(status),
         )
 
 
 def status_error(code: int, data: bytes | None) -> StatusError:
     """A `StatusError` from an error answer's status and body (see `parse_status_body`)."""
-    return StatusError(code, *parse_status_body(data))
+    reason, message, causes = _parse_status(data)
+    return StatusError(code, reason, message, causes=causes)
 
 
 class ConnectionFailedError(KubeUnavailableError):

@@ -319,6 +319,7 @@ class PodChecks(AuditState):
         eip, snat = a.get(EIP_ANNOTATION, ""), a.get(SNAT_ANNOTATION, "")
         north = a.get(NORTH_GATEWAY_ANNOTATION, "")
         hops: list[str] | None = None  # None: any nexthop will do
+        routed_ips = net.ips
         if self.config.enable_eip_snat and (eip or snat):
             hops = None  # via the external gateway (a ConfigMap the audit does not read)
         elif north:
@@ -327,9 +328,14 @@ class PodChecks(AuditState):
             node = self.nodes.get(pod.node_name)
             tunnel = node.annotations.get(IP_ADDRESS_ANNOTATION, "") if node else ""
             hops = [h.strip() for h in tunnel.split(",")] if tunnel else None
+            if hops is not None:
+                # kube-ovn (pod.go handleUpdatePod) routes a pod address only via a node (join)
+                # address of its own family: with an IPv4-only join subnet a dual-stack pod has
+                # no IPv6 src-ip route, and is routed all the same.
+                routed_ips = tuple(ip for ip in net.ips if any(is_same_family(h, ip) for h in hops))
         else:
             return  # centralized: the subnet controller routes the whole CIDR
-        for ip in net.ips:
+        for ip in routed_ips:
             mine = [r for r in self.routes_by_ip.get(ip, []) if r.policy == POLICY_SRC_IP]
             if not mine:
                 self.add(

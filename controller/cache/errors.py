@@ -75,11 +75,28 @@ def is_expired(err: BaseException) -> bool:
     )
 
 
+TOO_LARGE_RV_CAUSE = "ResourceVersionTooLarge"
+TOO_LARGE_RV_MESSAGE = "Too large resource version"
+
+
 def is_too_large_resource_version(err: BaseException) -> bool:
-    """The server has not caught up with the requested resourceVersion yet."""
-    return isinstance(err, KubeApiError) and (
-        err.status_reason == "ResourceVersionTooLarge"
-        or (err.status == 504 and "Too large resource version" in err.message)
+    """The server has not caught up with the requested resourceVersion yet.
+
+    As client-go's `isTooLargeResourceVersionError` decides it: a Status cause of type
+    `ResourceVersionTooLarge`, whatever the status (today's servers); or, on a Timeout, a cause
+    message "Too large resource version" (servers 1.17.0-1.18.5) or that phrase in the message
+    (older servers). A top-level reason `ResourceVersionTooLarge` is accepted too.
+    """
+    if not isinstance(err, KubeApiError):
+        return False
+    if err.status_reason == TOO_LARGE_RV_CAUSE or any(
+        c.type == TOO_LARGE_RV_CAUSE for c in err.causes
+    ):
+        return True
+    if not (err.status == 504 or err.status_reason == "Timeout"):
+        return False
+    return TOO_LARGE_RV_MESSAGE in err.message or any(
+        c.message == TOO_LARGE_RV_MESSAGE for c in err.causes
     )
 
 

@@ -99,18 +99,23 @@ class RawWatcher:
         self._description = description
         self._stopped = threading.Event()
         self._lock = threading.Lock()
+        self._reading = False  # a thread is inside __iter__: it releases the response itself
 
     def stop(self) -> None:
         with self._lock:
             if self._stopped.is_set():
                 return
             self._stopped.set()
+            reading = self._reading
         try:
             # NOTE: shutdown() unblocks a read() parked in another thread; close() alone does not.
             self._response.shutdown()
         except Exception:  # the connection may already be gone
             LOG.debug("watch %s: shutdown failed", self._description, exc_info=True)
-        self._release()
+        if not reading:
+            # NOTE: only without a reader: closing under a read races http.client's own close
+            # of the chunked stream (AttributeError on a file already set to None).
+            self._release()
 
     def _release(self) -> None:
         try:
@@ -120,6 +125,10 @@ class RawWatcher:
             LOG.debug("watch %s: release failed", self._description, exc_info=True)
 
     def __iter__(self) -> Iterator[WatchEvent]:
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._reading = True
         buffer = b""
         read1 = self._response.read1
         try:

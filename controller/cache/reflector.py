@@ -4,7 +4,9 @@ Contract (client-go 0.36 `reflector.go`, without the streaming watch-list mode):
 
 * `run(stop)` calls `list_and_watch` at once and again after every return, waiting a backoff
   delay in between (0.8 s doubling to a 30 s cap, each delay jittered to `[d, 2d)`, the
-  sequence reset every 2 minutes), until `stop` is set.
+  sequence reset every 2 minutes), until `stop` is set. `list_and_watch(stop)` itself returns
+  without error soon after `stop` is set, also while a watch is open: setting `stop` stops the
+  stream, whoever the caller is (a LIST in flight is not interrupted).
 * The first LIST asks for `resourceVersion=0` in pages of 500; later relists ask for the last
   synced RV, unpaginated. A LIST answered 410 (or "RV too large") is retried at once with
   `resourceVersion=""`. A 410 on a continuation page triggers one full list instead.
@@ -20,7 +22,9 @@ Contract (client-go 0.36 `reflector.go`, without the streaming watch-list mode):
   `max_internal_error_retry_duration` (default 0: never). Anything else, including a watch that
   closed within a second with no events, ends the cycle and leads to a relist after backoff.
 * With `resync_period > 0` a resync timer calls `store.resync()` every period while watching
-  (when `should_resync()` agrees).
+  (when `should_resync()` agrees). A resync that raises ends the watch and `list_and_watch`
+  (logged as "watch ended with error", returning normally as client-go's ListAndWatch does), so
+  `run` relists after the backoff delay.
 
 All waits go through the injected `Clock` and all randomness through the injected
 `random.Random`, so tests drive timing without sleeping.
@@ -183,6 +187,67 @@ class _Stopped(Exception):
     """Internal: stop was requested while handling a watch."""
 
 
+class _ResyncFailure:
+    """The error a resync raised, handed from the resync thread to the watch loop."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+
+class _StopCallbacks:
+    """Calls registered functions once a stop event is set.
+
+    One waiting thread per stop event, however many `list_and_watch` calls register on it: `run`
+    calls `list_and_watch` after every relist with the same long-lived event, and a thread per
+    call blocked in `stop.wait()` would pile up until the stop. A function registered after the
+    event is set still runs (from a fresh waiter thread, at once).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # id(event) -> (event, {token: callback}); the entry keeps the event alive, so its id
+        # cannot be reused while registered.
+        self._entries: dict[int, tuple[threading.Event, dict[int, Callable[[], None]]]] = {}
+        self._tokens = 0
+
+    def register(self, stop: threading.Event, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run `callback` when `stop` is set; the returned function cancels the registration."""
+        with self._lock:
+            entry = self._entries.get(id(stop))
+            if entry is None:
+                entry = (stop, {})
+                self._entries[id(stop)] = entry
+                threading.Thread(
+                    target=self._wait, args=(stop,), name="reflector-stop", daemon=True
+                ).start()
+            token = self._tokens
+            self._tokens += 1
+            entry[1][token] = callback
+
+        def cancel() -> None:
+            with self._lock:
+                current = self._entries.get(id(stop))
+                if current is not None and current[0] is stop:
+                    current[1].pop(token, None)
+
+        return cancel
+
+    def _wait(self, stop: threading.Event) -> None:
+        stop.wait()
+        with self._lock:
+            _, callbacks = self._entries.pop(id(stop))
+        for callback in callbacks.values():
+            try:
+                callback()
+            except Exception:  # one failing callback must not keep the others from running
+                LOG.exception("stop callback failed")
+
+
+_ON_STOP = _StopCallbacks()
+
+
 class Reflector:
     """List-then-watch loop feeding a `ReflectorStore`; see the module docstring."""
 
@@ -220,7 +285,6 @@ class Reflector:
         self._rv_unavailable = False
         self._paginated_result = False
         self._watcher: Watcher | None = None
-        self._stop: threading.Event | None = None
         #: Counters for observability and tests: how many LIST cycles / watch requests ran.
         self.list_count = 0
         self.watch_count = 0
@@ -233,11 +297,6 @@ class Reflector:
 
     def run(self, stop: threading.Event) -> None:
         """Block, listing and watching, until `stop` is set."""
-        self._stop = stop
-        linker = threading.Thread(
-            target=self._stop_on, args=(stop,), name=f"{self.name}-stop", daemon=True
-        )
-        linker.start()
         LOG.debug("%s: starting", self.name)
         while not stop.is_set():
             try:
@@ -258,10 +317,21 @@ class Reflector:
             watcher.stop()
 
     def list_and_watch(self, stop: threading.Event) -> None:
-        self._list()
+        """One LIST, then watch until the watch ends; returns without error once `stop` is set.
+
+        Setting `stop` interrupts an open watch stream (an idle one would otherwise block until
+        its server-side timeout), whether or not `run` is the caller.
+        """
         if stop.is_set():
             return
-        self._watch_with_resync(stop)
+        unlink = _ON_STOP.register(stop, self.interrupt)
+        try:
+            self._list()
+            if stop.is_set():
+                return
+            self._watch_with_resync(stop)
+        finally:
+            unlink()
 
     # -- list -----------------------------------------------------------------------------
 
@@ -323,32 +393,50 @@ class Reflector:
 
     def _watch_with_resync(self, stop: threading.Event) -> None:
         done = threading.Event()
+        failure = _ResyncFailure()
         resyncer = None
         if self._resync_period > 0:
             resyncer = threading.Thread(
                 target=self._resync_loop,
-                args=(stop, done),
+                args=(stop, done, failure),
                 name=f"{self.name}-resync",
                 daemon=True,
             )
             resyncer.start()
         try:
-            self._watch(stop)
+            self._watch(stop, failure)
         finally:
             done.set()
             if resyncer is not None:
                 resyncer.join()
 
-    def _resync_loop(self, stop: threading.Event, done: threading.Event) -> None:
+    def _resync_loop(
+        self, stop: threading.Event, done: threading.Event, failure: _ResyncFailure
+    ) -> None:
         while not self._clock.sleep(self._resync_period, done):
             if stop.is_set():
                 return
             if self._should_resync is None or self._should_resync():
                 LOG.debug("%s: forcing resync", self.name)
-                self._store.resync()
+                try:
+                    self._store.resync()
+                except Exception as err:
+                    # client-go: the error goes to the watch loop, which ends the watch and
+                    # ListAndWatch; no further resync runs on this watch.
+                    failure.error = err
+                    self.interrupt()
+                    return
 
-    def _watch(self, stop: threading.Event) -> None:
+    def _resync_failed(self, failure: _ResyncFailure) -> bool:
+        if failure.error is None:
+            return False
+        LOG.warning("%s: watch ended with error: resync failed: %s", self.name, failure.error)
+        return True
+
+    def _watch(self, stop: threading.Event, failure: _ResyncFailure) -> None:
         while not stop.is_set():
+            if self._resync_failed(failure):
+                return
             timeout = int(
                 self._min_watch_timeout
                 + self._rng.random() * (self._max_watch_timeout - self._min_watch_timeout)
@@ -370,11 +458,13 @@ class Reflector:
                 raise
             with self._lock:
                 self._watcher = watcher
-            if stop.is_set():  # the stop linker may have missed this watcher
+            if stop.is_set() or failure.error is not None:
+                # the stop callback or the failed resync may have interrupted before this
+                # watcher existed
                 watcher.stop()
             try:
                 err: BaseException | None = self._handle_watch(
-                    watcher, started, rv not in ("", "0")
+                    watcher, stop, started, rv not in ("", "0")
                 )
             except _Stopped:
                 return
@@ -382,6 +472,8 @@ class Reflector:
                 watcher.stop()
                 with self._lock:
                     self._watcher = None
+            if self._resync_failed(failure):
+                return
             if err is None:
                 continue  # normal close: re-watch from the last RV, no relist, no delay
             if stop.is_set():
@@ -402,14 +494,17 @@ class Reflector:
             return
 
     def _handle_watch(
-        self, watcher: Watcher, started: float, propagate_rv_from_start: bool
+        self,
+        watcher: Watcher,
+        stop: threading.Event,
+        started: float,
+        propagate_rv_from_start: bool,
     ) -> BaseException | None:
         store = self._store
-        stop = self._stop
         count = 0
         besides_added = False
         for event in watcher:
-            if stop is not None and stop.is_set():
+            if stop.is_set():
                 raise _Stopped
             etype, obj = event.type, event.object
             if etype == ERROR:
@@ -436,7 +531,7 @@ class Reflector:
                 with self._lock:
                     self._last_sync_rv = rv
             count += 1
-        if stop is not None and stop.is_set():
+        if stop.is_set():
             raise _Stopped
         if count == 0 and self._clock.now() - started < 1.0:
             return VeryShortWatchError(
@@ -444,7 +539,3 @@ class Reflector:
                 "than a second and no items received"
             )
         return None
-
-    def _stop_on(self, stop: threading.Event) -> None:
-        stop.wait()
-        self.interrupt()

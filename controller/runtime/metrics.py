@@ -24,12 +24,16 @@ Contract:
   maps a name to a setter: `PUT /debug/flags/<name>` with the new value as the body calls it
   (component-base's `/debug/flags/v`): 200 with its answer, 400 with the error of a bad value,
   403 unless the request comes from loopback (the endpoint has no authentication).
+* `port_is_free(host, port)` answers whether `MetricsServer` could bind there now: it binds a
+  probe socket with the server's own socket options (SO_REUSEADDR), so connections of an earlier
+  run still in TIME-WAIT do not count as "in use", a listening socket does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -297,6 +301,23 @@ def _run_check(check: Check | None) -> tuple[bool, str]:
         ok, reason = result
         return bool(ok), reason or ("ok" if ok else "not ok")
     return bool(result), "ok" if result else "not ok"
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether `MetricsServer(..., port, host=host).start()` could bind now (see module doc)."""
+    server_class = ThreadingHTTPServer
+    with socket.socket(server_class.address_family, server_class.socket_type) as probe:
+        # NOTE: the same options socketserver.TCPServer.server_bind sets before its bind; a bare
+        # bind would be refused while an earlier run's connections sit in TIME-WAIT (~60 s).
+        if server_class.allow_reuse_address:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if getattr(server_class, "allow_reuse_port", False) and hasattr(socket, "SO_REUSEPORT"):
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 class MetricsServer:

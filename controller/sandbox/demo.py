@@ -18,7 +18,10 @@ Contract:
   status.hostIP / podIP(s) / phase Running from the annotations.
 * Prints one table row per pod as it comes up: addresses, MAC, the logical switch port and its
   switch *as read back from the NB database*, the node, whether it is routed and how long it
-  took. A pod is up when it is allocated and routed and its port exists in the NB.
+  took. A pod is up when it is allocated and routed and its port exists in the NB. The join
+  subnet (the nodes' addresses) is IPv4 only, so `dual` is routed by its IPv4 src-ip route alone,
+  as kube-ovn routes a pod address only via a node address of its family; `check` expects the
+  same and reports the demo's cluster clean.
 * With the data plane (the default when run as root with Debian's OVN/OVS packages; off with
   `--no-dataplane`, and with a one-line reason when it cannot run): a `DataPlane` (SB,
   ovn-northd, OVS, ovn-controller) on the same NB, each node's `ovn0` and every pod wired into it
@@ -77,6 +80,7 @@ from controller.core.constants import (
 from controller.core.naming import pod_name_to_port_name
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.runtime.metrics import port_is_free
 from controller.sandbox import matrix
 from controller.sandbox.apiserver import ApiServer
 from controller.sandbox.cni import CniWiring, plan_pod
@@ -515,12 +519,9 @@ class Interrupted(Exception):
 
 
 def _port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
+    # As the controller's metrics server will bind it: TIME-WAIT leftovers of a previous run
+    # (its scrapes and readiness probes) do not make the port busy.
+    return port_is_free("127.0.0.1", port)
 
 
 def _free_port() -> int:

@@ -6,7 +6,8 @@ before any state changes, so an injected failure never half-applies. Rules match
 method / verb / resource / namespace / name and fire for the next N matching requests (or forever
 with `n=None`). Tests drive it through `ApiServer.faults`:
 
-* `fail_next(n, status=500)`: answer with a Status error instead of serving;
+* `fail_next(n, status=500)`: answer with a Status error instead of serving (`details`: the
+  Status's `details`, e.g. `causes`, for errors a client must read from there);
 * `add_latency(seconds)`: delay matching requests (server side, before serving);
 * `drop_connections(n)`: close the connection without answering;
 * `force_gone_next_watch(resource)`: the next watch gets an ERROR event with a 410 Status;
@@ -17,10 +18,11 @@ with `n=None`). Tests drive it through `ApiServer.faults`:
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass
 
-from controller.sandbox.resources import ApiError
+from controller.sandbox.resources import ApiError, JsonDict
 from controller.sandbox.store import ObjectStore
 
 _REASONS = {
@@ -80,6 +82,7 @@ class _Rule:
     reason: str = ""
     message: str = ""
     seconds: float = 0.0
+    details: JsonDict | None = None
 
     def matches(self, info: RequestInfo) -> bool:
         if self.method is not None and self.method.upper() != info.method:
@@ -130,6 +133,7 @@ class FaultInjector:
         name: str | None = None,
         reason: str | None = None,
         message: str | None = None,
+        details: JsonDict | None = None,
     ) -> None:
         """Answer the next `n` matching requests with a Status error of code `status`."""
         if not 400 <= status <= 599:
@@ -146,6 +150,7 @@ class FaultInjector:
                 status=status,
                 reason=reason or _REASONS.get(status, "InternalError"),
                 message=message or f"injected fault: HTTP {status}",
+                details=copy.deepcopy(details),
             )
         )
 
@@ -213,7 +218,9 @@ class FaultInjector:
                 elif error is not None or drop or gone:
                     continue  # one terminal fault per request; later rules wait their turn
                 elif rule.action == "error":
-                    error = ApiError(rule.status, rule.reason, rule.message)
+                    error = ApiError(
+                        rule.status, rule.reason, rule.message, details=copy.deepcopy(rule.details)
+                    )
                 elif rule.action == "drop":
                     drop = True
                 elif rule.action == "gone":

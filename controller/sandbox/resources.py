@@ -386,11 +386,12 @@ def too_old(requested: int, oldest: int) -> ApiError:
 
 
 def too_large(requested: int, current: int) -> ApiError:
-    # NOTE: a real apiserver waits ~3 s for its cache to catch up before answering this 504.
+    # NOTE: a real apiserver waits ~3 s for its cache to catch up before answering this 504;
+    # the body is kube-apiserver's (a Timeout status, hence the message's "Timeout: " prefix).
     return ApiError(
         504,
         "Timeout",
-        f"Too large resource version: {requested}, current: {current}",
+        f"Timeout: Too large resource version: {requested}, current: {current}",
         details={
             "causes": [
                 {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
