@@ -65,6 +65,7 @@ from controller.controllers.gc import GarbageCollector
 from controller.controllers.namespace import NamespaceController
 from controller.controllers.node import NodeController, NodeQueues
 from controller.controllers.subnet import DEFAULT_STATUS_DELAY, SubnetController, SubnetQueues
+from controller.controllers.subnet_ipam import SubnetIpamTracker
 from controller.core.constants import (
     EVENT_COMPONENT,
     KUBEOVN_GROUP,
@@ -420,6 +421,9 @@ class Controller:
             )
             inf[RESOURCE_SUBNETS].add_event_handler(self.subnet_controller)
             inf[RESOURCE_IPS].add_event_handler(self.subnet_controller.ip_event_handler())
+        else:
+            # Another controller owns the Subnets; IPAM must still follow them.
+            inf[RESOURCE_SUBNETS].add_event_handler(SubnetIpamTracker(self.ipam, is_leader))
         if cfg.enable_namespace_controller:
             self.namespace_controller = NamespaceController(
                 config=cfg,

@@ -1,0 +1,67 @@
+"""Correctness regressions against the API emulator and a real NB database: IPAM follows the
+Subnets in every mode, pods waiting for a subnet converge when it appears, owner checks confirm
+with the API, writes apply only to the pod incarnation they were computed for."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION
+from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.helpers import running, wait_for
+from tests.e2e.workloads import allocated, delete_pod, graceful, lsp, no_lsp, pod
+
+pytestmark = pytest.mark.e2e
+
+
+def _late_subnet(cluster: Cluster, name: str, cidr: str, gateway: str) -> None:
+    """A subnet as kube-ovn's own subnet controller leaves it: formatted spec, switch created."""
+    cluster.server.store.create(
+        "subnets",
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "cidrBlock": cidr,
+                "gateway": gateway,
+                "excludeIps": [gateway],
+                "protocol": "IPv4",
+                "provider": "ovn",
+                "vpc": "ovn-cluster",
+            },
+        },
+    )
+    cluster.nb.ensure_logical_switch(name, "ovn-cluster", cidr, gateway, {})
+
+
+def test_ipam_follows_subnets_without_subnet_controller(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    graceful(cluster)
+    store = cluster.server.store
+    ctl = running(start_controller("--enable-subnet-controller=false"))
+    # a subnet created after start-up becomes allocatable
+    _late_subnet(cluster, "late", "10.90.0.0/24", "10.90.0.1")
+    wait_for(lambda: ctl.ipam.has_subnet("late"), message="subnet late in IPAM")
+    on_late = {LOGICAL_SWITCH_ANNOTATION: "late"}
+    store.create("pods", pod("p1", annotations=on_late))
+    first = allocated(cluster, "p1")[IP_ADDRESS_ANNOTATION]
+    assert first == "10.90.0.2"
+    # an excludeIps edit is honoured: the excluded range is never handed out
+    store.patch("subnets", None, "late", {"spec": {"excludeIps": ["10.90.0.1..10.90.0.20"]}})
+
+    def excluded() -> bool:
+        try:
+            return int(ctl.ipam.get_random_address("probe", "late")[0].split(".")[3]) > 20
+        finally:
+            ctl.ipam.release_address_by_pod("probe")
+
+    wait_for(excluded, message="exclude list applied")
+    store.create("pods", pod("p2", annotations=on_late))
+    second = allocated(cluster, "p2")[IP_ADDRESS_ANNOTATION]
+    assert int(second.split(".")[3]) > 20, second
+    # a deleted subnet is forgotten, and the pods' deletes still remove their ports
+    lsp(cluster, "p2.default")
+    store.delete("subnets", None, "late")
+    wait_for(lambda: not ctl.ipam.has_subnet("late"), message="subnet late forgotten")
+    delete_pod(cluster, "p2")
+    no_lsp(cluster, "p2.default")
