@@ -418,12 +418,15 @@ class Controller:
                 is_leader=is_leader,
                 metrics=self.metrics,
                 status_delay=self._status_delay,
+                on_ready=self.pod_controller.subnet_ready,
             )
             inf[RESOURCE_SUBNETS].add_event_handler(self.subnet_controller)
             inf[RESOURCE_IPS].add_event_handler(self.subnet_controller.ip_event_handler())
         else:
             # Another controller owns the Subnets; IPAM must still follow them.
-            inf[RESOURCE_SUBNETS].add_event_handler(SubnetIpamTracker(self.ipam, is_leader))
+            inf[RESOURCE_SUBNETS].add_event_handler(
+                SubnetIpamTracker(self.ipam, is_leader, self.pod_controller.subnet_ready)
+            )
         if cfg.enable_namespace_controller:
             self.namespace_controller = NamespaceController(
                 config=cfg,

@@ -65,3 +65,22 @@ def test_ipam_follows_subnets_without_subnet_controller(
     wait_for(lambda: not ctl.ipam.has_subnet("late"), message="subnet late forgotten")
     delete_pod(cluster, "p2")
     no_lsp(cluster, "p2.default")
+
+
+def test_pod_waiting_for_its_subnet_is_requeued_when_the_subnet_appears(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    store = cluster.server.store
+    # the periodic inspection (which re-queues unallocated pods) must not be what saves it
+    ctl = running(start_controller("--inspect-interval=600"))
+    store.create("pods", pod("early", annotations={LOGICAL_SWITCH_ANNOTATION: "late2"}))
+    queue = ctl.pod_queues.add
+    # eleven failed adds: the next retry is 5 ms * 2**10 = 5.1 s away
+    wait_for(lambda: queue.num_requeues("default/early") >= 11, message="add retried 11 times")
+    store.create("subnets", {"metadata": {"name": "late2"}, "spec": {"cidrBlock": "10.91.0.0/24"}})
+    wait_for(
+        lambda: queue.num_requeues("default/early") == 0,
+        timeout=3.0,
+        message="the pod's add re-run for its new subnet, ahead of its backoff",
+    )
+    assert allocated(cluster, "early")[IP_ADDRESS_ANNOTATION].startswith("10.91.0.")
