@@ -131,13 +131,16 @@ class KubeApi(Protocol):
         *,
         op: AnnotationOp = "replace",
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> KubeObject:
         """Set `annotations` on the pod, leaving every other key alone; return the new pod.
 
         `op` mirrors kube-ovn's call sites ("add" when the pod had no annotations yet). A merge
         patch creates the map when it is missing, so both values write the same thing; the
         argument is validated and kept so ported call sites read like the Go code.
-        Raises `NotFoundError` if the pod is gone (kube-ovn then enqueues a delete).
+        Raises `NotFoundError` if the pod is gone (kube-ovn then enqueues a delete). With `uid`
+        the patch carries it as a precondition: `ConflictError` when the pod of that name is
+        another incarnation (deleted and re-created since it was read).
         """
         ...
 
@@ -257,9 +260,12 @@ def validate_annotation_op(op: str) -> None:
 
 
 def annotation_merge_patch(
-    annotations: Mapping[str, str | None], resource_version: str | None = None
+    annotations: Mapping[str, str | None],
+    resource_version: str | None = None,
+    uid: str | None = None,
 ) -> dict[str, Any]:
-    """The merge-patch document both implementations apply (`None` deletes a key)."""
+    """The merge-patch document both implementations apply (`None` deletes a key); a `uid`
+    in the patched metadata is a precondition (the API server answers 409 on another UID)."""
     for key, value in annotations.items():
         if not isinstance(key, str) or not key:
             raise ValueError(f"annotation key must be a non-empty string, not {key!r}")
@@ -268,6 +274,8 @@ def annotation_merge_patch(
     meta: dict[str, Any] = {"annotations": dict(annotations)}
     if resource_version:
         meta["resourceVersion"] = resource_version
+    if uid:
+        meta["uid"] = uid
     return {"metadata": meta}
 
 

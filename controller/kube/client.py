@@ -223,9 +223,10 @@ class KubeClient:
         *,
         op: AnnotationOp = "replace",
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> KubeObject:
         validate_annotation_op(op)
-        patch = annotation_merge_patch(annotations, resource_version)
+        patch = annotation_merge_patch(annotations, resource_version, uid)
         return self._request(
             "PATCH", PODS, namespace=namespace, name=name, body=patch, content_type=MERGE_PATCH
         )

@@ -22,6 +22,7 @@ from controller.core.model import Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
 from controller.ipam.errors import IPAMError
 from controller.kube.api import KubeObject
+from controller.kube.errors import ConflictError as KubeConflictError
 from controller.kube.errors import KubeApiError
 from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.ovn import external_ids as ext
@@ -47,14 +48,19 @@ class AddHandlers(PodControllerBase):
             raise
         nets = self._pod_nets(raw, pod)
         annotations: dict[str, str] = dict(pod.annotations)
+        taken: list[tuple[PodNet, str]] = []  # what this run allocated anew
         for net in pl.need_allocate_subnets(pod, nets):
-            annotations = self._allocate_net(raw, pod, net, annotations)
+            annotations = self._allocate_net(raw, pod, net, annotations, taken)
         changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
         if not changes:
             return
         try:
             self._kube.patch_pod_annotations(
-                pod.namespace, pod.name, changes, op="replace" if pod.annotations else "add"
+                pod.namespace,
+                pod.name,
+                changes,
+                op="replace" if pod.annotations else "add",
+                uid=pod.uid or None,
             )
         except KubeNotFoundError:
             # NOTE: kube-ovn handleAddPod: the pod vanished between the NB write and the patch;
@@ -62,12 +68,25 @@ class AddHandlers(PodControllerBase):
             LOG.info("pod %s deleted during its add, cleaning up", key)
             self._enqueue_vanished(key, raw)
             return
+        except KubeConflictError:
+            # NOTE: kube-ovn v1.8 patches without a UID precondition, so the allocation of a
+            # pod deleted meanwhile lands on its same-name successor. Here the patch carries the
+            # UID: the successor's own add allocates for it, once this run's work is undone.
+            LOG.info("pod %s was re-created during its add, undoing its allocation", key)
+            self._roll_back_add(pod, taken)
+            return
         LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
 
     def _allocate_net(
-        self, raw: KubeObject, pod: Pod, net: PodNet, annotations: dict[str, str]
+        self,
+        raw: KubeObject,
+        pod: Pod,
+        net: PodNet,
+        annotations: dict[str, str],
+        taken: list[tuple[PodNet, str]],
     ) -> dict[str, str]:
-        """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys."""
+        """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys.
+        `(net, subnet)` is appended to `taken` when the key did not hold that subnet before."""
         request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
         ns_nets: list[PodNet] = []
         if not request.is_random:
@@ -79,6 +98,7 @@ class AddHandlers(PodControllerBase):
         except InvalidPodNetworkError as exc:
             self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, exc)
             raise
+        held = {a.subnet for a in self._ipam.get_pod_address(plan.key)}
         try:
             reused = self._reuse_leftover_port(pod, net, plan)
             if reused is not None:
@@ -88,6 +108,8 @@ class AddHandlers(PodControllerBase):
         except Exception as exc:
             self._warn(raw, REASON_ACQUIRE_ADDRESS_FAILED, exc)
             raise
+        if subnet.name not in held:
+            taken.append((net, subnet.name))
         vm_name = ""
         is_vm, owner = pl.is_vm_pod(pod)
         if is_vm and self._keep_vm_ip:
@@ -183,3 +205,21 @@ class AddHandlers(PodControllerBase):
             # allocation is stable per key, the port create idempotent); later kube-ovn does too.
             LOG.error("failed to create IP %s: %s", name, exc)
             raise
+
+    def _roll_back_add(self, pod: Pod, taken: list[tuple[PodNet, str]]) -> None:
+        """Undo what an add allocated anew (`taken`): port, IP CR, then the address, so the
+        address is never free while a port still carries it. A step that fails keeps the
+        address (logged): the gc or the pod's own delete finishes it."""
+        key = pl.get_pod_key(pod, self._keep_vm_ip)
+        pod_name = pl.get_name_by_pod(pod, self._keep_vm_ip)
+        for net, subnet in taken:
+            port = pod_name_to_port_name(pod_name, pod.namespace, net.provider_name)
+            try:
+                if net.type is not ProviderType.IPAM:
+                    self._nb.delete_port(port)
+                self._kube.delete_ip(port)
+            except (OvnError, KubeApiError) as exc:
+                LOG.error("pod %s: cannot undo %s in %s, keeping it: %s", key, port, subnet, exc)
+                continue
+            self._ipam.release_address(key, subnet)
+            LOG.info("pod %s: undid the allocation of %s in %s", key, port, subnet)

@@ -9,7 +9,7 @@ import pytest
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import running, wait_for
+from tests.e2e.helpers import get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -148,3 +148,32 @@ def test_running_vm_pod_keeps_network_when_owner_cache_lags(
     assert ctl.ipam.get_ip_owner(ip, "ovn-default") == f"{NS}/vm1"
     assert cluster.nb.get_port(f"vm1.{NS}") is not None
     assert cluster.server.store.get("ips", None, f"vm1.{NS}")
+
+
+def test_allocation_patch_only_applies_to_the_pod_it_was_computed_for(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    store = cluster.server.store
+    ctl = running(start_controller())
+    _late_subnet(cluster, "other", "10.92.0.0/24", "10.92.0.1")
+    wait_for(lambda: ctl.ipam.has_subnet("other"), message="subnet other in IPAM")
+    # the first incarnation's allocation patch is held back at the API server...
+    cluster.server.faults.add_latency(2.0, n=1, verb="patch", resource="pods", name="p")
+    first = store.create("pods", pod("p"))
+    wait_for(
+        lambda: get_or_none(cluster.server, "ips", None, "p.default"),
+        message="first incarnation's IP CR",
+    )
+    # ...while the pod is deleted and re-created on another subnet
+    store.delete("pods", NS, "p")
+    second = store.create("pods", pod("p", annotations={LOGICAL_SWITCH_ANNOTATION: "other"}))
+    assert second["metadata"]["uid"] != first["metadata"]["uid"]
+    ann = allocated(cluster, "p")
+    assert ann[LOGICAL_SWITCH_ANNOTATION] == "other"
+    assert ann[IP_ADDRESS_ANNOTATION].startswith("10.92.0.")
+    quiet(ctl)
+    held = ctl.ipam.get_pod_address(f"{NS}/p")
+    assert [(a.subnet, a.ip) for a in held] == [("other", ann[IP_ADDRESS_ANNOTATION])]
+    port = lsp(cluster, "p.default")
+    assert port.switch == "other"
+    assert store.get("ips", None, "p.default")["spec"]["subnet"] == "other"
