@@ -2,9 +2,13 @@
 
 For each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
 interrupted add left behind), the IP CR, and for OVN networks the logical switch port and its
-security groups; then one merge patch of every annotation that changed. A pod that vanished
-before the patch is handed to the delete queue (`_enqueue_vanished`). Failures the user can fix
-become Warning Events (ValidatePodNetworkFailed, AcquireAddressFailed, CreateOVNPortFailed).
+security groups; then one merge patch of every annotation that changed, with the pod's UID as
+a precondition. An add that finds its pod re-created undoes what it allocated anew
+(`_roll_back_add`); one that fails keeps it for its retry and remembers it, and the retry
+undoes what the pod no longer asks for, so a key never holds two subnets for one network. A
+pod that vanished before the patch is handed to the delete queue (`_enqueue_vanished`).
+Failures the user can fix become Warning Events (ValidatePodNetworkFailed,
+AcquireAddressFailed, CreateOVNPortFailed).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from controller import pod_logic as pl
 from controller.core import annotations as ann
 from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     REASON_ACQUIRE_ADDRESS_FAILED,
     REASON_CREATE_OVN_PORT_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
@@ -49,12 +54,17 @@ class AddHandlers(PodControllerBase):
         nets = self._pod_nets(raw, pod)
         annotations: dict[str, str] = dict(pod.annotations)
         taken: list[tuple[PodNet, str]] = []  # what this run allocated anew
-        for net in pl.need_allocate_subnets(pod, nets):
-            annotations = self._allocate_net(raw, pod, net, annotations, taken)
-        changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
-        if not changes:
-            return
+        # what earlier failed adds of this key allocated and kept for their retry
+        with self._deleting_lock:
+            leftover = self._unfinished.pop(key, [])
         try:
+            for net in pl.need_allocate_subnets(pod, nets):
+                annotations = self._allocate_net(raw, pod, net, annotations, taken, leftover)
+            self._roll_back_add(pod, _not_wanted(leftover, annotations))
+            leftover = []
+            changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
+            if not changes:
+                return
             self._kube.patch_pod_annotations(
                 pod.namespace,
                 pod.name,
@@ -73,8 +83,16 @@ class AddHandlers(PodControllerBase):
             # pod deleted meanwhile lands on its same-name successor. Here the patch carries the
             # UID: the successor's own add allocates for it, once this run's work is undone.
             LOG.info("pod %s was re-created during its add, undoing its allocation", key)
-            self._roll_back_add(pod, taken)
+            self._roll_back_add(pod, [*leftover, *taken])
             return
+        except Exception:
+            # NOTE: what a failed add allocated is kept for its retry (the same address comes
+            # back), and remembered: kube-ovn v1.8 forgets it, so when the retry asks for
+            # another subnet (the annotation was fixed) the key holds addresses in both. Here
+            # the retry undoes a kept allocation the pod no longer asks for.
+            with self._deleting_lock:
+                self._unfinished[key] = [*self._unfinished.get(key, []), *leftover, *taken]
+            raise
         LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
 
     def _allocate_net(
@@ -84,15 +102,25 @@ class AddHandlers(PodControllerBase):
         net: PodNet,
         annotations: dict[str, str],
         taken: list[tuple[PodNet, str]],
+        leftover: list[tuple[PodNet, str]],
     ) -> dict[str, str]:
         """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys.
-        `(net, subnet)` is appended to `taken` when the key did not hold that subnet before."""
+        `(net, subnet)` is appended to `taken` when the key did not hold that subnet before; a
+        `leftover` allocation of this network in a subnet the plan no longer names is undone
+        first (its port has the name this network's port is about to take)."""
         request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
         ns_nets: list[PodNet] = []
         if not request.is_random:
             namespace = self._view.namespace(pod.namespace)
             ns_nets = pl.get_ns_available_subnets(namespace, self._view.subnet_map())
         plan = pl.plan_address_request(pod, net, ns_nets, keep_vm_ip=self._keep_vm_ip)
+        planned = {s.name for s in plan.subnets}
+        stale = [
+            (n, s) for n, s in leftover if n.provider_name == net.provider_name and s not in planned
+        ]
+        if stale:
+            self._roll_back_add(pod, stale)
+            leftover[:] = [item for item in leftover if item not in stale]
         try:
             pl.validate_static_request(plan)
         except InvalidPodNetworkError as exc:
@@ -223,3 +251,14 @@ class AddHandlers(PodControllerBase):
                 continue
             self._ipam.release_address(key, subnet)
             LOG.info("pod %s: undid the allocation of %s in %s", key, port, subnet)
+
+
+def _not_wanted(
+    leftover: list[tuple[PodNet, str]], annotations: dict[str, str]
+) -> list[tuple[PodNet, str]]:
+    """The kept allocations whose network the finished annotations put in another subnet."""
+    return [
+        (net, subnet)
+        for net, subnet in leftover
+        if ann.get(annotations, LOGICAL_SWITCH_ANNOTATION_TEMPLATE, net.provider_name) != subnet
+    ]

@@ -62,7 +62,7 @@ from controller import pod_logic as pl
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.config import Config
 from controller.core import annotations as ann
-from controller.core.model import Pod
+from controller.core.model import Pod, PodNet
 from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.ovn.api import NbClient
@@ -133,6 +133,7 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         self._keep_vm_ip = config.enable_keep_vm_ip
         self._deleting_lock = threading.Lock()
         self._deleting: dict[str, DeletingPod] = {}
+        self._unfinished: dict[str, list[tuple[PodNet, str]]] = {}
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 
