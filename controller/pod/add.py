@@ -22,7 +22,11 @@ from controller.core.constants import (
     REASON_CREATE_OVN_PORT_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
 )
-from controller.core.errors import ControllerError, InvalidPodNetworkError
+from controller.core.errors import (
+    ControllerError,
+    InvalidPodNetworkError,
+    ResourceNotReadyError,
+)
 from controller.core.model import Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
 from controller.ipam.errors import IPAMError
@@ -112,7 +116,12 @@ class AddHandlers(PodControllerBase):
         ns_nets: list[PodNet] = []
         if not request.is_random:
             namespace = self._view.namespace(pod.namespace)
-            ns_nets = pl.get_ns_available_subnets(namespace, self._view.subnet_map())
+            try:
+                ns_nets = pl.get_ns_available_subnets(namespace, self._view.subnet_map())
+            except ResourceNotReadyError as exc:
+                # kube-ovn acquireAddress ignores this error too: the pod's own subnet is
+                # still tried (a broken namespace entry must not block static pods).
+                LOG.warning("pod %s: namespace subnets not usable: %s", pod.key, exc)
         plan = pl.plan_address_request(pod, net, ns_nets, keep_vm_ip=self._keep_vm_ip)
         planned = {s.name for s in plan.subnets}
         stale = [

@@ -46,3 +46,22 @@ def test_failed_add_then_subnet_change_holds_one_address(env: Env, failure: str)
     assert port is not None and port.switch == "s2"
     assert env.kube.ips["p.default"]["spec"]["subnet"] == "s2"
     assert env.ipam.verify() == []
+
+
+@pytest.mark.parametrize(
+    "request_annotation", [("ip_address", "10.16.0.50"), ("ip_pool", "10.16.0.50,10.16.0.51")]
+)
+@pytest.mark.parametrize("broken", ["missing", "malformed"])
+def test_static_pod_allocated_when_namespace_lists_a_broken_subnet(
+    env: Env, request_annotation: tuple[str, str], broken: str
+) -> None:
+    if broken == "malformed":
+        env.subnets.add({"metadata": {"name": broken}, "spec": {"cidrBlock": 7}})
+    env.add_namespace("team", logical_switch=f"ovn-default,{broken}")
+    key, value = request_annotation
+    env.create_pod(raw_pod("p", "team", annotations={f"ovn.kubernetes.io/{key}": value}))
+    env.converge()
+    got = env.annotations("team/p")
+    assert got.get("ovn.kubernetes.io/allocated") == "true", env.reasons()
+    assert got["ovn.kubernetes.io/ip_address"] == "10.16.0.50"
+    assert got["ovn.kubernetes.io/logical_switch"] == "ovn-default"
