@@ -3,14 +3,16 @@ path after an allocation undoes it, and the keep rules never hold two addresses 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from controller.config import Config
 from controller.core.constants import LOGICAL_SWITCH_ANNOTATION
 from controller.kube.errors import ServerError
 from controller.ovn.api import OvnError
-from tests.pod_controller.helpers import Env, raw_pod, raw_subnet
+from tests.pod_controller.helpers import Env, raw_pod, raw_subnet, standard_env
 
 KEY = "default/p"
 
@@ -65,3 +67,30 @@ def test_static_pod_allocated_when_namespace_lists_a_broken_subnet(
     assert got.get("ovn.kubernetes.io/allocated") == "true", env.reasons()
     assert got["ovn.kubernetes.io/ip_address"] == "10.16.0.50"
     assert got["ovn.kubernetes.io/logical_switch"] == "ovn-default"
+
+
+@pytest.mark.parametrize("keep_vm_ip", [False, True])
+def test_standalone_vmi_pod_keeps_network_on_update(keep_vm_ip: bool) -> None:
+    env = standard_env(config=dataclasses.replace(Config(), enable_keep_vm_ip=keep_vm_ip))
+    try:
+        owner = ("kubevirt.io/v1", "VirtualMachineInstance", "vmi1")
+        env.create_pod(raw_pod("virt-launcher-vmi1-x", owner=owner, node="node1"))
+        env.converge()
+        key = "default/virt-launcher-vmi1-x"
+        ip = env.annotations(key)["ovn.kubernetes.io/ip_address"]
+        ipam_key = "default/vmi1" if keep_vm_ip else key
+
+        def touch(obj: dict[str, Any]) -> None:
+            obj["metadata"].setdefault("labels", {})["touched"] = "yes"
+
+        env.edit_pod(key, touch)
+        env.advance(60)  # past any grace period
+        env.converge()
+        assert env.ipam.get_ip_owner(ip, "ovn-default") == ipam_key
+        port = "vmi1.default" if keep_vm_ip else "virt-launcher-vmi1-x.default"
+        assert env.nb.get_port(port) is not None
+        env.create_pod(raw_pod("other"))
+        env.converge()
+        assert env.annotations("default/other")["ovn.kubernetes.io/ip_address"] != ip
+    finally:
+        env.close()
