@@ -63,7 +63,10 @@ class AddHandlers(PodControllerBase):
             leftover = self._unfinished.pop(key, [])
         try:
             for net in pl.need_allocate_subnets(pod, nets):
-                annotations = self._allocate_net(raw, pod, net, annotations, taken, leftover)
+                others = frozenset(n.subnet.name for n in nets if n is not net)
+                annotations = self._allocate_net(
+                    raw, pod, net, annotations, taken, leftover, others
+                )
             self._roll_back_add(pod, _not_wanted(leftover, annotations))
             leftover = []
             changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
@@ -107,11 +110,14 @@ class AddHandlers(PodControllerBase):
         annotations: dict[str, str],
         taken: list[tuple[PodNet, str]],
         leftover: list[tuple[PodNet, str]],
+        others: frozenset[str] = frozenset(),
     ) -> dict[str, str]:
         """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys.
         `(net, subnet)` is appended to `taken` when the key did not hold that subnet before; a
         `leftover` allocation of this network in a subnet the plan no longer names is undone
-        first (its port has the name this network's port is about to take)."""
+        first (its port has the name this network's port is about to take), and so is what an
+        earlier incarnation of the pod left in a subnet neither this network's plan nor one of
+        the pod's `others` networks names (`_drop_stale`)."""
         request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
         ns_nets: list[PodNet] = []
         if not request.is_random:
@@ -130,6 +136,7 @@ class AddHandlers(PodControllerBase):
         if stale:
             self._roll_back_add(pod, stale)
             leftover[:] = [item for item in leftover if item not in stale]
+        self._drop_stale(pod, net, plan.key, planned | others)
         try:
             pl.validate_static_request(plan)
         except InvalidPodNetworkError as exc:
@@ -242,6 +249,31 @@ class AddHandlers(PodControllerBase):
             # allocation is stable per key, the port create idempotent); later kube-ovn does too.
             LOG.error("failed to create IP %s: %s", name, exc)
             raise
+
+    def _drop_stale(
+        self, pod: Pod, net: PodNet, key: str, wanted: set[str] | frozenset[str]
+    ) -> None:
+        """Free what an earlier incarnation of this pod left for this network in a subnet the
+        pod no longer asks for: its port of this network's name on another switch, and the
+        key's addresses in subnets none of the pod's networks names.
+
+        NOTE: kube-ovn v1.8 leaves both: a StatefulSet moved to another subnet whose re-created
+        pod is cached before the old pod's delete runs (that delete is then skipped as a
+        re-creation) cannot create its port ("already exists on switch"), and a force-deleted
+        StatefulSet pod that comes back on another subnet keeps its old address too.
+        """
+        name = pod_name_to_port_name(
+            pl.get_name_by_pod(pod, self._keep_vm_ip), pod.namespace, net.provider_name
+        )
+        port = self._nb.get_port(name) if net.type is not ProviderType.IPAM else None
+        if port is not None and port.switch not in wanted:
+            if port.external_ids.get(ext.POD_KEY, key) != key:
+                return  # another key's port of that name: not ours to judge
+            LOG.info("pod %s: deleting its stale port %s on %s", key, name, port.switch)
+            self._nb.delete_port(name)
+        for address in self._ipam.get_pod_address(key):
+            if address.subnet not in wanted and self._ipam.release_address(key, address.subnet):
+                LOG.info("pod %s: released its stale address in %s", key, address.subnet)
 
     def _roll_back_add(self, pod: Pod, taken: list[tuple[PodNet, str]]) -> None:
         """Undo what an add allocated anew (`taken`): port, IP CR, then the address, so the

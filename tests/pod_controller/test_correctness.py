@@ -94,3 +94,72 @@ def test_standalone_vmi_pod_keeps_network_on_update(keep_vm_ip: bool) -> None:
         assert env.annotations("default/other")["ovn.kubernetes.io/ip_address"] != ip
     finally:
         env.close()
+
+
+STS = ("apps/v1", "StatefulSet", "web")
+
+
+def _sts(env: Env, subnet: str) -> None:
+    obj = {
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "template": {"metadata": {"annotations": {LOGICAL_SWITCH_ANNOTATION: subnet}}},
+        },
+    }
+    stored = env.kube.add_statefulset(obj)
+    env.statefulsets.update(stored) if env.statefulsets.get_by_key("default/web") else (
+        env.statefulsets.add(stored)
+    )
+
+
+def _sts_pod(subnet: str) -> dict[str, Any]:
+    return raw_pod("web-0", annotations=_on(subnet), owner=STS, node="node1")
+
+
+def _assert_only_on_s2(env: Env) -> None:
+    got = env.annotations("default/web-0")
+    assert got.get("ovn.kubernetes.io/allocated") == "true", env.reasons()
+    assert got[LOGICAL_SWITCH_ANNOTATION] == "s2"
+    held = env.ipam.get_pod_address("default/web-0")
+    assert [a.subnet for a in held] == ["s2"], held
+    port = env.nb.get_port("web-0.default")
+    assert port is not None and port.switch == "s2"
+    assert env.kube.ips["web-0.default"]["spec"]["subnet"] == "s2"
+
+
+def test_statefulset_moved_to_new_subnet_when_new_pod_cached_before_old_delete(env: Env) -> None:
+    env.add_subnet(raw_subnet("s2", "10.17.0.0/24", gateway="10.17.0.1"))
+    _sts(env, "ovn-default")
+    env.create_pod(_sts_pod("ovn-default"))
+    env.converge()
+    old = env.pods.get_by_key("default/web-0")
+    # the StatefulSet moves to s2: its controller deletes web-0 and re-creates it, and the
+    # informer has the new pod in the cache by the time the old one's delete runs
+    _sts(env, "s2")
+    env.kube.pods.pop("default/web-0")
+    new = env.kube.add_pod(_sts_pod("s2"))
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    env.pods.update(dict(new))
+    env.controller.on_delete(old)
+    env.controller.on_add(dict(new), False)
+    env.advance(60)
+    env.converge()
+    _assert_only_on_s2(env)
+
+
+def test_force_deleted_statefulset_pod_back_on_another_subnet_holds_one_address(
+    env: Env,
+) -> None:
+    env.add_subnet(raw_subnet("s2", "10.17.0.0/24", gateway="10.17.0.1"))
+    _sts(env, "ovn-default")
+    env.create_pod(_sts_pod("ovn-default"))
+    env.converge()
+    env.remove_pod("default/web-0")  # forced: no deletionTimestamp, the address is kept
+    env.converge()
+    assert [a.subnet for a in env.ipam.get_pod_address("default/web-0")] == ["ovn-default"]
+    _sts(env, "s2")
+    env.create_pod(_sts_pod("s2"))
+    env.advance(60)
+    env.converge()
+    _assert_only_on_s2(env)
