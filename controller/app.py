@@ -435,8 +435,10 @@ class Controller:
                 kube=kube,
                 queue=self._queue(QUEUE_ADD_NAMESPACE),
                 is_leader=is_leader,
+                vpcs=idx(RESOURCE_VPCS),
             )
             inf["namespaces"].add_event_handler(self.namespace_controller)
+            inf[RESOURCE_VPCS].add_event_handler(self.namespace_controller.vpc_event_handler())
             inf[RESOURCE_SUBNETS].add_event_handler(
                 self.namespace_controller.subnet_event_handler()
             )

@@ -9,7 +9,7 @@ import pytest
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import get_or_none, running, wait_for
+from tests.e2e.helpers import annotations, get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -235,3 +235,37 @@ def test_ip_cr_written_by_kube_ovn_is_not_rewritten_at_start(
     now = store.get("ips", None, "migrated.default")
     assert now["metadata"]["resourceVersion"] == cr["metadata"]["resourceVersion"]
     assert now["metadata"]["labels"]["x"] == "y"
+
+
+def test_namespace_of_custom_vpc_uses_the_vpc_default_subnet(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    store = cluster.server.store
+    ctl = running(start_controller())
+    store.create(
+        "vpcs",
+        {
+            "metadata": {"name": "vpc1"},
+            "spec": {"namespaces": ["team-v"]},
+            "status": {"router": "vpc1", "defaultLogicalSwitch": "vpc1-sub"},
+        },
+    )
+    store.create(
+        "subnets",
+        {"metadata": {"name": "vpc1-sub"}, "spec": {"cidrBlock": "10.93.0.0/24", "vpc": "vpc1"}},
+    )
+    wait_for(lambda: ctl.ipam.has_subnet("vpc1-sub"), message="vpc1-sub in IPAM")
+    store.create("namespaces", {"metadata": {"name": "team-v"}})
+    wait_for(
+        lambda: annotations(cluster.server, "namespaces", None, "team-v").get(
+            LOGICAL_SWITCH_ANNOTATION
+        ),
+        message="team-v annotated",
+    )
+    assert (
+        annotations(cluster.server, "namespaces", None, "team-v")[LOGICAL_SWITCH_ANNOTATION]
+        == "vpc1-sub"
+    )
+    store.create("pods", pod("in-vpc", "team-v"))
+    got = allocated(cluster, "in-vpc", namespace="team-v")
+    assert got[IP_ADDRESS_ANNOTATION].startswith("10.93.0.")
