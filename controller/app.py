@@ -79,6 +79,7 @@ from controller.controllers.security_group import (
     SecurityGroupQueues,
 )
 from controller.controllers.subnet import DEFAULT_STATUS_DELAY, SubnetController, SubnetQueues
+from controller.controllers.subnet_ipam import SubnetIpamTracker
 from controller.core.constants import (
     EVENT_COMPONENT,
     KUBEOVN_GROUP,
@@ -498,9 +499,15 @@ class Controller:
                 is_leader=is_leader,
                 metrics=self.metrics,
                 status_delay=self._status_delay,
+                on_ready=self.pod_controller.subnet_ready,
             )
             inf[RESOURCE_SUBNETS].add_event_handler(self.subnet_controller)
             inf[RESOURCE_IPS].add_event_handler(self.subnet_controller.ip_event_handler())
+        else:
+            # Another controller owns the Subnets; IPAM must still follow them.
+            inf[RESOURCE_SUBNETS].add_event_handler(
+                SubnetIpamTracker(self.ipam, is_leader, self.pod_controller.subnet_ready)
+            )
         if cfg.enable_namespace_controller:
             self.namespace_controller = NamespaceController(
                 config=cfg,
@@ -509,8 +516,10 @@ class Controller:
                 kube=kube,
                 queue=self._queue(QUEUE_ADD_NAMESPACE),
                 is_leader=is_leader,
+                vpcs=idx(RESOURCE_VPCS),
             )
             inf["namespaces"].add_event_handler(self.namespace_controller)
+            inf[RESOURCE_VPCS].add_event_handler(self.namespace_controller.vpc_event_handler())
             inf[RESOURCE_SUBNETS].add_event_handler(
                 self.namespace_controller.subnet_event_handler()
             )

@@ -35,7 +35,8 @@ Legitimate exceptions, as the flows make them: a StatefulSet pod's LSP and IP CR
 (IP CR `podType: StatefulSet`, or the sts pod still present though not alive) while the
 StatefulSet exists, is not being deleted and still has that ordinal; likewise a VM's under
 keep-vm-ip while the VM exists; `node-<name>` ports and CRs belong to existing nodes;
-router-type ports and `localnet.<subnet>` ports are not pod ports; routes and NAT whose prefix
+only the port kinds this controller creates are judged (`ovn.port_kinds`, the gc's rule):
+router, localnet, transit and other components' ports are not pod ports; routes and NAT whose prefix
 is a network (subnet routes) are not per-pod. IPAM-only attachments (provider without the `.ovn`
 suffix) get an IP CR but no LSP.
 

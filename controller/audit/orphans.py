@@ -15,7 +15,8 @@ from controller.audit.findings import (
 from controller.audit.state import AuditState, field_str, lsp_addresses, owner_hint
 from controller.core import keep
 from controller.core.address import canonical_mac, host_prefix, split_ips
-from controller.core.constants import LOCALNET_PORT_PREFIX, NODE_PORT_PREFIX, POLICY_SRC_IP
+from controller.core.constants import NODE_PORT_PREFIX, POLICY_SRC_IP
+from controller.ovn.port_kinds import is_controller_port
 
 
 class OrphanChecks(AuditState):
@@ -60,8 +61,8 @@ class OrphanChecks(AuditState):
 
     def check_orphans(self) -> None:
         for port in self.snap.ports:
-            if port.addresses[:1] == ("router",) or port.name.startswith(LOCALNET_PORT_PREFIX):
-                continue  # switch-router links and localnet ports belong to subnets
+            if not is_controller_port(port):
+                continue  # router links, localnet uplinks, transit and foreign ports
             if not self._legit(port.name):
                 owner = port.external_ids.get("pod", "") or "no pod"
                 self.add(

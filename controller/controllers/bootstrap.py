@@ -255,6 +255,7 @@ def init_ipam(
             LOG.error("init ipam: IP %s of %s: %s", _meta(ip_cr).get("name"), key, exc)
 
     alive: set[str] = set()  # keys of alive pods, so the interrupted-adds pass parses none again
+    annotated: set[str] = set()  # names of the IP CRs whose network the annotations restored
     for raw in pods.list():
         try:
             pod = Pod.from_dict(raw)
@@ -270,12 +271,12 @@ def init_ipam(
         if not keep.restored_by_rebuild(pod, alive=is_alive):
             continue
         for provider in ann.allocated_providers(pod.annotations):
-            ok = _restore_pod_net(config, ipam, kube, ips, pod, provider)
+            ok = _restore_pod_net(config, ipam, kube, ips, pod, provider, annotated)
             n_pods += ok[0]
             written += ok[1]
             errors += ok[2]
 
-    reserved = _reserve_interrupted_adds(ipam, ips, alive)
+    reserved = _reserve_interrupted_adds(ipam, ips, alive, annotated)
     if reserved:
         LOG.info("init ipam: kept %d address(es) of interrupted adds", reserved)
 
@@ -301,8 +302,12 @@ def init_ipam(
     return IpamInitReport(n_subnets, n_ips, n_pods, n_nodes, written, errors, seconds)
 
 
-def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, alive: set[str]) -> int:
+def _reserve_interrupted_adds(
+    ipam: IPAM, ips: Indexer, alive: set[str], annotated: set[str]
+) -> int:
     """Reserve the IP CR address of the `alive` pod keys that hold nothing in that subnet yet.
+    The CRs of `annotated` networks are skipped: the annotations restored them (and rewrote a CR
+    naming another subnet), so such a stale CR must not reserve a second address.
 
     NOTE: not in kube-ovn v1.8. A controller killed after an add wrote the IP CR (and maybe the
     port) but before the annotation patch leaves an alive pod without annotations: forgetting its
@@ -321,6 +326,8 @@ def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, alive: set[str]) -> int:
         key = pod_key(ns, name)
         if not ns or not name or key not in alive:
             continue  # a node's CR, an orphan the start-up gc collects, or a dead/host pod
+        if _meta(ip_cr).get("name") in annotated:
+            continue  # the annotations restored this network: they win over a stale CR
         if any(a.subnet == subnet for a in ipam.get_pod_address(key)):
             continue  # its annotations were restored: they win over a stale CR
         try:
@@ -336,9 +343,16 @@ def _reserve_interrupted_adds(ipam: IPAM, ips: Indexer, alive: set[str]) -> int:
 
 
 def _restore_pod_net(
-    config: Config, ipam: IPAM, kube: KubeApi, ips: Indexer, pod: Pod, provider: str
+    config: Config,
+    ipam: IPAM,
+    kube: KubeApi,
+    ips: Indexer,
+    pod: Pod,
+    provider: str,
+    annotated: set[str],
 ) -> tuple[int, int, int]:
-    """One allocated net of one pod: (restored, CRs written, errors)."""
+    """One allocated net of one pod: (restored, CRs written, errors); the name of its IP CR
+    goes into `annotated`."""
     ip = pod.annotations.get(annotation_key(IP_ADDRESS_ANNOTATION_TEMPLATE, provider), "")
     mac = pod.annotations.get(annotation_key(MAC_ADDRESS_ANNOTATION_TEMPLATE, provider), "")
     switch = pod.annotations.get(annotation_key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE, provider), "")
@@ -363,6 +377,7 @@ def _restore_pod_net(
             node_switch=config.node_switch,
         )
     )
+    annotated.add(cr["metadata"]["name"])
     cached = ips.get_by_key(cr["metadata"]["name"])
     if cached is not None and ip_update(cached, cr) is None:
         return 1, 0, 0

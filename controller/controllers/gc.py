@@ -3,9 +3,11 @@
 `GarbageCollector` removes three kinds of leftovers that a missed or failed delete leaves (pod
 deleted while the controller was down, a delete handler that gave up, a crash between two writes):
 
-* `mark_and_clean_lsp`: logical switch ports (external_ids vendor=kube-ovn, never router ports)
-  that no pod, node or VM accounts for, together with their IP CR, their IPAM address and the
-  cluster router's static routes / NAT rules of their addresses (kube-ovn `markAndCleanLSP`);
+* `mark_and_clean_lsp`: logical switch ports of the kinds this controller creates (vendor
+  kube-ovn, `ovn.port_kinds.is_controller_port`: never router, localnet, transit or other
+  components' ports) that no pod, node or VM accounts for, together with their IP CR, their
+  IPAM address and the cluster router's static routes / NAT rules of their addresses
+  (kube-ovn `markAndCleanLSP`);
 * `gc_ip_crs`: kubeovn.io IP CRs whose pod (or node) is gone and no keep rule covers;
 * `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
   (or only the key of a pod that is gone: a kept StatefulSet / VM address keeps no route)
@@ -97,6 +99,7 @@ from controller.kube.errors import KubeApiError
 from controller.ovn import logic as ovn_logic
 from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
+from controller.ovn.port_kinds import is_controller_port
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
 from controller.queues.clock import REAL_CLOCK, Clock
 from controller.view import CacheView, ParseCache
@@ -133,11 +136,6 @@ class _Snapshot:
     present_keys: frozenset[str]  # keys of every pod in the cache, kept or not
     expected_ports: dict[str, str] = field(default_factory=dict)  # OVN port -> pod key
     nodes: frozenset[str] = frozenset()
-
-
-def _is_router_port(port: PortInfo) -> bool:
-    # kube-ovn lists only type="" ports; PortInfo has no type, a router port's addresses say it.
-    return "router" in port.addresses
 
 
 def _meta(raw: Any) -> dict[str, Any]:
@@ -271,7 +269,10 @@ class GarbageCollector:
             return self._sweep_lsps(ports, self._snapshot())
 
     def _list_ports(self) -> list[PortInfo]:
-        return [p for p in self._nb.list_ports(VENDOR) if not _is_router_port(p)]
+        # NOTE: kube-ovn v1.8 markAndCleanLSP judges every vendor=kube-ovn port of type "" it
+        # does not recognise, which takes the localnet uplinks of underlay subnets (and would
+        # take transit and other components' ports); only our own kinds are judged here.
+        return [p for p in self._nb.list_ports(VENDOR) if is_controller_port(p)]
 
     def _sweep_lsps(self, ports: list[PortInfo], snap: _Snapshot) -> list[str]:
         names = {p.name for p in ports}

@@ -7,7 +7,10 @@ Contract:
   name, comma-joined), or the default subnet (`--default-ls`) when none does;
   `ovn.kubernetes.io/cidr` = their CIDR blocks joined with `;`; `ovn.kubernetes.io/exclude_ips`
   = each subnet's exclude list (comma-joined, gateway included as kube-ovn's formatSubnet adds
-  it) joined with `;`. `desired_namespace_annotations` (pure) computes them.
+  it) joined with `;`. `desired_namespace_annotations` (pure) computes them. A namespace no
+  subnet binds but a Vpc lists (`spec.namespaces`) uses that VPC's default subnet
+  (`status.defaultLogicalSwitch`, kube-ovn handleAddNamespace); a Vpc change re-queues the
+  namespaces it lists before and after.
 * Queue `AddNamespace`, key = namespace name. A namespace add/update enqueues it; a subnet add,
   update or delete enqueues the namespaces it names before and after (every namespace when the
   default subnet changes, since unbound namespaces follow it). The handler patches only when an
@@ -51,14 +54,28 @@ def _namespaces_of(subnet: Any) -> list[str]:
     return [n for n in names if isinstance(n, str) and n]
 
 
+def _vpc_default_subnet(namespace: str, vpcs: Iterable[Mapping[str, Any]]) -> str:
+    """The default subnet of the (first by name) Vpc listing `namespace`, "" for none."""
+    for vpc in sorted(vpcs, key=object_name):
+        if namespace in _namespaces_of(vpc):
+            status = vpc.get("status")
+            ls = (status or {}).get("defaultLogicalSwitch") if isinstance(status, Mapping) else ""
+            return ls if isinstance(ls, str) else ""
+    return ""
+
+
 def desired_namespace_annotations(
-    namespace: str, subnets: Iterable[Mapping[str, Any]], default_subnet: Mapping[str, Any] | None
+    namespace: str,
+    subnets: Iterable[Mapping[str, Any]],
+    default_subnet: Mapping[str, Any] | None,
+    vpcs: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, str]:
     """The three namespace annotations (see the module docstring); subnets being deleted skip.
 
-    Raises ResourceNotReadyError when the namespace is bound to nothing and the default subnet
-    is not known yet.
+    Raises ResourceNotReadyError when the namespace is bound to nothing and its subnet (its
+    VPC's default subnet, else the default subnet) is not known yet.
     """
+    subnets = list(subnets)
     bound = sorted(
         (
             s
@@ -68,6 +85,15 @@ def desired_namespace_annotations(
         ),
         key=object_name,
     )
+    vpc_subnet = _vpc_default_subnet(namespace, vpcs) if not bound else ""
+    if not bound and vpc_subnet:
+        # NOTE: kube-ovn handleAddNamespace: a custom VPC's namespace uses its default subnet
+        found = [s for s in subnets if object_name(s) == vpc_subnet]
+        if not found:
+            raise ResourceNotReadyError(
+                f"default subnet {vpc_subnet} of the vpc of namespace {namespace} not found"
+            )
+        bound = found
     if not bound:
         if default_subnet is None:
             raise ResourceNotReadyError(f"default subnet of namespace {namespace} not found")
@@ -99,10 +125,12 @@ class NamespaceController:
         kube: KubeApi,
         queue: RateLimitingQueue[str],
         is_leader: Callable[[], bool],
+        vpcs: Indexer | None = None,
     ) -> None:
         self._config = config
         self._namespaces = namespaces
         self._subnets = subnets
+        self._vpcs = vpcs
         self._kube = kube
         self.queue = queue
         self._is_leader = is_leader
@@ -147,6 +175,24 @@ class NamespaceController:
 
         return ResourceEventHandlerFuncs(touched, updated, touched)
 
+    # --- vpc informer ----------------------------------------------------------------------------
+    def vpc_event_handler(self) -> ResourceEventHandlerFuncs:
+        def touched(*objs: Any) -> None:
+            if not self._is_leader():
+                return
+            names: set[str] = set()
+            for obj in objs:
+                obj = _obj(obj)  # noqa: PLW2901
+                names.update(_namespaces_of(obj))
+            for name in sorted(names):
+                self.queue.add(name)
+
+        def updated(old: Any, new: Any) -> None:
+            if old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
+                touched(old, new)
+
+        return ResourceEventHandlerFuncs(touched, updated, touched)
+
     # --- handler ---------------------------------------------------------------------------------
     def handle_add_namespace(self, name: str) -> None:
         cached = self._namespaces.get_by_key(name)
@@ -156,6 +202,7 @@ class NamespaceController:
             name,
             self._subnets.list(),
             self._subnets.get_by_key(self._config.default_logical_switch),
+            self._vpcs.list() if self._vpcs is not None else (),
         )
         current = (cached.get("metadata") or {}).get("annotations") or {}
         if all(current.get(k) == v for k, v in wanted.items()):

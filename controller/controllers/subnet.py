@@ -14,7 +14,9 @@ Contract:
   `ovn` or `<nad>.<ns>.ovn`; an IPAM-only subnet stops after IPAM, as kube-ovn's), ensures its
   logical switch exists, attached to the VPC's router (the cluster router for the default VPC).
   A custom VPC's router is the one its Vpc's `status.router` names; with no VPC controller here,
-  that router is created on the spot (retried until the Vpc has a router). Idempotent.
+  that router is created on the spot (retried until the Vpc has a router). Idempotent. Once
+  the subnet is registered (and its switch exists), `on_ready(name)` re-queues the pods waiting
+  for it.
 * A Subnet delete (queue `DeleteSubnet`, also for a subnet being deleted) forgets it in IPAM,
   deletes its logical switch and its metric series.
 * Status counts (`v4availableIPs`, `v4usingIPs`, `v6availableIPs`, `v6usingIPs`) come from IPAM
@@ -113,6 +115,7 @@ class SubnetController:
         is_leader: Callable[[], bool],
         metrics: ControllerMetrics | None = None,
         status_delay: float = DEFAULT_STATUS_DELAY,
+        on_ready: Callable[[str], None] | None = None,
     ) -> None:
         self._config = config
         self._subnets = subnets
@@ -126,6 +129,7 @@ class SubnetController:
         self._is_leader = is_leader
         self._metrics = metrics
         self._status_delay = status_delay
+        self._on_ready = on_ready
 
     # --- informer callbacks (subnets) ------------------------------------------------------------
     def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
@@ -208,6 +212,7 @@ class SubnetController:
         if not is_ovn_provider(spec["provider"]):
             # kube-ovn isOvnSubnet: an IPAM-only subnet (macvlan & co.) has addresses, no switch
             self.queues.status.add(name)
+            self._ready(name)
             return
         router = self._router_of(name, spec)
         if router and router != self._config.cluster_router:
@@ -222,6 +227,14 @@ class SubnetController:
             {"vpc": spec["vpc"]},
         )
         self.queues.status.add(name)
+        self._ready(name)
+
+    def _ready(self, name: str) -> None:
+        if self._on_ready is not None:
+            try:
+                self._on_ready(name)
+            except Exception:
+                LOG.exception("re-queueing the pods of subnet %s failed", name)
 
     def _router_of(self, name: str, spec: Mapping[str, Any]) -> str:
         if spec.get("vlan") and not spec.get("logicalGateway"):

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Union
 
+from controller.core.constants import SUBNET_NAME_LABEL
+
 KubeObject = dict[str, Any]
 """A Kubernetes object as decoded JSON."""
 
@@ -131,13 +133,16 @@ class KubeApi(Protocol):
         *,
         op: AnnotationOp = "replace",
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> KubeObject:
         """Set `annotations` on the pod, leaving every other key alone; return the new pod.
 
         `op` mirrors kube-ovn's call sites ("add" when the pod had no annotations yet). A merge
         patch creates the map when it is missing, so both values write the same thing; the
         argument is validated and kept so ported call sites read like the Go code.
-        Raises `NotFoundError` if the pod is gone (kube-ovn then enqueues a delete).
+        Raises `NotFoundError` if the pod is gone (kube-ovn then enqueues a delete). With `uid`
+        the patch carries it as a precondition: `ConflictError` when the pod of that name is
+        another incarnation (deleted and re-created since it was read).
         """
         ...
 
@@ -261,9 +266,12 @@ def validate_annotation_op(op: str) -> None:
 
 
 def annotation_merge_patch(
-    annotations: Mapping[str, str | None], resource_version: str | None = None
+    annotations: Mapping[str, str | None],
+    resource_version: str | None = None,
+    uid: str | None = None,
 ) -> dict[str, Any]:
-    """The merge-patch document both implementations apply (`None` deletes a key)."""
+    """The merge-patch document both implementations apply (`None` deletes a key); a `uid`
+    in the patched metadata is a precondition (the API server answers 409 on another UID)."""
     for key, value in annotations.items():
         if not isinstance(key, str) or not key:
             raise ValueError(f"annotation key must be a non-empty string, not {key!r}")
@@ -272,6 +280,8 @@ def annotation_merge_patch(
     meta: dict[str, Any] = {"annotations": dict(annotations)}
     if resource_version:
         meta["resourceVersion"] = resource_version
+    if uid:
+        meta["uid"] = uid
     return {"metadata": meta}
 
 
@@ -302,18 +312,33 @@ def desired_ip(ip_cr: Mapping[str, Any]) -> KubeObject:
 def ip_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> KubeObject | None:
     """The object to PUT so `existing` carries `desired`'s labels and spec; `None` if equal.
 
-    NOTE: kube-ovn (`createOrUpdateCrdIPs`) overwrites labels and spec and updates only when
-    either differs (DeepEqual); every other field of the existing object is kept, including its
-    resourceVersion, so a concurrent writer makes the PUT fail with a conflict instead of
-    being overwritten.
+    NOTE: kube-ovn (`createOrUpdateCrdIPs`) overwrites labels and spec and updates when either
+    differs (DeepEqual). Here the comparison is semantic: a field that is absent, null, "" or
+    empty means the same (kube-ovn writes `containerID: ""` and null lists, which we omit or
+    write as []), so a CR kube-ovn wrote is not rewritten after a migration; labels other
+    controllers set are kept (only the subnet labels are ours: `ovn.kubernetes.io/subnet` and
+    the one named after the subnet), and so are spec fields we do not write. Every other field
+    of the existing object is kept, including its resourceVersion, so a concurrent writer makes
+    the PUT fail with a conflict instead of being overwritten.
     """
     meta = existing.get("metadata") or {}
-    want_labels = desired["metadata"].get("labels") or {}
-    if (meta.get("labels") or {}) == want_labels and existing.get("spec") == desired["spec"]:
+    have_labels = dict(meta.get("labels") or {})
+    ours = {SUBNET_NAME_LABEL, str(have_labels.get(SUBNET_NAME_LABEL) or "")}
+    ours.add(str((existing.get("spec") or {}).get("subnet") or ""))
+    want_labels = {k: v for k, v in have_labels.items() if k not in ours}
+    want_labels.update(desired["metadata"].get("labels") or {})
+    have_spec = dict(existing.get("spec") or {})
+    want_spec = {**have_spec, **dict(desired["spec"])}
+    if have_labels == want_labels and _meaningful(have_spec) == _meaningful(want_spec):
         return None
     updated: KubeObject = dict(existing)
-    updated["metadata"] = {**dict(meta), "labels": dict(want_labels)}
-    updated["spec"] = dict(desired["spec"])
+    updated["metadata"] = {**dict(meta), "labels": want_labels}
+    updated["spec"] = want_spec
     updated.setdefault("apiVersion", IP_API_VERSION)
     updated.setdefault("kind", "IP")
     return updated
+
+
+def _meaningful(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec without the fields whose value is empty (absent, null, "", [] or {})."""
+    return {k: v for k, v in spec.items() if v not in (None, "", [], {})}

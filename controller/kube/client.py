@@ -30,6 +30,8 @@ from kubernetes.config.config_exception import ConfigException
 
 from controller.apiclient.errors import (
     AlreadyExistsError,
+    ConflictError,
+    InvalidError,
     KubeApiError,
     KubeConfigError,
     NotFoundError,
@@ -225,12 +227,21 @@ class KubeClient:
         *,
         op: AnnotationOp = "replace",
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> KubeObject:
         validate_annotation_op(op)
-        patch = annotation_merge_patch(annotations, resource_version)
-        return self._request(
-            "PATCH", PODS, namespace=namespace, name=name, body=patch, content_type=MERGE_PATCH
-        )
+        patch = annotation_merge_patch(annotations, resource_version, uid)
+        try:
+            return self._request(
+                "PATCH", PODS, namespace=namespace, name=name, body=patch, content_type=MERGE_PATCH
+            )
+        except InvalidError as exc:
+            # kube-apiserver answers a patched metadata.uid that is not the object's with 422
+            # "metadata.uid: ... field is immutable" (a PUT gets 409 "Precondition failed"):
+            # either way the pod of that name is another incarnation.
+            if uid and "metadata.uid" in exc.message:
+                raise ConflictError(409, "Conflict", exc.message) from exc
+            raise
 
     def delete_pod_annotations(
         self,

@@ -76,6 +76,7 @@ class PortInfo:
     addresses: tuple[str, ...]
     port_security: tuple[str, ...] = ()
     external_ids: Mapping[str, str] = field(default_factory=dict)
+    type: str = ""  # the LSP type column: "" for a VIF, "router", "localnet", "remote", ...
 
 
 @dataclass(frozen=True, slots=True)

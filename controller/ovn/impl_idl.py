@@ -262,6 +262,7 @@ class OvsdbappNbClient:
             addresses=tuple(committed(lsp, "addresses")),
             port_security=tuple(committed(lsp, "port_security")),
             external_ids=dict(ids),
+            type=str(committed(lsp, "type")),
         )
 
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:

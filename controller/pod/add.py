@@ -2,9 +2,13 @@
 
 For each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
 interrupted add left behind), the IP CR, and for OVN networks the logical switch port and its
-security groups; then one merge patch of every annotation that changed. A pod that vanished
-before the patch is handed to the delete queue (`_enqueue_vanished`). Failures the user can fix
-become Warning Events (ValidatePodNetworkFailed, AcquireAddressFailed, CreateOVNPortFailed).
+security groups; then one merge patch of every annotation that changed, with the pod's UID as
+a precondition. An add that finds its pod re-created undoes what it allocated anew
+(`_roll_back_add`); one that fails keeps it for its retry and remembers it, and the retry
+undoes what the pod no longer asks for, so a key never holds two subnets for one network. A
+pod that vanished before the patch is handed to the delete queue (`_enqueue_vanished`).
+Failures the user can fix become Warning Events (ValidatePodNetworkFailed,
+AcquireAddressFailed, CreateOVNPortFailed).
 """
 
 from __future__ import annotations
@@ -13,15 +17,21 @@ from controller import pod_logic as pl
 from controller.core import annotations as ann
 from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     REASON_ACQUIRE_ADDRESS_FAILED,
     REASON_CREATE_OVN_PORT_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
 )
-from controller.core.errors import ControllerError, InvalidPodNetworkError
+from controller.core.errors import (
+    ControllerError,
+    InvalidPodNetworkError,
+    ResourceNotReadyError,
+)
 from controller.core.model import Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
 from controller.ipam.errors import IPAMError
 from controller.kube.api import KubeObject
+from controller.kube.errors import ConflictError as KubeConflictError
 from controller.kube.errors import KubeApiError
 from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.ovn import external_ids as ext
@@ -47,14 +57,27 @@ class AddHandlers(PodControllerBase):
             raise
         nets = self._pod_nets(raw, pod)
         annotations: dict[str, str] = dict(pod.annotations)
-        for net in pl.need_allocate_subnets(pod, nets):
-            annotations = self._allocate_net(raw, pod, net, annotations)
-        changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
-        if not changes:
-            return
+        taken: list[tuple[PodNet, str]] = []  # what this run allocated anew
+        # what earlier failed adds of this key allocated and kept for their retry
+        with self._deleting_lock:
+            leftover = self._unfinished.pop(key, [])
         try:
+            for net in pl.need_allocate_subnets(pod, nets):
+                others = frozenset(n.subnet.name for n in nets if n is not net)
+                annotations = self._allocate_net(
+                    raw, pod, net, annotations, taken, leftover, others
+                )
+            self._roll_back_add(pod, _not_wanted(leftover, annotations))
+            leftover = []
+            changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
+            if not changes:
+                return
             self._kube.patch_pod_annotations(
-                pod.namespace, pod.name, changes, op="replace" if pod.annotations else "add"
+                pod.namespace,
+                pod.name,
+                changes,
+                op="replace" if pod.annotations else "add",
+                uid=pod.uid or None,
             )
         except KubeNotFoundError:
             # NOTE: kube-ovn handleAddPod: the pod vanished between the NB write and the patch;
@@ -62,23 +85,64 @@ class AddHandlers(PodControllerBase):
             LOG.info("pod %s deleted during its add, cleaning up", key)
             self._enqueue_vanished(key, raw)
             return
+        except KubeConflictError:
+            # NOTE: kube-ovn v1.8 patches without a UID precondition, so the allocation of a
+            # pod deleted meanwhile lands on its same-name successor. Here the patch carries the
+            # UID: the successor's own add allocates for it, once this run's work is undone.
+            LOG.info("pod %s was re-created during its add, undoing its allocation", key)
+            self._roll_back_add(pod, [*leftover, *taken])
+            return
+        except Exception:
+            # NOTE: what a failed add allocated is kept for its retry (the same address comes
+            # back), and remembered: kube-ovn v1.8 forgets it, so when the retry asks for
+            # another subnet (the annotation was fixed) the key holds addresses in both. Here
+            # the retry undoes a kept allocation the pod no longer asks for.
+            with self._deleting_lock:
+                self._unfinished[key] = [*self._unfinished.get(key, []), *leftover, *taken]
+            raise
         LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
 
     def _allocate_net(
-        self, raw: KubeObject, pod: Pod, net: PodNet, annotations: dict[str, str]
+        self,
+        raw: KubeObject,
+        pod: Pod,
+        net: PodNet,
+        annotations: dict[str, str],
+        taken: list[tuple[PodNet, str]],
+        leftover: list[tuple[PodNet, str]],
+        others: frozenset[str] = frozenset(),
     ) -> dict[str, str]:
-        """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys."""
+        """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys.
+        `(net, subnet)` is appended to `taken` when the key did not hold that subnet before; a
+        `leftover` allocation of this network in a subnet the plan no longer names is undone
+        first (its port has the name this network's port is about to take), and so is what an
+        earlier incarnation of the pod left in a subnet neither this network's plan nor one of
+        the pod's `others` networks names (`_drop_stale`)."""
         request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
         ns_nets: list[PodNet] = []
         if not request.is_random:
             namespace = self._view.namespace(pod.namespace)
-            ns_nets = pl.get_ns_available_subnets(namespace, self._view.subnet_map())
+            try:
+                ns_nets = pl.get_ns_available_subnets(namespace, self._view.subnet_map())
+            except ResourceNotReadyError as exc:
+                # kube-ovn acquireAddress ignores this error too: the pod's own subnet is
+                # still tried (a broken namespace entry must not block static pods).
+                LOG.warning("pod %s: namespace subnets not usable: %s", pod.key, exc)
         plan = pl.plan_address_request(pod, net, ns_nets, keep_vm_ip=self._keep_vm_ip)
+        planned = {s.name for s in plan.subnets}
+        stale = [
+            (n, s) for n, s in leftover if n.provider_name == net.provider_name and s not in planned
+        ]
+        if stale:
+            self._roll_back_add(pod, stale)
+            leftover[:] = [item for item in leftover if item not in stale]
+        self._drop_stale(pod, net, plan.key, planned | others)
         try:
             pl.validate_static_request(plan)
         except InvalidPodNetworkError as exc:
             self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, exc)
             raise
+        held = {a.subnet for a in self._ipam.get_pod_address(plan.key)}
         try:
             reused = self._reuse_leftover_port(pod, net, plan)
             if reused is not None:
@@ -88,6 +152,8 @@ class AddHandlers(PodControllerBase):
         except Exception as exc:
             self._warn(raw, REASON_ACQUIRE_ADDRESS_FAILED, exc)
             raise
+        if subnet.name not in held:
+            taken.append((net, subnet.name))
         vm_name = ""
         is_vm, owner = pl.is_vm_pod(pod)
         if is_vm and self._keep_vm_ip:
@@ -183,3 +249,57 @@ class AddHandlers(PodControllerBase):
             # allocation is stable per key, the port create idempotent); later kube-ovn does too.
             LOG.error("failed to create IP %s: %s", name, exc)
             raise
+
+    def _drop_stale(
+        self, pod: Pod, net: PodNet, key: str, wanted: set[str] | frozenset[str]
+    ) -> None:
+        """Free what an earlier incarnation of this pod left for this network in a subnet the
+        pod no longer asks for: its port of this network's name on another switch, and the
+        key's addresses in subnets none of the pod's networks names.
+
+        NOTE: kube-ovn v1.8 leaves both: a StatefulSet moved to another subnet whose re-created
+        pod is cached before the old pod's delete runs (that delete is then skipped as a
+        re-creation) cannot create its port ("already exists on switch"), and a force-deleted
+        StatefulSet pod that comes back on another subnet keeps its old address too.
+        """
+        name = pod_name_to_port_name(
+            pl.get_name_by_pod(pod, self._keep_vm_ip), pod.namespace, net.provider_name
+        )
+        port = self._nb.get_port(name) if net.type is not ProviderType.IPAM else None
+        if port is not None and port.switch not in wanted:
+            if port.external_ids.get(ext.POD_KEY, key) != key:
+                return  # another key's port of that name: not ours to judge
+            LOG.info("pod %s: deleting its stale port %s on %s", key, name, port.switch)
+            self._nb.delete_port(name)
+        for address in self._ipam.get_pod_address(key):
+            if address.subnet not in wanted and self._ipam.release_address(key, address.subnet):
+                LOG.info("pod %s: released its stale address in %s", key, address.subnet)
+
+    def _roll_back_add(self, pod: Pod, taken: list[tuple[PodNet, str]]) -> None:
+        """Undo what an add allocated anew (`taken`): port, IP CR, then the address, so the
+        address is never free while a port still carries it. A step that fails keeps the
+        address (logged): the gc or the pod's own delete finishes it."""
+        key = pl.get_pod_key(pod, self._keep_vm_ip)
+        pod_name = pl.get_name_by_pod(pod, self._keep_vm_ip)
+        for net, subnet in taken:
+            port = pod_name_to_port_name(pod_name, pod.namespace, net.provider_name)
+            try:
+                if net.type is not ProviderType.IPAM:
+                    self._nb.delete_port(port)
+                self._kube.delete_ip(port)
+            except (OvnError, KubeApiError) as exc:
+                LOG.error("pod %s: cannot undo %s in %s, keeping it: %s", key, port, subnet, exc)
+                continue
+            self._ipam.release_address(key, subnet)
+            LOG.info("pod %s: undid the allocation of %s in %s", key, port, subnet)
+
+
+def _not_wanted(
+    leftover: list[tuple[PodNet, str]], annotations: dict[str, str]
+) -> list[tuple[PodNet, str]]:
+    """The kept allocations whose network the finished annotations put in another subnet."""
+    return [
+        (net, subnet)
+        for net, subnet in leftover
+        if ann.get(annotations, LOGICAL_SWITCH_ANNOTATION_TEMPLATE, net.provider_name) != subnet
+    ]

@@ -81,6 +81,8 @@ class PodControllerBase:
     _keep_vm_ip: bool
     _deleting_lock: threading.Lock
     _deleting: dict[str, DeletingPod]
+    # pod key -> (net, subnet) a failed add allocated and kept for its retry (under the lock)
+    _unfinished: dict[str, list[tuple[PodNet, str]]]
 
     def _pod_nets(
         self,

@@ -19,7 +19,8 @@ cache read goes through one `controller.view.CacheView`.
 * `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
   group listed), and re-applies the port_security column when the annotation changed.
 * `inspect_pods`: the periodic repair pass (kube-ovn inspectPod).
-* `nad_event_handler()`: callbacks for the NAD informer that re-queue pods waiting for a NAD.
+* `nad_event_handler()`: callbacks for the NAD informer that re-queue pods waiting for a NAD;
+  `subnet_ready(name)` does the same for a subnet once it is registered.
 
 Every handler locks the pod key with the shared `KeyMutex`, so the handlers of one pod never run
 concurrently. Failures the user can fix become Warning Events with kube-ovn's reasons.
@@ -39,7 +40,7 @@ from controller import pod_logic as pl
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.config import Config
 from controller.core import annotations as ann
-from controller.core.model import Pod
+from controller.core.model import Pod, PodNet
 from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.ovn.api import NbClient
@@ -110,6 +111,7 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         self._keep_vm_ip = config.enable_keep_vm_ip
         self._deleting_lock = threading.Lock()
         self._deleting: dict[str, DeletingPod] = {}
+        self._unfinished: dict[str, list[tuple[PodNet, str]]] = {}
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 
@@ -196,6 +198,21 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
             guard("nad update", changed, new)
 
         return ResourceEventHandlerFuncs(added, updated, None)
+
+    def subnet_ready(self, name: str) -> None:
+        """Subnet `name` was registered (IPAM and, for an OVN subnet, its switch): re-queue the
+        add of every live pod that may be waiting for it (`pod_logic.waits_for_subnet`).
+
+        NOTE: kube-ovn has no such hook: a pod created before its subnet waits out a backoff
+        that keeps growing while the subnet is missing.
+        """
+        if not self._is_leader():
+            return
+        now = self._now()
+        for raw in self._view.pods_raw():
+            pod = pod_or_none(raw)
+            if pod is not None and pl.waits_for_subnet(pod, name, now):
+                self.queues.add.add(pod.key)
 
     def _dispatch(self, key: str, obj: KubeObject, decision: pl.EnqueueDecision) -> None:
         if decision.action is pl.PodAction.ADD:

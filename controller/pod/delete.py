@@ -106,4 +106,6 @@ class DeleteHandlers(PodControllerBase):
             LOG.info("kept the IP CR and address of pod %s for its StatefulSet", key)
             return
         self._ipam.release_address_by_pod(ipam_key)
+        with self._deleting_lock:
+            self._unfinished.pop(key, None)  # released with the rest
         LOG.info("released the network of pod %s", key)

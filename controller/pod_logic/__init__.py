@@ -96,6 +96,7 @@ from controller.pod_logic.networks import (
     is_ovn_subnet,
     pod_attachment_requests,
     waits_for_nad,
+    waits_for_subnet,
 )
 from controller.pod_logic.routing import (
     NatAction,
@@ -177,4 +178,5 @@ __all__ = [
     "validate_pod_network",
     "validate_static_request",
     "waits_for_nad",
+    "waits_for_subnet",
 ]

@@ -190,6 +190,8 @@ def classify_update(
     """kube-ovn `enqueueUpdatePod` (network-policy fan-out excluded).
 
     `owner_to_delete()` is asked for every sts or VM pod (regardless of keep-vm-ip, as kube-ovn);
+    a VM pod it releases is cleaned up only once it is terminating or dead (a standalone VMI has
+    no VirtualMachine, and its running launcher pod keeps its network);
     `providers()` returns the provider names of the pod's nets (`get_pod_kubeovn_nets`), or None
     when they cannot be computed, which skips the security check as kube-ovn does.
     """
@@ -202,7 +204,13 @@ def classify_update(
             return EnqueueDecision(PodAction.DELETE)
         if new.deletion_timestamp is not None:
             return EnqueueDecision(PodAction.DELETE, delay=termination_delay(new))
-    elif owner_to_delete():
+    elif (
+        is_sts or new.deletion_timestamp is not None or not is_pod_alive(new, now)
+    ) and owner_to_delete():
+        # NOTE: kube-ovn v1.8 also cleans up a running VM pod whose VirtualMachine is missing,
+        # which is every launcher pod of a standalone VirtualMachineInstance: its network went
+        # on its first update, and the address to the next pod while the VMI ran. A VM pod
+        # without a VM is judged like any pod here: only once it terminates or dies.
         return EnqueueDecision(PodAction.DELETE, delay=termination_delay(new))
     action = PodAction.IGNORE
     if ann.is_allocated(new.annotations) and not ann.is_routed(new.annotations) and new.node_name:

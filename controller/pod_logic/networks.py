@@ -148,6 +148,34 @@ def waits_for_nad(pod: Pod, namespace: str, name: str, now: datetime) -> bool:
     return False
 
 
+def waits_for_subnet(pod: Pod, subnet: str, now: datetime) -> bool:
+    """Could this live pod be waiting for subnet `subnet` to become allocatable?
+
+    Used to re-queue the add when a subnet is registered. True when its default network is
+    unallocated and the pod names `subnet` or no subnet (its namespace, or the default subnet,
+    decides), or when one of its attachments is unallocated (an attachment's subnet is found by
+    provider): a needless re-queue only costs one add that finds the same error again.
+    """
+    if pod.host_network or pod.deletion_timestamp is not None or not is_pod_alive(pod, now):
+        return False
+    if pod.phase in ("Succeeded", "Failed"):
+        return False
+    named = pod.annotations.get(LOGICAL_SWITCH_ANNOTATION, "")
+    if not ann.is_allocated(pod.annotations) and named in ("", subnet):
+        return True
+    try:
+        requests = pod_attachment_requests(pod)
+    except InvalidPodNetworkError:
+        return False
+    return any(
+        not any(
+            ann.is_allocated(pod.annotations, p)
+            for p in (ovn_provider_name(attach), ipam_provider_name(attach))
+        )
+        for attach in requests
+    )
+
+
 def get_pod_attachment_nets(
     pod: Pod,
     nads: Mapping[tuple[str, str], NetworkAttachmentDefinition],

@@ -851,6 +851,12 @@ class ObjectStore:
                 raise ApiError(422, "Invalid", "the patch removed the object's metadata")
             if pmeta.get("name") != name:
                 raise invalid(rt, name, "metadata.name: Invalid value: field is immutable")
+            if pmeta.get("uid") not in (None, "", old.obj["metadata"]["uid"]):
+                # kube-apiserver: a patch is no precondition; another uid is an immutable-field
+                # error (422), where a PUT carrying one gets the 409 "Precondition failed"
+                raise invalid(
+                    rt, name, f"metadata.uid: Invalid value: {pmeta['uid']!r}: field is immutable"
+                )
             if rt.namespaced and pmeta.get("namespace", ns) != ns:
                 raise invalid(rt, name, "metadata.namespace: Invalid value: field is immutable")
             patched = admission.validate_identity(rt, patched, ns)

@@ -222,6 +222,9 @@ class FakeKubeApi:
         want_rv = (patch.get("metadata") or {}).pop("resourceVersion", None)
         if want_rv is not None and want_rv != current["metadata"].get("resourceVersion"):
             raise _conflict(resource, key.rsplit("/", 1)[-1])
+        want_uid = (patch.get("metadata") or {}).pop("uid", None)
+        if want_uid and want_uid != current["metadata"].get("uid", want_uid):
+            raise _conflict(resource, key.rsplit("/", 1)[-1])
         updated = json_merge_patch(current, patch)
         meta = updated.setdefault("metadata", {})
         if meta.get("annotations") == {}:
@@ -246,9 +249,10 @@ class FakeKubeApi:
         *,
         op: AnnotationOp = "replace",
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> KubeObject:
         validate_annotation_op(op)
-        patch = annotation_merge_patch(annotations, resource_version)
+        patch = annotation_merge_patch(annotations, resource_version, uid)
         with self._lock:
             self._enter("patch_pod_annotations", _key(namespace, name))
             return self._merge_patch(self.pods, "pods", _key(namespace, name), patch)

@@ -485,7 +485,7 @@ class FakeNbClient:
 
 def _info(p: FakePort) -> PortInfo:
     return PortInfo(
-        p.name, p.switch, tuple(p.addresses), tuple(p.port_security), dict(p.external_ids)
+        p.name, p.switch, tuple(p.addresses), tuple(p.port_security), dict(p.external_ids), p.type
     )
 
 

@@ -11,6 +11,7 @@ The reconcilers read cluster state through this view instead of their own `get_b
   depend on cache order); a malformed one is left out (`parsed_subnet` tells why).
 * `statefulset`, `virtual_machine`, `nads_of`, `owner_of`: from the informer when one is given,
   else one GET through `KubeApi` (the owner informers are optional); API errors propagate.
+  `from_api=True` GETs even when an informer runs (what a lagging cache says is confirmed).
 * Pods and IP CRs stay raw (`pod_raw`, `pods_raw`, `ip_crs_raw`): handlers need the object
   itself (Events, the delete map, IP CR diffs); they parse pods with `Pod.from_dict` or a
   pass-scoped `ParseCache`.
@@ -204,12 +205,18 @@ class CacheView:
 
     # --- owners and attachments (informer, else one GET) -----------------------------------------
 
-    def statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        raw = _cached_or_get(self._statefulsets, self._kube.get_statefulset, namespace, name)
+    def statefulset(
+        self, namespace: str, name: str, *, from_api: bool = False
+    ) -> StatefulSet | None:
+        indexer = None if from_api else self._statefulsets
+        raw = _cached_or_get(indexer, self._kube.get_statefulset, namespace, name)
         return None if raw is None else StatefulSet.from_dict(raw)
 
-    def virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        raw = _cached_or_get(self._vms, self._kube.get_virtual_machine, namespace, name)
+    def virtual_machine(
+        self, namespace: str, name: str, *, from_api: bool = False
+    ) -> VirtualMachine | None:
+        indexer = None if from_api else self._vms
+        raw = _cached_or_get(indexer, self._kube.get_virtual_machine, namespace, name)
         return None if raw is None else VirtualMachine.from_dict(raw)
 
     def virtual_machines(self) -> list[VirtualMachine]:
@@ -222,15 +229,22 @@ class CacheView:
                 continue
         return out
 
-    def owner_of(self, pod: Pod) -> StatefulSet | VirtualMachine | None:
-        """The pod's StatefulSet or VirtualMachine (None when NotFound); API errors propagate."""
+    def owner_of(self, pod: Pod, *, from_api: bool = False) -> StatefulSet | VirtualMachine | None:
+        """The pod's StatefulSet or VirtualMachine (None when NotFound); API errors propagate.
+        `from_api`: one GET even when an owner informer runs (to confirm what the cache says)."""
         is_sts, sts_name = pl.is_statefulset_pod(pod)
         if is_sts:
-            return self.statefulset(pod.namespace, sts_name)
+            return self.statefulset(pod.namespace, sts_name, from_api=from_api)
         is_vm, vm_name = pl.is_vm_pod(pod)
         if is_vm:
-            return self.virtual_machine(pod.namespace, vm_name)
+            return self.virtual_machine(pod.namespace, vm_name, from_api=from_api)
         return None
+
+    def owner_cached(self, pod: Pod) -> bool:
+        """Is the pod's owner read from an informer (not a GET) by `owner_of`?"""
+        if pl.is_statefulset_pod(pod)[0]:
+            return self._statefulsets is not None
+        return pl.is_vm_pod(pod)[0] and self._vms is not None
 
     def nads_of(self, pod: Pod) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
         """The NADs the pod's attachment annotation names that exist."""

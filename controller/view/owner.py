@@ -8,6 +8,11 @@ its IP CR go?); kube-ovn GETs the owner for each. This reads it once through the
   malformed object) is logged and counts as "keep";
 * `check_pod_to_del()`: kube-ovn appendCheckPodToDel; an unreadable owner raises (the delete is
   retried).
+
+An informer's owner that says "release" (missing, being deleted, fewer replicas) is confirmed
+with one GET before it is believed, and the API's answer is used by both checks: kube-ovn reads
+the owner from the API, and an owner cache that lags or has not synced yet (right after a
+restart) must not take a running pod's network.
 """
 
 from __future__ import annotations
@@ -38,11 +43,20 @@ class OwnerLookup:
             self._fetched = True
             try:
                 self._owner = self._view.owner_of(self._pod)
+                if self._view.owner_cached(self._pod) and self._verdict(self._owner):
+                    self._owner = self._view.owner_of(self._pod, from_api=True)
             except (KubeApiError, MalformedObjectError) as exc:
                 self._error = exc
         if self._error is not None:
             raise self._error
         return self._owner
+
+    def _verdict(self, owner: StatefulSet | VirtualMachine | None) -> bool:
+        if pl.is_vm_pod(self._pod)[0] and not pl.is_statefulset_pod(self._pod)[0]:
+            return pl.is_vm_pod_to_del(owner if isinstance(owner, VirtualMachine) else None)
+        return pl.is_statefulset_pod_to_del(
+            self._pod, owner if isinstance(owner, StatefulSet) else None
+        )
 
     def to_delete(self) -> bool:
         try:
@@ -51,11 +65,7 @@ class OwnerLookup:
             # NOTE: kube-ovn: a GET error other than NotFound means "not to delete".
             LOG.warning("cannot read the owner of pod %s: %s", self._pod.key, exc)
             return False
-        if pl.is_vm_pod(self._pod)[0] and not pl.is_statefulset_pod(self._pod)[0]:
-            return pl.is_vm_pod_to_del(owner if isinstance(owner, VirtualMachine) else None)
-        return pl.is_statefulset_pod_to_del(
-            self._pod, owner if isinstance(owner, StatefulSet) else None
-        )
+        return self._verdict(owner)
 
     def check_pod_to_del(self) -> bool:
         owner = self._fetch()  # a failed GET propagates: the delete is retried

@@ -36,7 +36,7 @@ CONTROLLER_USAGE: dict[tuple[str, str], tuple[str, ...]] = {
     ("kubeovn.io", "vpcs"): ("get", *INFORMER, "create"),
     ("kubeovn.io", "vpcs/status"): ("update",),
     ("k8s.cni.cncf.io", "network-attachment-definitions"): ("get", *INFORMER),
-    ("apps", "statefulsets"): INFORMER,
+    ("apps", "statefulsets"): ("get", *INFORMER),
     ("kubevirt.io", "virtualmachines"): ("get", *INFORMER),
 }
 LEASE = "kube-ovn-controller"
