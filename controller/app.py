@@ -417,6 +417,7 @@ class Controller:
                 is_leader=is_leader,
                 metrics=self.metrics,
                 status_delay=self._status_delay,
+                nodes=idx("nodes"),
             )
             inf[RESOURCE_SUBNETS].add_event_handler(self.subnet_controller)
             inf[RESOURCE_IPS].add_event_handler(self.subnet_controller.ip_event_handler())
@@ -571,6 +572,8 @@ class Controller:
             return
         assert self.pod_controller is not None
         threads += self.pod_controller.run_workers(cfg.worker_num, stop)
+        # routed pods still carrying a v1.8 src-ip route are moved to router policies at once
+        self.pod_controller.migrate_static_routes()
         self._spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)
         self._spawn("gc", self.gc.run, stop)
         if self.subnet_controller is not None:

@@ -299,17 +299,20 @@ class OvsdbappNbClient:
 
         self._transact("add_static_route", run)
 
-    def delete_static_route(self, cidr: str, router: str) -> None:
+    def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None:
         if not cidr:
             return
         prefixes = logic.route_prefixes(cidr)
+
+        def key(prefix: str) -> tuple[str, ...]:
+            return ("route", prefix, policy) if policy else ("prefix", prefix)
 
         def present() -> bool:
             lr = self._index.first(LR, ("name", router))
             return lr is not None and any(
                 has_ref(lr, "static_routes", r)
                 for prefix in prefixes
-                for r in self._index.rows(ROUTE, ("prefix", prefix))
+                for r in self._index.rows(ROUTE, key(prefix))
             )
 
         if not self._read(present):
@@ -322,7 +325,7 @@ class OvsdbappNbClient:
             if lr is None:
                 return
             for prefix in prefixes:
-                for r in ctx.index.rows(ROUTE, ("prefix", prefix)):
+                for r in ctx.index.rows(ROUTE, key(prefix)):
                     if has_ref(lr, "static_routes", r):
                         ctx.delete(r, lr, "static_routes")
 

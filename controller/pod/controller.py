@@ -69,6 +69,7 @@ from controller.pod.add import AddHandlers
 from controller.pod.base import LOG, DeletingPod, PodQueues, guard, pod_or_none, utcnow
 from controller.pod.delete import DeleteHandlers
 from controller.pod.inspection import InspectionHandlers
+from controller.pod.migration import MigrationHandlers
 from controller.pod.update import UpdateHandlers
 from controller.queues import Clock, RealClock
 from controller.runtime.keymutex import KeyMutex
@@ -81,7 +82,9 @@ __all__ = ["PodController", "PodQueues"]
 _SECURITY_SUFFIXES = (".kubernetes.io/port_security", ".kubernetes.io/security_groups")
 
 
-class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandlers):
+class PodController(
+    AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandlers, MigrationHandlers
+):
     """kube-ovn's pod controller for the default network and multus attachments.
 
     Guarantees:
@@ -132,6 +135,8 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         self._keep_vm_ip = config.enable_keep_vm_ip
         self._deleting_lock = threading.Lock()
         self._deleting: dict[str, DeletingPod] = {}
+        self._reroute_lock = threading.Lock()
+        self._reroute: set[str] = set()
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 

@@ -252,23 +252,22 @@ class FakeNbClient:
 
         self._txn("add_static_route", run)
 
-    def delete_static_route(self, cidr: str, router: str) -> None:
+    def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None:
         if not cidr:
             return
         prefixes = set(logic.route_prefixes(cidr))
+        policies = (policy,) if policy else logic.ROUTE_POLICIES
         with self._lock:
             lr = self.state.routers.get(router)
-            if lr is None or not any(
-                (p, policy) in lr.routes for p in prefixes for policy in logic.ROUTE_POLICIES
-            ):
+            if lr is None or not any((p, q) in lr.routes for p in prefixes for q in policies):
                 return  # nothing to delete: no transaction, as the real client
 
         def run(st: _State, u: _Undo) -> None:
             lr = st.routers.get(router)
             if lr is not None:
                 for prefix in prefixes:
-                    for policy in logic.ROUTE_POLICIES:
-                        u.pop(lr.routes, (prefix, policy))
+                    for q in policies:
+                        u.pop(lr.routes, (prefix, q))
 
         self._txn("delete_static_route", run)
 
