@@ -15,17 +15,15 @@ from controller.audit.findings import (
     KIND_NAT_MISSING,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
-    KIND_ROUTE_MISMATCH,
-    KIND_ROUTE_MISSING,
     KIND_SG_MISMATCH,
 )
+from controller.audit.routing import check_pod_routing, routing_index
 from controller.audit.state import AuditState, Net, field_str, lsp_addresses
 from controller.core import annotations as ann
 from controller.core import keep
 from controller.core.address import (
     canonical_ip,
     canonical_mac,
-    is_same_family,
     is_valid_mac,
     same_family,
     split_ips,
@@ -48,7 +46,6 @@ from controller.core.constants import (
     NAT_TYPE_SNAT,
     NORTH_GATEWAY_ANNOTATION,
     OVN_PROVIDER,
-    POLICY_SRC_IP,
     ROUTED_ANNOTATION,
     SNAT_ANNOTATION,
     SUBNET_NAME_LABEL,
@@ -309,33 +306,30 @@ class PodChecks(AuditState):
         obj = f"pod {pod.key}"
         eip, snat = a.get(EIP_ANNOTATION, ""), a.get(SNAT_ANNOTATION, "")
         north = a.get(NORTH_GATEWAY_ANNOTATION, "")
-        hops: list[str] | None = None  # None: any nexthop will do
+        node = self.nodes.get(pod.node_name)
+        tunnel = node.annotations.get(IP_ADDRESS_ANNOTATION, "") if node else ""
+        node_hops = [h.strip() for h in tunnel.split(",")] if tunnel else None
+        own: bool | None = None
+        hops: list[str] | None = None
         if self.config.enable_eip_snat and (eip or snat):
-            hops = None  # via the external gateway (a ConfigMap the audit does not read)
+            own = True  # via the external gateway (a ConfigMap the audit does not read)
         elif north:
-            hops = [h.strip() for h in north.split(",")]
+            own, hops = True, [h.strip() for h in north.split(",")]
         elif subnet.gateway_type == GATEWAY_TYPE_DISTRIBUTED:
-            node = self.nodes.get(pod.node_name)
-            tunnel = node.annotations.get(IP_ADDRESS_ANNOTATION, "") if node else ""
-            hops = [h.strip() for h in tunnel.split(",")] if tunnel else None
-        else:
-            return  # centralized: the subnet controller routes the whole CIDR
-        for ip in net.ips:
-            mine = [r for r in self.routes_by_ip.get(ip, []) if r.policy == POLICY_SRC_IP]
-            if not mine:
-                self.add(
-                    KIND_ROUTE_MISSING,
-                    obj,
-                    f"no src-ip route for {ip} on {self.config.cluster_router}",
-                )
-                continue
-            want = [h for h in hops or [] if is_same_family(h, ip)]
-            if want and not any(r.nexthop in want for r in mine):
-                self.add(
-                    KIND_ROUTE_MISMATCH,
-                    obj,
-                    f"src-ip route {ip} via {mine[0].nexthop}, want via {' or '.join(want)}",
-                )
+            own = False
+        if own is not None:
+            check_pod_routing(
+                self,
+                routing_index(self),
+                obj,
+                net.ips,
+                subnet=subnet.name,
+                node=pod.node_name,
+                node_hops=node_hops,
+                pod_hops=hops,
+                own_policy=own,
+            )
+        # else centralized: the subnet controller routes the whole CIDR
         if self.config.enable_eip_snat:
             for ip in net.ips:
                 rules = self.nat_by_ip.get(ip, [])

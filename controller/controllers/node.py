@@ -9,7 +9,8 @@ Contract:
   that MAC and address, an IP CR `node-<name>` (podName = node, namespace ""), and the annotations
   `ovn.kubernetes.io/ip_address`, `mac_address`, `cidr`, `gateway`, `logical_switch`,
   `port_name` and `allocated=true`, written only when they differ; a priority-30000 router
-  policy sends traffic to each of the node's InternalIPs through its own join address. The pod
+  policy sends traffic to each of the node's InternalIPs through its own join address, and the
+  cluster router gets a default route per family to the join gateway when it has none. The pod
   controller reads `ip_address` as the node's ovn0 address (the next hop of its pods' reroute
   policy).
 * A node delete removes the node's router policies and address sets, releases the address and
@@ -40,6 +41,7 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,
     OVN_PROVIDER,
+    POLICY_DST_IP,
     PORT_NAME_ANNOTATION,
 )
 from controller.core.errors import ResourceNotReadyError
@@ -167,6 +169,7 @@ class NodeController:
             ALLOCATED_ANNOTATION: "true",
         }
         self._route_node(name, node, [a for a in (v4, v6) if a])
+        self._ensure_default_route(str(spec["gateway"]))
         cr = desired_ip(node_ip_cr(name, ip, mac, join_name))
         cached = self._ips.get_by_key(key)
         if cached is None or ip_update(cached, cr) is not None:
@@ -192,6 +195,24 @@ class NodeController:
                 self._nb.add_router_policy(
                     router, rp.NODE_PRIORITY, rp.dst_match(internal), "reroute", hop[:1], ids
                 )
+
+    def _ensure_default_route(self, join_gateway: str) -> None:
+        """kube-ovn addNodeGwStaticRoute: a default route per family towards the join gateway,
+        so egress has a route that the pods' reroute policies then redirect to their node. A
+        default route someone else set (any next hop) is left as it is."""
+        router = self._config.cluster_router
+        have = {
+            r.ip_prefix
+            for r in self._nb.list_static_routes(router)
+            if r.policy in ("", POLICY_DST_IP)
+        }
+        for part in join_gateway.split(","):
+            gateway = part.strip()
+            if not gateway or parse_ip(gateway) is None:
+                continue
+            default = "0.0.0.0/0" if rp.family(gateway) == 4 else "::/0"
+            if default not in have:
+                self._nb.add_static_route(POLICY_DST_IP, default, gateway, router)
 
     def _unroute_node(self, name: str) -> None:
         """Every router policy and address set written for the node (its mark says so)."""

@@ -62,7 +62,6 @@ def test_a_pod_reaches_its_own_nodes_join_address(net: Net, version: int) -> Non
     net.reaches(on2.netns, net.node_ip(NODE2, version))
 
 
-@pytest.mark.xfail(strict=True, raises=SrcRouteOutranks, reason=UPSTREAM_OVN)
 @pytest.mark.parametrize("version", [4, 6])
 def test_a_pod_reaches_another_nodes_join_address(net: Net, version: int) -> None:
     on2 = net.create(f"join-other{version}", node=NODE2)

@@ -29,7 +29,6 @@ def _cross_subnet(net: Net, src: WiredPod, dst: WiredPod, dst_cidr: str, version
     net.reaches(dst.netns, src.ip(version))
 
 
-@pytest.mark.xfail(strict=True, raises=SrcRouteOutranks, reason=UPSTREAM_OVN)
 def test_pods_on_two_subnets_reach_each_other_ipv4(net: Net) -> None:
     net.subnet("blue", "10.17.0.0/24")
     a = net.create("cross-a")
@@ -38,7 +37,6 @@ def test_pods_on_two_subnets_reach_each_other_ipv4(net: Net) -> None:
     _cross_subnet(net, a, b, "10.17.0.0/24", 4)
 
 
-@pytest.mark.xfail(strict=True, raises=SrcRouteOutranks, reason=UPSTREAM_OVN)
 def test_pods_on_two_subnets_reach_each_other_ipv6(net: Net) -> None:
     net.subnet("dual-b", "10.18.0.0/24,fd00:18::/120")
     a = net.create("cross6-a")
