@@ -12,8 +12,10 @@ What is checked (the `KIND_*` constants name each finding):
   (`annotation-mismatch`, `address-outside-subnet`); the IP CR exists and says the same
   (`ip-cr-missing`, `ip-cr-mismatch`); OVN networks have their LSP on the right switch with the
   right MAC and addresses, port_security too when set (`lsp-missing`, `lsp-mismatch`,
-  `lsp-address-mismatch`); routed pods of the default VPC's overlay subnets have their src-ip
-  routes (`route-missing`, `route-mismatch`) and EIP/SNAT NAT rules (`nat-missing`);
+  `lsp-address-mismatch`); routed pods of the default VPC's overlay subnets have their router
+  policies and address-set entries (`route-missing`, `route-mismatch`, `route-duplicate`, and
+  `route-stale` for a v1.8 src-ip route still there; `controller.audit.routing`) and EIP/SNAT
+  NAT rules (`nat-missing`);
 * every node holding a join address: its `node-<name>` LSP and IP CR;
 * no address or MAC is held by two owners in one subnet, counting pod annotations, IP CRs and
   LSPs together (`duplicate-address`, `duplicate-mac`); an owner is the shared LSP / IP CR name;
@@ -21,8 +23,9 @@ What is checked (the `KIND_*` constants name each finding):
   its pod asks for it, its `security_groups` are the pod's (none without port security), and
   it is a member of each of those groups and of the deny-all group `kubeovn_deny_all`; no
   port is a member of a group it is not associated with (`sg-mismatch`);
-* nothing is left behind: kube-ovn LSPs, IP CRs, src-ip host routes and NAT rules whose owner is
-  gone (`orphan-lsp`, `orphan-ip-cr`, `orphan-route`, `orphan-nat`);
+* nothing is left behind: kube-ovn LSPs, IP CRs, src-ip host routes, routing-set entries,
+  per-pod reroute policies and NAT rules whose owner is gone (`orphan-lsp`, `orphan-ip-cr`,
+  `orphan-route`, `orphan-nat`);
 * IPAM (`ipam-disagrees`): an audit cannot read the controller's memory, so it re-derives the
   state the controller would rebuild on restart (kube-ovn InitIPAM: subnets, then the IP CRs
   of StatefulSet / VM pods, then every alive or StatefulSet pod, then nodes) and reports every
@@ -73,8 +76,10 @@ from controller.audit.findings import (
     KIND_ORPHAN_ROUTE,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
+    KIND_ROUTE_DUPLICATE,
     KIND_ROUTE_MISMATCH,
     KIND_ROUTE_MISSING,
+    KIND_ROUTE_STALE,
     KIND_SG_MISMATCH,
     PENDING_KINDS,
     AuditReport,
@@ -105,8 +110,10 @@ __all__ = [
     "KIND_ORPHAN_ROUTE",
     "KIND_POD_NOT_ALLOCATED",
     "KIND_POD_NOT_ROUTED",
+    "KIND_ROUTE_DUPLICATE",
     "KIND_ROUTE_MISMATCH",
     "KIND_ROUTE_MISSING",
+    "KIND_ROUTE_STALE",
     "KIND_SG_MISMATCH",
     "PENDING_KINDS",
     "AuditReport",
@@ -140,6 +147,7 @@ def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
         "ports": len(snapshot.ports),
         "IP CRs": len(snapshot.ips),
         "routes": len(snapshot.routes),
+        "router policies": len(snapshot.policies),
         "NAT rules": len(snapshot.nat_rules),
     }
     return AuditReport(tuple(a.findings), tuple(a.pending), counts)
