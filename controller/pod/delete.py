@@ -53,7 +53,13 @@ class DeleteHandlers(PodControllerBase):
         (both free when absent)."""
         version = rp.family(ip)
         if pod.node_name:
-            self._nb.remove_address_set_addresses(rp.set_name(subnet, pod.node_name, version), [ip])
+            names = [rp.set_name(subnet, pod.node_name, version)]
+        else:
+            # a pod known only by name (a tombstone): look in every node's set of the subnet
+            ids = {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: subnet}
+            names = [a.name for a in self._nb.list_address_sets(ids) if ip in a.addresses]
+        for name in names:
+            self._nb.remove_address_set_addresses(name, [ip])
         self._nb.delete_router_policy(router, rp.POD_PRIORITY, rp.src_match(ip))
 
     def _delete_pod(self, key: str, pod: Pod) -> None:
