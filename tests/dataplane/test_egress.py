@@ -13,7 +13,7 @@ import pytest
 from controller.core.constants import NORTH_GATEWAY_ANNOTATION
 from controller.sandbox.ovsdb import stop_process
 from tests.dataplane.helpers import NODE2, Net
-from tests.dataplane.routes import UPSTREAM_OVN, SrcRouteOutranks, reach_or_explain
+from tests.dataplane.routes import reach_or_explain
 from tests.e2e.helpers import NODE
 
 OUTSIDE = {4: "192.0.2.10", 6: "2001:db8::10"}
