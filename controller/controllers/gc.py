@@ -8,7 +8,9 @@ deleted while the controller was down, a delete handler that gave up, a crash be
   cluster router's static routes / NAT rules of their addresses (kube-ovn `markAndCleanLSP`);
 * `gc_ip_crs`: kubeovn.io IP CRs whose pod (or node) is gone and no keep rule covers;
 * `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
-  (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below).
+  (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below);
+* `gc_routing`: the pod routing rows (router policies, address-set entries and sets) whose
+  address, node or subnet is gone (`controller.controllers.gc_routing`).
 
 What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
 
@@ -75,6 +77,7 @@ from typing import Any, Protocol
 
 from controller.cache import Indexer
 from controller.config import Config
+from controller.controllers.gc_routing import RoutingSweeper
 from controller.core import annotations as ann
 from controller.core import keep
 from controller.core.address import host_prefix
@@ -188,6 +191,9 @@ class GarbageCollector:
         # each pod parsed once per resourceVersion, only while the start-up passes run
         self._pod_memo: ParseCache[Pod] | None = None
         self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        self._routing = RoutingSweeper(
+            nb=nb, ipam=ipam, view=self._view, router=self._router, count=self._count
+        )
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -237,6 +243,7 @@ class GarbageCollector:
                     self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
                 self._guarded("IP CRs", self._sweep_ips, crs, snap)
                 self._guarded("static routes", self._sweep_static_routes)
+                self._guarded("router policies and address sets", self._routing.sweep)
         if self._metrics is not None:
             self._metrics.gc_run()
         LOG.info("take %d ms to collect garbage", round((self._clock.now() - start) * 1000))
@@ -421,6 +428,13 @@ class GarbageCollector:
             if not self._is_ready():
                 return []
             return self._sweep_static_routes()
+
+    def gc_routing(self) -> list[str]:
+        """One mark-and-sweep pass over the routing policies and address sets."""
+        with self._lock:
+            if not self._is_ready():
+                return []
+            return self._routing.sweep()
 
     def _sweep_static_routes(self) -> list[str]:
         if not self._ipam.subnet_names():
