@@ -10,6 +10,7 @@ from controller.app import Controller
 from controller.core.constants import ROUTED_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import NODE, allocated_pods, annotations, audit_clean, pod, running, wait_for
 from tests.e2e.workloads import lsp, no_lsp
 
@@ -91,7 +92,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
         assert second.ipam.get_pod_address(f"{NS}/{gone}") == []
 
     def routes() -> set[str]:
-        return {r.ip_prefix for r in cluster.nb.list_static_routes("ovn-cluster")}
+        return {r[0] for r in egress_routes(cluster.nb)}
 
     # the start-up gc removed the deleted pod's route; p4 is still scheduled and routed
     wait_for(
