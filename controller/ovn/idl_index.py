@@ -174,6 +174,14 @@ def has_ref(parent: Row, column: str, child: Row) -> bool:
     return ovs_data.Atom(ovs_types.UuidType, child.uuid) in datum.values
 
 
+def has_string(row: Row, column: str, value: str) -> bool:
+    """O(log n) membership of a string in a set column's committed datum (no copy)."""
+    datum = row._data.get(column) if row._data is not None else None
+    if datum is None:
+        return False
+    return ovs_data.Atom(ovs_types.StringType, value) in datum.values
+
+
 def committed(row: Row, column: str) -> Any:
     """The committed value of a column, as `getattr(row, column)` gives it outside a txn."""
     datum = row._data.get(column) if row._data is not None else None

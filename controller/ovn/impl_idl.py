@@ -78,6 +78,7 @@ from controller.ovn.idl_index import (
     Row,
     committed,
     has_ref,
+    has_string,
     opt_value,
 )
 from controller.ovn.idl_txn import NbApi, VerbCommand, idl_connected, release_sync_garbage
@@ -455,8 +456,9 @@ class OvsdbappNbClient:
             row = self._index.first(AS, ("name", name))
             if row is None:
                 return False
-            have = set(committed(row, "addresses"))
-            return set(entries) <= have and logic.ids_match(committed(row, "external_ids"), ids)
+            return all(has_string(row, "addresses", e) for e in entries) and logic.ids_match(
+                committed(row, "external_ids"), ids
+            )
 
         if self._read(same):
             return
@@ -466,9 +468,10 @@ class OvsdbappNbClient:
             if row is None:
                 ctx.insert(AS, name=name, addresses=entries, external_ids=ids)
                 return
-            have = set(row.addresses)
             for entry in entries:
-                if entry not in have:
+                # NOTE: one set per node grows with its pods; a membership test on the
+                # committed datum is O(log n), `row.addresses` would copy the whole set.
+                if row._data is None or not has_string(row, "addresses", entry):
                     row.addvalue("addresses", entry)
             ctx.set_keys(row, "external_ids", ids)
 
@@ -479,7 +482,7 @@ class OvsdbappNbClient:
 
         def present() -> bool:
             row = self._index.first(AS, ("name", name))
-            return row is not None and bool(entries & set(committed(row, "addresses")))
+            return row is not None and any(has_string(row, "addresses", e) for e in entries)
 
         if not self._read(present):
             return
@@ -488,8 +491,9 @@ class OvsdbappNbClient:
             row = ctx.named(AS, name)
             if row is None:
                 return
-            for entry in entries & set(row.addresses):
-                row.delvalue("addresses", entry)
+            for entry in sorted(entries):
+                if has_string(row, "addresses", entry):
+                    row.delvalue("addresses", entry)
 
         self._transact("remove_address_set_addresses", run)
 
