@@ -14,7 +14,7 @@ What is measured (all in one run, same machine, same fakes):
 The NB port is `FakeNbClient` (in-memory rows; each verb costs what it touches) and the API
 server is `FakeKubeApi`, so the figures are the controller's own overhead (models, locking,
 queues, logging) and not a prediction of a real cluster, where kube-ovn reports about 0.1-0.2 s
-of handler time per pod (kube-ovn.md 7, #2495). Python threads share the GIL, so the threaded
+of handler time per pod (kubeovn/kube-ovn#2495). Python threads share the GIL, so the threaded
 ratio shows queueing overhead rather than a speed-up.
 """
 
@@ -38,7 +38,7 @@ from controller.core import annotations as ann  # noqa: E402
 from controller.core.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
 from controller.ipam import IPAM  # noqa: E402
 from controller.queues import RealClock  # noqa: E402
-from tests.pod_controller.helpers import NODE, Env, raw_pod, standard_env  # noqa: E402
+from tests.pod.env import NODE, Env, raw_pod, standard_env  # noqa: E402
 
 
 def _env() -> Env:

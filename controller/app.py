@@ -19,7 +19,7 @@ virtual machines only when their API group is served; the four pod queues named 
 IPAM, the key mutex, the Event recorder; the pod controller and the minimal subnet / namespace /
 node controllers (each switchable off by its flag).
 
-Start-up order, as kube-ovn's `Controller.Run` (kube-ovn.md 5.5):
+Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controller.go):
 
 1. leader election on Lease `--leader-elect-resource-name` in KUBE_NAMESPACE, identity POD_NAME;
    a follower starts nothing else (no informer runs, so it enqueues nothing; every informer

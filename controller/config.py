@@ -93,7 +93,7 @@ class Config:
     pod_nic_type: str = POD_NIC_VETH_PAIR
     enable_eip_snat: bool = True
     enable_keep_vm_ip: bool = False
-    # built-in minimal controllers (issue 6 item 4)
+    # the built-in minimal subnet / namespace / node controllers
     enable_subnet_controller: bool = True
     enable_namespace_controller: bool = True
     enable_node_controller: bool = True

@@ -263,8 +263,7 @@ def test_the_run_command_names_the_demo_module(readme: str) -> None:
         if before == "-m"
     ]
     assert modules == [DEMO_MODULE]
-    # NOTE: the demo is written on another branch and merged by the lead. Until it lands, the
-    # README naming it is all we can check; once the module exists it must import.
+    # The module the README names must import and have a main().
     if importlib.util.find_spec(DEMO_MODULE) is not None:
         module = importlib.import_module(DEMO_MODULE)
         assert callable(getattr(module, "main", None)), f"{DEMO_MODULE} has no main()"
@@ -281,6 +280,16 @@ def test_relative_links_point_at_existing_files(readme: str) -> None:
     assert local, "expected links to the chart and sandbox READMEs"
     missing = [link for link in local if not (ROOT / link).exists()]
     assert not missing, f"README links to missing files: {missing}"
+
+
+_REPO_PATH = re.compile(r"`((?:controller|tests|bench|cmd|charts|docs|\.ci)/[\w./-]*)`")
+
+
+def test_cited_repository_paths_exist(readme: str) -> None:
+    cited = set(_REPO_PATH.findall(readme))
+    assert "controller/app.py" in cited, "expected the code layout to cite module paths"
+    missing = sorted(path for path in cited if not (ROOT / path).exists())
+    assert not missing, f"README cites paths that do not exist: {missing}"
 
 
 def test_anchor_links_point_at_headings(readme: str) -> None:

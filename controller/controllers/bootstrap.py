@@ -1,6 +1,6 @@
 """Start-up steps run once this replica leads, after the caches synced and before any worker.
 
-In kube-ovn's order (`Controller.Run`, kube-ovn.md 5.5):
+In kube-ovn's order (`Controller.Run`, kube-ovn v1.8.18 pkg/controller/controller.go):
 
 1. `init_default_vpc`: the Vpc `ovn-cluster` is created when absent and its status set
    (defaultLogicalSwitch, router, standby, default).

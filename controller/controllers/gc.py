@@ -25,8 +25,9 @@ What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
 * `node-<name>` ports and node IP CRs of nodes in the cache;
 * `<pod>.<ns>[.<provider>]` names of every allocated provider of a kept pod.
 
-Deviation: kube-ovn drops the ports of a StatefulSet pod with ordinal >= replicas even while the
-pod still runs (scale-down in progress); we never touch an alive, non-terminating pod.
+Deviation (listed in docs/deviations.md): kube-ovn drops the ports of a StatefulSet pod with
+ordinal >= replicas even while the pod still runs (scale-down in progress); we never touch an
+alive, non-terminating pod.
 
 Safety rules (the "older than" guard):
 

@@ -151,7 +151,7 @@ QUEUE_ADD_POD: Final = "AddPod"
 QUEUE_DELETE_POD: Final = "DeletePod"
 QUEUE_UPDATE_POD: Final = "UpdatePod"
 QUEUE_UPDATE_POD_SECURITY: Final = "UpdatePodSecurity"
-# The built-in minimal subnet / namespace / node controllers (issue 6 item 4).
+# The built-in minimal subnet / namespace / node controllers.
 QUEUE_ADD_SUBNET: Final = "AddSubnet"
 QUEUE_DELETE_SUBNET: Final = "DeleteSubnet"
 QUEUE_UPDATE_SUBNET_STATUS: Final = "UpdateSubnetStatus"

@@ -92,8 +92,8 @@ def parse_pod_network_annotation(
 
     JSON when the value contains any of `[`, `{` or `"`; otherwise a comma list. An empty
     namespace becomes `default_namespace`. `mac` must be a MAC, `ips` IPs or CIDRs.
-    Deviation: an element with an empty name is rejected here (kube-ovn would later fail to GET a
-    NAD named "").
+    Deviation (listed in docs/deviations.md): an element with an empty name is rejected here
+    (kube-ovn would later fail to GET a NAD named "").
     """
     if not value:
         raise InvalidPodNetworkError("network selection annotation is empty")

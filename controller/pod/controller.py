@@ -24,30 +24,8 @@ cache read goes through one `controller.view.CacheView`.
 Every handler locks the pod key with the shared `KeyMutex`, so the handlers of one pod never run
 concurrently. Failures the user can fix become Warning Events with kube-ovn's reasons.
 
-Deliberate deviations from v1.8 (several follow kube-ovn v1.12 `pkg/controller/pod.go`):
-
-* the delete queue holds keys; the last seen object of a deleting pod lives in a map keyed
-  "ns/name" (kube-ovn v1.12 `deletingPodObjMap`), so repeated events run one cleanup, and the map
-  entry is removed only once a cleanup of that very object succeeded;
-* a terminating pod is re-queued with `queues.delete.add_after(key, grace)` (the delaying queue,
-  never a sleeping thread); its map entry remembers the deadline, so an earlier delayed entry of
-  the same key cannot clean it up before its grace period ends;
-* tombstones are handled; a tombstone without an object cleans up by name (and is skipped when
-  a pod of that name exists again);
-* annotation writes are merge patches of the keys we own (`KubeApi`), not a whole-map JSON patch;
-* the security-group port sync kube-ovn queues (SyncSgPorts) runs inline, after the port write;
-* `port_security` turned on or off after creation is applied (kube-ovn #1143, #2343), and a
-  port without port security leaves its groups;
-* an annotation edit of an unallocated pod re-queues the add (invalid annotations are permanent
-  errors here, not retried forever);
-* a default-VPC subnet whose Vpc object is not cached yet uses `--cluster-router`;
-* a malformed cached subnet is left out of every pod's choice (a typed informer would never
-  cache it); a pod naming it, or a subnet the subnet controller refuses, gets a Warning Event
-  saying what is wrong; unresolvable networks get `ValidatePodNetworkFailed` (see pod_logic).
-* a StatefulSet pod whose IP CR is kept (deleted without a deletionTimestamp, e.g. forced) keeps
-  its IPAM address too; kube-ovn releases it and restores it only at the next restart;
-* a failed IP CR write fails the add (retried, before the annotation patch); v1.8 only logs it;
-* an add reuses the address and MAC of a port an interrupted add left for the pod.
+The deliberate deviations from v1.8 (several follow kube-ovn v1.12 `pkg/controller/pod.go`)
+are listed in docs/deviations.md (the pod controller's handlers).
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ is missing or not ready yet, a plain `RetryableError` for a NAD whose config doe
 subnet attached twice (both fixed by a cluster change). They carry kube-ovn's Event reason where
 kube-ovn emits one; deviation: the failures to resolve a pod's networks that the pod or the user
 caused carry `ValidatePodNetworkFailed`, where kube-ovn only logs them. The transient ones of
-start-up (namespace not annotated yet) stay silent. Each module names its own deviations.
+start-up (namespace not annotated yet) stay silent. Each module names its own deviations;
+docs/deviations.md lists them all.
 """
 
 from controller.core.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError

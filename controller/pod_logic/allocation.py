@@ -5,9 +5,9 @@
 candidate subnets) without IPAM; `acquire_address` drives an `AddressAllocator` (the in-memory
 IPAM) through it as kube-ovn `acquireAddress` does. Pure apart from the allocator's memory.
 
-Deviations: a StatefulSet pod whose name has no numeric ordinal gets no ip_pool entry (kube-ovn
-used index 0); `validate_pod_cidr` is meant to be called with the CIDR of the subnet the
-address actually came from (kube-ovn used the requested subnet's).
+Deviations (listed in docs/deviations.md): a StatefulSet pod whose name has no numeric ordinal
+gets no ip_pool entry (kube-ovn used index 0); `validate_pod_cidr` is meant to be called with
+the CIDR of the subnet the address actually came from (kube-ovn used the requested subnet's).
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ ports carry) and, per informer event, which queue it goes to (`classify_add`, `c
 `pkg/controller/pod.go` helper named in its docstring; owner reads are zero-argument callables,
 called lazily and at most once, where kube-ovn would do the GET.
 
-Deviations: the delayed delete of a terminating pod waits `terminationGracePeriodSeconds`, 30
-when unset (kube-ovn dereferences a nil pointer); a pod first seen terminating is scheduled for
-cleanup by the add event (kube-ovn only does it from an update).
+Deviations (listed in docs/deviations.md): the delayed delete of a terminating pod waits
+`terminationGracePeriodSeconds`, 30 when unset (kube-ovn dereferences a nil pointer); a pod
+first seen terminating is scheduled for cleanup by the add event (kube-ovn only does it from an
+update).
 """
 
 from __future__ import annotations

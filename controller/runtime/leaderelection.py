@@ -20,8 +20,8 @@ Contract of `LeaderElector.run(stop)`:
 `is_leader()` is true only while this elector is in its leading phase, the last observed record
 names it, and that record is still valid by the local clock; so two electors sharing a clock rate
 never both report leadership. Defaults are kube-ovn's (30 s / 20 s / 6 s), not client-go's
-15/10/2. The `kubernetes` package's own elector is not used (no cancellation, no release, wall
-clock, see the reference dossier).
+15/10/2. The `kubernetes` package's own elector is not used: it cannot be cancelled, never
+releases the lease and times everything by the wall clock.
 """
 
 from __future__ import annotations

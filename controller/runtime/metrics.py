@@ -4,7 +4,8 @@ Contract:
 
 * `ControllerMetrics(registry)` registers every collector on the injected `CollectorRegistry`
   (one per process, one per test); nothing touches prometheus_client's global registry. Names
-  and labels follow kube-ovn v1.8.18 (reference: kube-ovn.md 5.7) where kube-ovn has them:
+  and labels follow kube-ovn v1.8.18 (pkg/controller/net_metrics.go, client_go_adapter.go,
+  pkg/ovs/adapter.go) where kube-ovn has them:
   `subnet_available_ip_count` / `subnet_used_ip_count{subnet_name,protocol,subnet_cidr}`,
   `ovs_client_request_latency_milliseconds{db,method,code}`,
   `rest_client_request_latency_seconds{verb,url}`, `rest_client_requests_total{code,method,host}`.

@@ -32,7 +32,7 @@ _UNFINISHED_HELP = (
 class PrometheusMetricsProvider:
     """client-go's workqueue metrics on an injected CollectorRegistry.
 
-    `flavour` picks the exposition (client-go.md section 1.6):
+    `flavour` picks the exposition:
 
     * "component-base" (default): k8s.io/component-base names, help texts and the 10 duration
       buckets 1e-08 .. 10 s, single label `name`;

@@ -101,8 +101,9 @@ def apply_create_defaults(rt: ResourceType, obj: JsonDict, keep_status: bool) ->
 
 
 def tracks_generation(rt: ResourceType) -> bool:
-    """Whether metadata.generation is kept (statefulsets and custom resources)."""
-    return rt.group == "apps" or not rt.builtin
+    """Whether metadata.generation is kept (apps kinds, pods as since Kubernetes 1.33, and
+    custom resources)."""
+    return rt.group == "apps" or not rt.builtin or rt.plural == "pods"
 
 
 def strip_volatile(obj: JsonDict) -> JsonDict:

@@ -545,9 +545,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(201, stored.raw)
             return
         if verb == "update":
+            obj = self._json(body)
+            if not rt.unconditional_update and not (
+                isinstance(obj, dict)
+                and isinstance(obj.get("metadata"), dict)
+                and obj["metadata"].get("resourceVersion")
+            ):
+                raise resources.invalid(
+                    rt,
+                    route.name,
+                    "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                )
             stored = store.update_stored(
                 rt,
-                self._json(body),
+                obj,
                 route.namespace,
                 route.name,
                 subresource=route.subresource or None,

@@ -33,6 +33,12 @@ Contract:
   every wait is bounded and checks the flag. Children get PDEATHSIG=SIGKILL, so even a SIGKILLed
   demo leaves no process behind.
 
+* `--control-plane real` puts the real Kubernetes control plane (controlplane.py, built by
+  `.ci/build-control-plane`) in the emulator's place (demo_real.py): the controller runs as its
+  chart ServiceAccount under RBAC, the Deployment and the StatefulSet are real objects whose pods
+  kube-controller-manager creates and kube-scheduler binds to the (Ready) demo nodes; the demo
+  still plays the kubelet's status writes. `<workdir>/admin.kubeconfig` is for kubectl.
+
 Exit codes: 0 (stopped by a signal, or `--once` succeeded), 1 (something failed: the message
 says what, with the tail of the controller's log when it was the controller), 2 (bad flags).
 """
@@ -75,6 +81,7 @@ from controller.sandbox import matrix
 from controller.sandbox.apiserver import ApiServer
 from controller.sandbox.cni import CniWiring, plan_pod
 from controller.sandbox.dataplane import DataPlane, missing_requirements
+from controller.sandbox.demo_real import RealDemoServer, create_workloads, deployment_object
 from controller.sandbox.matrix import MatrixPod
 from controller.sandbox.ovsdb import NbServer, SandboxError, die_with_parent
 from controller.sandbox.resources import ApiError
@@ -95,6 +102,7 @@ STATEFULSET = "web"
 STATEFULSET_REPLICAS = 2
 DUAL_POD = "dual"
 NODES: tuple[tuple[str, str], ...] = (("demo-node-1", "172.18.0.2"), ("demo-node-2", "172.18.0.3"))
+NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 EXTERNAL_GW_CONFIGMAP = "ovn-external-gw-config"
 MAX_DEPLOYMENT_PODS = 200  # demo-subnet is a /24
 DEFAULT_METRICS_PORT = 10660
@@ -118,6 +126,11 @@ class DemoOptions:
     timeout: float = 90.0
     log_level: str = "info"
     dataplane: bool = True
+    control_plane: str = "emulator"
+
+
+#: The API side of a demo run: the in-process emulator, or the real control plane.
+DemoApi = ApiServer | RealDemoServer
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not start the OVN data plane nor wire the pods (no connectivity "
         "matrix); without root or the OVN/OVS packages it is skipped anyway",
     )
+    p.add_argument(
+        "--control-plane",
+        default="emulator",
+        choices=("emulator", "real"),
+        help="the API server emulator (instant), or the real Kubernetes control "
+        "plane built by .ci/build-control-plane",
+    )
     return p
 
 
@@ -189,6 +209,7 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
         timeout=ns.timeout,
         log_level=ns.log_level,
         dataplane=ns.dataplane,
+        control_plane=ns.control_plane,
     )
 
 
@@ -212,7 +233,11 @@ def node_objects() -> list[dict[str, Any]]:
                 "addresses": [
                     {"type": "InternalIP", "address": ip},
                     {"type": "Hostname", "address": name},
-                ]
+                ],
+                # What a kubelet reports; a scheduler binds only to such nodes.
+                "capacity": dict(NODE_CAPACITY),
+                "allocatable": dict(NODE_CAPACITY),
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
             },
         }
         for name, ip in NODES
@@ -532,7 +557,7 @@ def _has_join_address(node: Any) -> bool:
     return bool(annotations.get(IP_ADDRESS_ANNOTATION))
 
 
-def _create_if_absent(server: ApiServer, resource: str, obj: dict[str, Any]) -> None:
+def _create_if_absent(server: DemoApi, resource: str, obj: dict[str, Any]) -> None:
     try:
         server.store.create(resource, obj)
     except ApiError as exc:
@@ -639,7 +664,13 @@ class Demo:
         path = self.options.workdir.resolve()
         path.mkdir(parents=True, exist_ok=True)
         # A fresh database each run: a stale one would hold ports of pods this emulator never saw.
-        for stale in ("nb/nb.db", "nb/.nb.db.~lock~", "kubeconfig", "controller.log"):
+        for stale in (
+            "nb/nb.db",
+            "nb/.nb.db.~lock~",
+            "kubeconfig",
+            "controller.log",
+            "admin.kubeconfig",
+        ):
             with contextlib.suppress(FileNotFoundError):
                 (path / stale).unlink()
         return path
@@ -670,12 +701,28 @@ class Demo:
         self.say(f"NB ovsdb-server ready at {nb_server.remote} (pid {nb_server.pid})")
         self.check_stop()
 
-        server = ApiServer(bookmark_interval=5.0)
-        stack.callback(self._stop_step, "API server emulator", server.stop)
-        server.start()
-        kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
-        self.seed_cluster(server)
-        self.say(f"API server emulator at {server.url} (kubeconfig {kubeconfig})")
+        server: DemoApi
+        if opts.control_plane == "real":
+            server = RealDemoServer(workdir)
+            stack.callback(self._stop_step, "the real control plane", server.stop)
+            try:
+                server.start()
+            except SandboxError as exc:
+                raise DemoError(f"real control plane: {exc}") from exc
+            kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
+            admin = server.write_admin_kubeconfig(workdir / "admin.kubeconfig")
+            self.seed_cluster(server)
+            self.say(
+                f"real control plane at {server.url} (controller kubeconfig {kubeconfig}, "
+                f"admin {admin}, logs in {server.plane.workdir})"
+            )
+        else:
+            server = ApiServer(bookmark_interval=5.0)
+            stack.callback(self._stop_step, "API server emulator", server.stop)
+            server.start()
+            kubeconfig = admin = server.write_kubeconfig(workdir / "kubeconfig")
+            self.seed_cluster(server)
+            self.say(f"API server emulator at {server.url} (kubeconfig {kubeconfig})")
         self.check_stop()
 
         controller = ControllerProcess(
@@ -717,7 +764,7 @@ class Demo:
         if opts.once:
             self.say("--once: every pod is up; stopping")
             return 0
-        self.say(f"try: kubectl --kubeconfig {kubeconfig} get pods -n {DEMO_NAMESPACE} -o wide")
+        self.say(f"try: kubectl --kubeconfig {admin} get pods -n {DEMO_NAMESPACE} -o wide")
         self.say(f"     ovn-nbctl --db={nb_server.remote} show")
         self.say("serving until Ctrl-C")
         while not self.flag.wait(1.0):
@@ -741,7 +788,7 @@ class Demo:
 
     # -- steps -------------------------------------------------------------------------
 
-    def seed_cluster(self, server: ApiServer) -> None:
+    def seed_cluster(self, server: DemoApi) -> None:
         store = server.store
         for namespace in (CONTROLLER_NAMESPACE, "default"):
             _create_if_absent(server, "namespaces", {"metadata": _meta(namespace)})
@@ -775,7 +822,7 @@ class Demo:
 
     def wait_store(
         self,
-        server: ApiServer,
+        server: DemoApi,
         controller: ControllerProcess,
         resource: str,
         namespace: str | None,
@@ -806,9 +853,7 @@ class Demo:
                 f"the controller exited with code {code}:\n{_tail(controller.log_path)}"
             )
 
-    def create_demo(
-        self, server: ApiServer, controller: ControllerProcess
-    ) -> list[tuple[str, str]]:
+    def create_demo(self, server: DemoApi, controller: ControllerProcess) -> list[tuple[str, str]]:
         store = server.store
         store.create("namespaces", {"metadata": _meta(DEMO_NAMESPACE, labels={"purpose": "demo"})})
         for subnet in subnet_objects():
@@ -839,11 +884,26 @@ class Demo:
             ),
             f"its {LOGICAL_SWITCH_ANNOTATION} annotation",
         )
-        sts = store.create("statefulsets", statefulset_object())
-        seed = random.SystemRandom().getrandbits(64)
-        pods = pod_objects(self.options.pods, sts["metadata"]["uid"], seed=seed)
-        for pod in pods:
-            store.create("pods", pod)
+        if isinstance(server, RealDemoServer):
+            # Real workloads: kube-controller-manager creates their pods, the scheduler binds.
+            dual = pod_objects(0, "", seed=0)[-1]
+            server.store.create("pods", dual)
+            names = create_workloads(
+                server.store,
+                DEMO_NAMESPACE,
+                deployment_object(DEPLOYMENT, DEMO_NAMESPACE, self.options.pods, _pod_spec("")),
+                statefulset_object(),
+                self.options.timeout,
+            )
+            pods = [
+                {"metadata": {"namespace": DEMO_NAMESPACE, "name": n}} for n in [*names, DUAL_POD]
+            ]
+        else:
+            sts = store.create("statefulsets", statefulset_object())
+            seed = random.SystemRandom().getrandbits(64)
+            pods = pod_objects(self.options.pods, sts["metadata"]["uid"], seed=seed)
+            for pod in pods:
+                store.create("pods", pod)
         self.say(
             f"created namespace {DEMO_NAMESPACE}, subnets {DEMO_SUBNET} ({DEMO_CIDR}) and "
             f"{DUAL_SUBNET} ({DUAL_CIDR})"
@@ -860,7 +920,7 @@ class Demo:
         stack: contextlib.ExitStack,
         workdir: Path,
         nb_remote: str,
-        server: ApiServer,
+        server: DemoApi,
         controller: ControllerProcess,
     ) -> CniWiring | None:
         """The data plane with every node's ovn0 wired, or None (with the reason said)."""
@@ -890,7 +950,7 @@ class Demo:
         return wiring
 
     def show_matrix(
-        self, server: ApiServer, wiring: CniWiring, pods: Sequence[tuple[str, str]]
+        self, server: DemoApi, wiring: CniWiring, pods: Sequence[tuple[str, str]]
     ) -> None:
         rows = []
         for ns, name in sorted(pods):
@@ -915,7 +975,7 @@ class Demo:
 
     def show_pods(
         self,
-        server: ApiServer,
+        server: DemoApi,
         nb: NbClient,
         controller: ControllerProcess,
         pods: Sequence[tuple[str, str]],

@@ -32,10 +32,14 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     # Field selectors the real apiserver accepts besides metadata.name/metadata.namespace.
     field_labels: tuple[str, ...] = ()
-    # A real DELETE returns the deleted object for these kinds, a Success Status otherwise.
+    # A real DELETE returns the deleted object for these kinds (pods, services), a Success
+    # Status otherwise (custom resources included).
     delete_returns_object: bool = False
     # Kinds with a status subresource drop the status sent on create, except these (nodes).
     status_on_create: bool = False
+    # An update (PUT) without metadata.resourceVersion is refused (422) for leases and custom
+    # resources, whose registry strategies do not allow unconditional updates.
+    unconditional_update: bool = True
     verbs: tuple[str, ...] = field(default=VERBS_ALL)
 
     @property
@@ -140,7 +144,9 @@ RESOURCES: tuple[ResourceType, ...] = (
         has_status=True,
         short_names=("sts",),
     ),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
+    ResourceType(
+        "coordination.k8s.io", "v1", "leases", "Lease", True, "lease", unconditional_update=False
+    ),
     ResourceType(
         "kubeovn.io",
         "v1",
@@ -150,7 +156,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "subnet",
         has_status=True,
         builtin=False,
-        delete_returns_object=True,
+        unconditional_update=False,
     ),
     ResourceType(
         "kubeovn.io",
@@ -161,7 +167,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "ip",
         builtin=False,
         short_names=("ip",),
-        delete_returns_object=True,
+        unconditional_update=False,
     ),
     ResourceType(
         "kubeovn.io",
@@ -172,7 +178,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "vlan",
         has_status=True,
         builtin=False,
-        delete_returns_object=True,
+        unconditional_update=False,
     ),
     ResourceType(
         "kubeovn.io",
@@ -183,7 +189,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "vpc",
         has_status=True,
         builtin=False,
-        delete_returns_object=True,
+        unconditional_update=False,
     ),
     ResourceType(
         "k8s.cni.cncf.io",
@@ -194,7 +200,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "network-attachment-definition",
         builtin=False,
         short_names=("net-attach-def",),
-        delete_returns_object=True,
+        unconditional_update=False,
     ),
     ResourceType(
         "kubevirt.io",
@@ -206,7 +212,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         has_status=True,
         builtin=False,
         short_names=("vm", "vms"),
-        delete_returns_object=True,
+        unconditional_update=False,
     ),
     ResourceType(
         "kubevirt.io",
@@ -218,7 +224,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         has_status=True,
         builtin=False,
         short_names=("vmi", "vmis"),
-        delete_returns_object=True,
+        unconditional_update=False,
     ),
 )
 

@@ -445,7 +445,8 @@ class ObjectStore:
     ) -> ListResult:
         """One LIST request's worth of objects, with the semantics of a real apiserver.
 
-        `resource_version` "" or None: the newest state; "0": any state (the newest here);
+        `resource_version` "" or None: the newest state; "0": any state (the newest here),
+        whole (kube-apiserver serves it from its watch cache and ignores `limit`);
         "N" with match NotOlderThan (or no match): the newest state, 504 if N is in the future;
         "N" with match Exact: the state at N, 410 if compacted. A continue token serves the
         next page at the first page's version, 410 once that version is compacted.
@@ -453,6 +454,8 @@ class ObjectStore:
         table = self._table(resource)
         if limit < 0:
             raise bad_request("limit must not be negative")
+        if resource_version == "0" and not continue_token:
+            limit = 0
         if resource_version_match and not resource_version and not continue_token:
             raise bad_request(
                 "resourceVersionMatch is forbidden unless resourceVersion is provided"

@@ -24,6 +24,7 @@ from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod_logic import build_ip_cr
 from controller.sandbox.apiserver import ApiServer
 from controller.sandbox.ovsdb import NbServer
+from controller.testing import builders
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 
@@ -34,30 +35,26 @@ NODE_IP, NODE_MAC = "100.64.0.2", "00:00:00:00:01:01"
 
 
 def subnet(name: str, cidr: str, gateway: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "spec": {"cidrBlock": cidr, "gateway": gateway, "excludeIps": [gateway]},
-    }
+    return builders.subnet(name, cidr, gateway=gateway, exclude_ips=[gateway])
 
 
 def pod(name: str, ip: str, mac: str) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": {
-                "ovn.kubernetes.io/allocated": "true",
-                "ovn.kubernetes.io/routed": "true",
-                "ovn.kubernetes.io/ip_address": ip,
-                "ovn.kubernetes.io/mac_address": mac,
-                "ovn.kubernetes.io/cidr": "10.16.0.0/16",
-                "ovn.kubernetes.io/gateway": "10.16.0.1",
-                "ovn.kubernetes.io/logical_switch": "ovn-default",
-            },
+    """A running pod on n1 that the controller allocated and routed in ovn-default."""
+    return builders.pod(
+        name,
+        annotations={
+            "ovn.kubernetes.io/allocated": "true",
+            "ovn.kubernetes.io/routed": "true",
+            "ovn.kubernetes.io/ip_address": ip,
+            "ovn.kubernetes.io/mac_address": mac,
+            "ovn.kubernetes.io/cidr": "10.16.0.0/16",
+            "ovn.kubernetes.io/gateway": "10.16.0.1",
+            "ovn.kubernetes.io/logical_switch": "ovn-default",
         },
-        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "pause"}]},
-        "status": {"phase": "Running"},
-    }
+        node="n1",
+        containers=({"name": "c", "image": "pause"},),
+        phase="Running",
+    )
 
 
 def ip_cr(name: str, ip: str, mac: str, subnet_name: str, namespace: str = "default") -> Any:

@@ -16,9 +16,8 @@ from __future__ import annotations
 import copy
 import queue
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from controller.cache.errors import StatusError
@@ -33,16 +32,8 @@ from controller.cache.listwatch import (
     WatchEvent,
     WatchOptions,
 )
+from controller.testing import builders
 from controller.testing.clock import FakeClock as _FakeClock
-
-
-def wait_until(pred: Callable[[], bool], timeout: float = 5.0, message: str = "") -> None:
-    """Poll `pred` until true; fail the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {message}")
-        time.sleep(0.002)
 
 
 class FakeClock(_FakeClock):
@@ -78,12 +69,8 @@ class FakeWatcher:
 
 
 def make_pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": {"nodeName": ""},
-    }
+    """A typed, unscheduled pod without containers; keyword arguments are its labels."""
+    return builders.pod(name, namespace, labels=labels, node="", containers=None, typed=True)
 
 
 class FakeListerWatcher:

@@ -23,16 +23,14 @@ from controller.cache import (
     wait_for_cache_sync,
 )
 from controller.sandbox import ApiServer
-from tests.cache.fakes import FakeClock, RecordingHandler, wait_until
-
-POD_SPEC = {"containers": [{"name": "app", "image": "busybox"}]}
+from controller.testing import builders
+from controller.testing.wait import wait_for
+from tests.cache.fakes import FakeClock, RecordingHandler
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": POD_SPEC,
-    }
+    """A pod with one busybox container; keyword arguments are its labels."""
+    return builders.pod(name, namespace, labels=labels)
 
 
 @pytest.fixture
@@ -74,8 +72,8 @@ class Informer:
 
     def synced(self, server: ApiServer, resource: str = "pods") -> None:
         """Synced and watching, without moving virtual time (no fault expected)."""
-        wait_until(self.informer.has_synced, timeout=10, message="synced")
-        wait_until(lambda: server.store.watcher_count(resource) >= 1, message="watching")
+        wait_for(self.informer.has_synced, timeout=10, message="synced")
+        wait_for(lambda: server.store.watcher_count(resource) >= 1, message="watching")
 
     def drive(self, pred: Callable[[], bool], timeout: float = 10.0) -> None:
         """Step virtual time whenever the informer waits on it, until `pred` holds."""
@@ -116,7 +114,9 @@ def test_initial_sync_of_a_paginated_list(server: ApiServer, informer: Informer)
     cached = lister.get("p0001", "default")
     assert cached["kind"] == "Pod" and cached["apiVersion"] == "v1"
     lists = [r for r in server.request_log if r.verb == "list" and r.resource == "pods"]
-    assert len(lists) == 3  # pages of 500
+    # The first list asks for rv "0" in pages of 500; the server (like kube-apiserver, from its
+    # watch cache) answers it whole.
+    assert len(lists) == 1
 
 
 def test_events_arrive_in_order(server: ApiServer, informer: Informer) -> None:
@@ -128,7 +128,7 @@ def test_events_arrive_in_order(server: ApiServer, informer: Informer) -> None:
     b["metadata"]["labels"] = {"x": "1"}
     b2 = server.store.update("pods", b)
     server.store.delete("pods", "default", "a")
-    wait_until(lambda: handler.count() == 4)
+    wait_for(lambda: handler.count() == 4)
     events = handler.snapshot()
     assert [e[:2] for e in events] == [("add", "a"), ("add", "b"), ("update", "b"), ("delete", "a")]
     assert events[2][3] == b2["metadata"]["resourceVersion"]
@@ -140,13 +140,13 @@ def test_dropped_watch_resumes_without_relist(server: ApiServer, informer: Infor
     informer.informer.add_event_handler(handler)
     informer.start().synced(server)
     server.store.create("pods", pod("a"))
-    wait_until(lambda: handler.count() == 1)
+    wait_for(lambda: handler.count() == 1)
     assert server.faults.drop_watches("pods") == 1
-    wait_until(
+    wait_for(
         lambda: informer.reflector.watch_count == 2 and server.store.watcher_count("pods") == 1
     )
     server.store.create("pods", pod("b"))
-    wait_until(lambda: handler.count() == 2)
+    wait_for(lambda: handler.count() == 2)
     assert informer.reflector.list_count == 1
     assert [e[:2] for e in handler.snapshot()] == [("add", "a"), ("add", "b")]
 
@@ -161,10 +161,10 @@ def test_gone_relists_and_reports_what_changed_meanwhile(
     informer.informer.add_event_handler(handler)
     informer.informer.add_event_handler(on_delete=tombstones.append)
     informer.start().synced(server)
-    wait_until(lambda: handler.count() == 3)
+    wait_for(lambda: handler.count() == 3)
     keep_rv = server.store.get("pods", "default", "keep")["metadata"]["resourceVersion"]
     assert server.faults.expire_watches("pods") == 1
-    wait_until(lambda: informer.clock.waiters() == 1, message="relist backoff")
+    wait_for(lambda: informer.clock.waiters() == 1, message="relist backoff")
     # While disconnected: one object changes, one vanishes, one appears.
     changed = server.store.get("pods", "default", "change")
     changed["metadata"]["labels"] = {"v": "2"}
@@ -179,7 +179,7 @@ def test_gone_relists_and_reports_what_changed_meanwhile(
     assert by_name["change"][3] == changed["metadata"]["resourceVersion"]
     assert by_name["keep"] == ("update", "keep", keep_rv, keep_rv)  # a same-RV sync update
     assert by_name["new"][0] == "add" and by_name["new"][3] is False
-    wait_until(lambda: len(tombstones) == 1)
+    wait_for(lambda: len(tombstones) == 1)
     assert isinstance(tombstones[0], DeletedFinalStateUnknown)
     assert tombstones[0].key == "default/vanish"
     assert informer.reflector.list_count == 2
@@ -198,9 +198,9 @@ def test_bookmarks_advance_the_resource_version(api: Any) -> None:
             inf.start().synced(server)
             server.store.create("configmaps", {"metadata": {"name": "x", "namespace": "default"}})
             rv = str(server.store.resource_version)
-            wait_until(lambda: inf.informer.last_sync_resource_version() == rv)
+            wait_for(lambda: inf.informer.last_sync_resource_version() == rv)
             # the store follows once the bookmark delta has gone through the FIFO
-            wait_until(lambda: inf.informer.indexer.resource_version == rv)
+            wait_for(lambda: inf.informer.indexer.resource_version == rv)
             assert len(inf.informer.indexer) == 0
         finally:
             inf.close()
@@ -214,9 +214,9 @@ def test_resync_replays_the_cache(server: ApiServer, api: Any) -> None:
         handler = RecordingHandler()
         inf.informer.add_event_handler(handler)
         inf.start().synced(server)
-        wait_until(lambda: handler.count() == 1 and inf.clock.waiters() == 1)
+        wait_for(lambda: handler.count() == 1 and inf.clock.waiters() == 1)
         inf.clock.step(30.0)
-        wait_until(lambda: handler.count() == 2)
+        wait_for(lambda: handler.count() == 2)
         rv = handler.snapshot()[0][2]
         assert handler.snapshot()[1] == ("update", "a", rv, rv)
     finally:
@@ -239,7 +239,7 @@ def test_server_errors_and_dropped_connections_are_survived(
     )
     assert server.faults.pending == 0
     server.store.create("pods", pod("b"))
-    wait_until(lambda: ("add", "b") in [e[:2] for e in handler.snapshot()])
+    wait_for(lambda: ("add", "b") in [e[:2] for e in handler.snapshot()])
     assert sorted(informer.informer.indexer.list_keys()) == ["default/a", "default/b"]
     # the relist after the failed watch re-delivered "a" as a same-RV (sync) update
     assert [e[:2] for e in handler.snapshot()] == [("add", "a"), ("update", "a"), ("add", "b")]
@@ -258,7 +258,7 @@ def test_custom_resources_cluster_scoped(server: ApiServer, api: Any) -> None:
         subnets = inf.informer.lister("subnet")
         assert subnets.get("s1")["spec"]["cidrBlock"] == "10.16.0.0/16"
         server.store.create("subnets", {"metadata": {"name": "s2"}, "spec": {}})
-        wait_until(lambda: len(inf.informer.indexer) == 2)
+        wait_for(lambda: len(inf.informer.indexer) == 2)
         assert inf.informer.indexer.get_by_key("s2") is not None
     finally:
         inf.close()

@@ -10,7 +10,8 @@ import pytest
 from controller.cache import Backoff, ListOptions, Reflector, StatusError, WatchEvent
 from controller.cache.errors import ConnectionFailedError
 from controller.cache.reflector import DelayWithReset
-from tests.cache.fakes import FakeClock, FakeListerWatcher, make_pod, wait_until
+from controller.testing.wait import wait_for
+from tests.cache.fakes import FakeClock, FakeListerWatcher, make_pod
 
 
 class RecordingStore:
@@ -64,7 +65,7 @@ class Harness:
         assert not self.thread.is_alive()
 
     def wait_watching(self, n: int = 1) -> None:
-        wait_until(
+        wait_for(
             lambda: len(self.lw.watch_calls) >= n and self.lw.open_watches() == 1,
             message=f"watch #{n} open",
         )
@@ -89,7 +90,7 @@ def test_initial_list_then_watch_from_list_rv(lw: FakeListerWatcher) -> None:
         lw.create(make_pod("c"))
         lw.update(lw.get("a"))
         lw.delete("b")
-        wait_until(lambda: len(h.store.calls) == 4)
+        wait_for(lambda: len(h.store.calls) == 4)
         assert h.store.calls[1:] == [("add", "c"), ("update", "a"), ("delete", "b")]
         assert h.reflector.last_sync_resource_version() == "105"
 
@@ -131,11 +132,11 @@ def test_normal_watch_close_resumes_without_relist_or_delay(lw: FakeListerWatche
     with Harness(lw) as h:
         h.wait_watching()
         lw.create(make_pod("c"))
-        wait_until(lambda: h.store.ops("add") == ["c"])
+        wait_for(lambda: h.store.ops("add") == ["c"])
         lw.close_watches()
         h.wait_watching(2)
         lw.create(make_pod("d"))
-        wait_until(lambda: h.store.ops("add") == ["c", "d"])
+        wait_for(lambda: h.store.ops("add") == ["c", "d"])
         assert len(lw.list_calls) == 1
         assert lw.watch_calls[1].resource_version == "103"
         assert h.clock.waits == []
@@ -145,9 +146,9 @@ def test_watch_410_relists_after_backoff_from_last_rv(lw: FakeListerWatcher) -> 
     with Harness(lw) as h:
         h.wait_watching()
         lw.create(make_pod("c"))
-        wait_until(lambda: h.store.ops("add") == ["c"])
+        wait_for(lambda: h.store.ops("add") == ["c"])
         lw.send_error(410, "Expired", "too old resource version")
-        wait_until(lambda: h.clock.waiters() == 1, message="backoff wait")
+        wait_for(lambda: h.clock.waiters() == 1, message="backoff wait")
         assert 0.8 <= h.clock.waits[0] < 1.6
         assert len(lw.list_calls) == 1
         h.clock.step(h.clock.waits[0])
@@ -168,9 +169,9 @@ def test_list_410_retries_at_once_with_empty_rv(lw: FakeListerWatcher) -> None:
 def test_list_failures_back_off_exponentially_with_jitter(lw: FakeListerWatcher) -> None:
     lw.list_errors.extend([StatusError(500, "InternalError"), ConnectionFailedError("reset")])
     with Harness(lw) as h:
-        wait_until(lambda: h.clock.waiters() == 1)
+        wait_for(lambda: h.clock.waiters() == 1)
         h.clock.step(h.clock.waits[0])
-        wait_until(lambda: len(h.clock.waits) == 2 and h.clock.waiters() == 1)
+        wait_for(lambda: len(h.clock.waits) == 2 and h.clock.waiters() == 1)
         h.clock.step(h.clock.waits[1])
         h.wait_watching()
         assert 0.8 <= h.clock.waits[0] < 1.6
@@ -193,7 +194,7 @@ def test_watch_start_failure_backs_off_then_rewatches_or_relists(
 ) -> None:
     lw.watch_errors.append(error)
     with Harness(lw) as h:
-        wait_until(lambda: h.clock.waiters() == 1)
+        wait_for(lambda: h.clock.waiters() == 1)
         h.clock.step(h.clock.waits[0])
         h.wait_watching(2)
         assert len(lw.list_calls) == lists
@@ -203,7 +204,7 @@ def test_bookmarks_only_move_the_resource_version(lw: FakeListerWatcher) -> None
     with Harness(lw) as h:
         h.wait_watching()
         rv = lw.bookmark()
-        wait_until(lambda: h.store.ops("bookmark") == [rv])
+        wait_for(lambda: h.store.ops("bookmark") == [rv])
         assert h.reflector.last_sync_resource_version() == rv
         lw.close_watches()
         h.wait_watching(2)
@@ -218,7 +219,7 @@ def test_last_event_rv_wins_without_max(lw: FakeListerWatcher) -> None:
             pod = make_pod("x")
             pod["metadata"]["resourceVersion"] = rv
             lw.send_raw(WatchEvent("MODIFIED", pod))
-        wait_until(lambda: h.store.ops("update") == ["x", "x"])
+        wait_for(lambda: h.store.ops("update") == ["x", "x"])
         assert h.reflector.last_sync_resource_version() == "132"
 
 
@@ -228,7 +229,7 @@ def test_events_without_metadata_and_unknown_types_are_skipped(lw: FakeListerWat
         lw.send_raw(WatchEvent("ADDED", {"spec": {}}))
         lw.send_raw(WatchEvent("WEIRD", make_pod("w")))
         lw.create(make_pod("c"))
-        wait_until(lambda: h.store.ops("add") == ["c"])
+        wait_for(lambda: h.store.ops("add") == ["c"])
         assert h.reflector.last_sync_resource_version() == "103"
 
 
@@ -236,7 +237,7 @@ def test_very_short_empty_watch_leads_to_relist(lw: FakeListerWatcher) -> None:
     with Harness(lw) as h:
         h.wait_watching()
         lw.close_watches()  # no events, virtual time did not move: "very short watch"
-        wait_until(lambda: h.clock.waiters() == 1)
+        wait_for(lambda: h.clock.waiters() == 1)
         h.clock.step(h.clock.waits[0])
         h.wait_watching(2)
         assert len(lw.list_calls) == 2
@@ -246,7 +247,7 @@ def test_internal_error_event_rewatches_only_within_retry_window(lw: FakeListerW
     with Harness(lw, max_internal_error_retry_duration=30.0) as h:
         h.wait_watching()
         lw.create(make_pod("c"))
-        wait_until(lambda: h.store.ops("add") == ["c"])
+        wait_for(lambda: h.store.ops("add") == ["c"])
         lw.send_error(500, "InternalError", "etcd hiccup")
         h.wait_watching(2)
         assert len(lw.list_calls) == 1 and h.clock.waits == []
@@ -257,10 +258,10 @@ def test_resync_timer_asks_should_resync(lw: FakeListerWatcher) -> None:
     with Harness(lw, resync_period=10.0, should_resync=lambda: next(answers)) as h:
         h.wait_watching()
         for _ in range(2):
-            wait_until(lambda: h.clock.waiters() == 1)
+            wait_for(lambda: h.clock.waiters() == 1)
             h.clock.step(10.0)
-            wait_until(lambda: len(h.clock.waits) >= 2)
-        wait_until(lambda: h.store.ops("resync") == [None])
+            wait_for(lambda: len(h.clock.waits) >= 2)
+        wait_for(lambda: h.store.ops("resync") == [None])
         assert len(lw.list_calls) == 1
 
 

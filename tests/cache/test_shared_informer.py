@@ -15,7 +15,8 @@ from controller.cache import (
     SharedIndexInformer,
     wait_for_cache_sync,
 )
-from tests.cache.fakes import FakeClock, FakeListerWatcher, RecordingHandler, make_pod, wait_until
+from controller.testing.wait import wait_for
+from tests.cache.fakes import FakeClock, FakeListerWatcher, RecordingHandler, make_pod
 
 
 class Running:
@@ -40,7 +41,7 @@ class Running:
 
     def synced(self) -> None:
         assert wait_for_cache_sync(self.informer, timeout=5, poll_interval=0.005)
-        wait_until(lambda: self.lw.open_watches() >= 1, message="watching")
+        wait_for(lambda: self.lw.open_watches() >= 1, message="watching")
 
 
 @pytest.fixture
@@ -63,7 +64,7 @@ def test_initial_sync_fills_the_cache_and_notifies_initial_adds(running: Running
     reg = running.informer.add_event_handler(handler)
     assert not running.informer.has_synced() and not reg.has_synced()
     running.start().synced()
-    wait_until(reg.has_synced)
+    wait_for(reg.has_synced)
     assert handler.snapshot() == [("add", "a", "101", True), ("add", "b", "102", True)]
     lister = running.informer.lister("pod")
     assert lister.get("a", "default")["metadata"]["labels"] == {"app": "web"}
@@ -93,7 +94,7 @@ def test_events_reach_handlers_in_order_after_the_store(running: Running) -> Non
     pod["metadata"]["labels"]["v"] = "2"
     lw.update(pod)
     lw.delete("b")
-    wait_until(lambda: handler.count() == 5)
+    wait_for(lambda: handler.count() == 5)
     assert handler.snapshot()[2:] == [
         ("add", "c", "103", False),
         ("update", "a", "101", "104"),
@@ -108,16 +109,16 @@ def test_relist_after_410_delivers_tombstones_then_updates(running: Running) -> 
     handler = RecordingHandler()
     running.informer.add_event_handler(handler)
     running.start().synced()
-    wait_until(lambda: handler.count() == 2)
+    wait_for(lambda: handler.count() == 2)
     lw = running.lw
     # While the informer is "disconnected": b vanishes, a changes, c appears; history is lost.
     a = lw.get("a")
     a["metadata"]["labels"]["v"] = "2"
     lw.set_silently([a, make_pod("c")])
     lw.send_error(410, "Expired", "too old resource version")
-    wait_until(lambda: running.clock.waiters() == 1, message="relist backoff")
+    wait_for(lambda: running.clock.waiters() == 1, message="relist backoff")
     running.clock.step(running.clock.waits[0])
-    wait_until(lambda: handler.count() == 5)
+    wait_for(lambda: handler.count() == 5)
     events = handler.snapshot()[2:]
     assert events == [
         ("delete", "b", "DeletedFinalStateUnknown"),
@@ -134,9 +135,9 @@ def test_tombstone_carries_the_last_cached_object(running: Running) -> None:
     running.start().synced()
     running.lw.set_silently([running.lw.get("a")])
     running.lw.send_error(410, "Expired")
-    wait_until(lambda: running.clock.waiters() == 1)
+    wait_for(lambda: running.clock.waiters() == 1)
     running.clock.step(running.clock.waits[0])
-    wait_until(lambda: len(tombstones) == 1)
+    wait_for(lambda: len(tombstones) == 1)
     assert tombstones[0].key == "default/b"
     assert tombstones[0].obj is not None and tombstones[0].obj["metadata"]["labels"] == {
         "app": "db"
@@ -148,20 +149,20 @@ def test_unchanged_objects_in_a_relist_are_sync_updates(running: Running) -> Non
     running.informer.add_event_handler(handler)
     running.start().synced()
     running.lw.send_error(410, "Expired")
-    wait_until(lambda: running.clock.waiters() == 1)
+    wait_for(lambda: running.clock.waiters() == 1)
     running.clock.step(running.clock.waits[0])
-    wait_until(lambda: handler.count() == 4)
+    wait_for(lambda: handler.count() == 4)
     assert handler.snapshot()[2:] == [("update", "a", "101", "101"), ("update", "b", "102", "102")]
 
 
 def test_late_handler_gets_the_current_cache_first(running: Running) -> None:
     running.start().synced()
     running.lw.create(make_pod("c"))
-    wait_until(lambda: len(running.informer.indexer) == 3)
+    wait_for(lambda: len(running.informer.indexer) == 3)
     late = RecordingHandler()
     reg = running.informer.add_event_handler(late)
     running.lw.delete("a")
-    wait_until(lambda: late.count() == 4)
+    wait_for(lambda: late.count() == 4)
     events = late.snapshot()
     assert sorted(e[1] for e in events[:3]) == ["a", "b", "c"]
     assert all(e[0] == "add" and e[3] is True for e in events[:3])
@@ -177,10 +178,10 @@ def test_slow_handler_does_not_block_others(running: Running) -> None:
     running.start()
     for i in range(50):
         running.lw.create(make_pod(f"x{i}"))
-    wait_until(lambda: fast.count() == 52)
+    wait_for(lambda: fast.count() == 52)
     assert running.informer.pending_notifications() > 0
     gate.set()
-    wait_until(lambda: running.informer.pending_notifications() == 0)
+    wait_for(lambda: running.informer.pending_notifications() == 0)
 
 
 def test_resync_delivers_same_rv_updates_to_due_handlers(lw: FakeListerWatcher) -> None:
@@ -191,9 +192,9 @@ def test_resync_delivers_same_rv_updates_to_due_handlers(lw: FakeListerWatcher) 
         r.informer.add_event_handler(resyncing)
         r.informer.add_event_handler(quiet, resync_period=0)
         r.start().synced()
-        wait_until(lambda: resyncing.count() == 2 and r.clock.waiters() == 1)
+        wait_for(lambda: resyncing.count() == 2 and r.clock.waiters() == 1)
         r.clock.step(30.0)
-        wait_until(lambda: resyncing.count() == 4)
+        wait_for(lambda: resyncing.count() == 4)
         assert sorted(resyncing.snapshot()[2:]) == [
             ("update", "a", "101", "101"),
             ("update", "b", "102", "102"),
@@ -213,9 +214,9 @@ def test_failing_handler_is_logged_and_skipped(running: Running) -> None:
 
     reg = running.informer.add_event_handler(on_add=on_add)
     running.start().synced()
-    wait_until(lambda: running.clock.waiters() >= 1, message="1s pause after the failure")
+    wait_for(lambda: running.clock.waiters() >= 1, message="1s pause after the failure")
     running.clock.step(1.0)
-    wait_until(lambda: received == ["b"])
+    wait_for(lambda: received == ["b"])
     assert not reg.has_synced()  # the failed initial add never finished (client-go)
 
 
@@ -225,14 +226,14 @@ def test_filtering_handler_turns_crossing_updates_into_add_and_delete(running: R
         FilteringResourceEventHandler(lambda o: o["metadata"]["labels"].get("app") == "web", inner)
     )
     running.start().synced()
-    wait_until(lambda: inner.count() == 1)
+    wait_for(lambda: inner.count() == 1)
     b = running.lw.get("b")
     b["metadata"]["labels"]["app"] = "web"
     running.lw.update(b)
     a = running.lw.get("a")
     a["metadata"]["labels"]["app"] = "db"
     running.lw.update(a)
-    wait_until(lambda: inner.count() == 3)
+    wait_for(lambda: inner.count() == 3)
     assert inner.snapshot()[1:] == [("add", "b", "103", False), ("delete", "a", "dict")]
 
 
@@ -240,11 +241,11 @@ def test_removed_handler_gets_nothing_more(running: Running) -> None:
     handler = RecordingHandler()
     reg = running.informer.add_event_handler(handler)
     running.start().synced()
-    wait_until(lambda: handler.count() == 2)
+    wait_for(lambda: handler.count() == 2)
     running.informer.remove_event_handler(reg)
     running.informer.remove_event_handler(reg)  # second removal is a no-op
     running.lw.create(make_pod("c"))
-    wait_until(lambda: len(running.informer.indexer) == 3)
+    wait_for(lambda: len(running.informer.indexer) == 3)
     assert handler.count() == 2
 
 

@@ -1,4 +1,4 @@
-"""RBAC against recorded usage (issue 8 item 2): the chart grants what the controller does, and
+"""RBAC against recorded usage: the chart grants what the controller does, and
 nothing more.
 
 One rich end-to-end run (module-scoped: the real controller in-process, the API server emulator,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -12,6 +11,8 @@ from controller.app import Controller
 from controller.core.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
 from controller.sandbox import ApiError, ApiServer
 from controller.sandbox.store import ObjectStore
+from controller.testing import builders
+from controller.testing import wait as waiting
 
 T = TypeVar("T")
 
@@ -20,30 +21,22 @@ NODE = "node1"
 NODE_IP = "172.18.0.2"
 
 
-class WaitTimeout(AssertionError):
-    """A condition did not hold before its deadline."""
-
-
 def wait_for(
     cond: Callable[[], T | None],
     timeout: float = DEFAULT_TIMEOUT,
     message: str = "condition",
     interval: float = 0.05,
 ) -> T:
-    """Poll `cond` until it returns something truthy (returned) or fail after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    last_exc: BaseException | None = None
-    while True:
-        try:
-            value = cond()
-            if value:
-                return value
-        except (KeyError, LookupError, AssertionError) as exc:
-            last_exc = exc
-        if time.monotonic() > deadline:
-            detail = f" (last error: {last_exc!r})" if last_exc else ""
-            raise WaitTimeout(f"timed out after {timeout}s waiting for {message}{detail}")
-        time.sleep(interval)
+    """`controller.testing.wait.wait_for` with this tier's defaults: a longer deadline (a whole
+    controller starts and syncs in it), and a lookup or assertion error raised by `cond` (an
+    object not there yet) counts as "not yet"."""
+    return waiting.wait_for(
+        cond,
+        timeout,
+        message,
+        interval=interval,
+        tolerate=(KeyError, LookupError, AssertionError),
+    )
 
 
 def running(
@@ -55,10 +48,7 @@ def running(
 
 
 def node(name: str = NODE, ip: str = NODE_IP) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "status": {"addresses": [{"type": "InternalIP", "address": ip}]},
-    }
+    return builders.node(name, ip)
 
 
 def pod(
@@ -68,16 +58,19 @@ def pod(
     annotations: dict[str, str] | None = None,
     node_name: str = "",
     owner: dict[str, Any] | None = None,
+    grace: int | None = None,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations:
-        meta["annotations"] = annotations
-    if owner:
-        meta["ownerReferences"] = [owner]
-    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "busybox"}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"metadata": meta, "spec": spec}
+    """A pod with one busybox container; empty options leave their fields out, `grace` sets
+    terminationGracePeriodSeconds."""
+    extra = {} if grace is None else {"terminationGracePeriodSeconds": grace}
+    return builders.pod(
+        name,
+        namespace,
+        annotations=annotations or None,
+        owner=owner or None,
+        node=node_name or None,
+        **extra,
+    )
 
 
 def get_or_none(server: ApiServer, resource: str, namespace: str | None, name: str) -> Any:

@@ -1,4 +1,5 @@
-"""Dual stack end to end (kube-ovn.md 1.5, 1.7, 4.1; checklist 8, and 9 in dual stack).
+"""Dual stack end to end (addresses, routes, port security and
+address sets of a pod on dual-stack subnets).
 
 The default and join subnets are dual stack (--default-cidr / --node-switch-cidr "v4,v6").
 """

@@ -1,4 +1,5 @@
-"""KubeVirt VM pods under --keep-vm-ip end to end (kube-ovn.md 1.5, 1.8; checklist item 7): the
+"""KubeVirt VM pods under --keep-vm-ip end to end (kube-ovn pod.go
+handleAddPod, handleDeletePod): the
 port and the IP CR are named after the VM, survive the re-creation of the VM's launcher pod, and
 are released when the VM is deleted; also across a controller restart while the VM has no pod.
 

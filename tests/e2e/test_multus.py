@@ -1,4 +1,5 @@
-"""Multus attachments end to end (kube-ovn.md 1.4, 1.5, 1.8; checklist item 10): NADs come from
+"""Multus attachments end to end (kube-ovn pod.go
+getPodAttachmentNet, handleAddPod, handleDeletePod): NADs come from
 the informer cache; an OVN-type attachment gets provider `<nad>.<ns>.ovn`, its own LSP, its
 annotations and IP CR; an IPAM-only attachment gets annotations and an IP CR but no LSP; the
 default-network override replaces the `ovn` network; the same subnet twice and a malformed

@@ -1,4 +1,5 @@
-"""Routes and NAT of default-VPC pods end to end (kube-ovn.md 1.7, 1.8, 4.1).
+"""Routes and NAT of default-VPC pods end to end (kube-ovn v1.8.18 pod.go
+handleUpdatePod, handleDeletePod; pkg/ovs/ovn-nbctl.go).
 
 EIP/SNAT pods (with --enable-eip-snat, the default) get dnat_and_snat / snat rules and a src-ip
 route to the external gateway of ConfigMap kube-system/ovn-external-gw-config; north-gateway

@@ -1,4 +1,5 @@
-"""Pod scenarios of the reference checklist (kube-ovn.md 9: items 1-5, 11, 12) end to end:
+"""Pod scenarios end to end (address, port, IP CR and route; a same-name new pod; static
+addresses and their errors; ip_pool; the inspection re-creating a lost port):
 the real controller in-process, the API server emulator and a real NB ovsdb-server."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Orphan and missing-port repair end to end (kube-ovn.md 1.10; checklist item 11), the parts
+"""Orphan and missing-port repair end to end (kube-ovn gc.go and
+inspection.go), the parts
 `test_pods.py` / `test_restart.py` leave out: the gc's two-pass guard (an orphan survives the
 pass that first sees it), and the inspection re-creating the lost port of a StatefulSet pod and of
 a VM under --keep-vm-ip (named after the VM)."""

@@ -1,4 +1,5 @@
-"""Port security and security groups end to end (kube-ovn.md 1.5, 1.9, 4.3, 5.5; checklist 9).
+"""Port security and security groups end to end (kube-ovn v1.8.18
+pod.go handleAddPod and handleUpdatePodSecurity, security_group.go).
 
 The real controller, the API server emulator and a real NB ovsdb-server; NB rows are read back
 with ovn-nbctl (tests/e2e/nbrows.py), independently of the controller's own client.

@@ -1,4 +1,5 @@
-"""StatefulSet pods end to end (kube-ovn.md 1.6, 1.8, 1.10; checklist item 6): ip_pool by
+"""StatefulSet pods end to end (kube-ovn pod.go acquireAddress,
+handleDeletePod, gc.go): ip_pool by
 ordinal with no random fallback; the LSP, IP CR and address are kept across a pod's re-creation
 and released on scale-down, StatefulSet deletion or a subnet change, also across a restart.
 

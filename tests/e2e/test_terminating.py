@@ -1,4 +1,4 @@
-"""Terminating pods end to end (kube-ovn.md 1.2 enqueueUpdatePod): a pod that got its
+"""Terminating pods end to end (kube-ovn pod.go enqueueUpdatePod): a pod that got its
 `deletionTimestamp` but is never removed (its node is lost, no kubelet confirms) is cleaned up
 once its `terminationGracePeriodSeconds` have passed, through the delaying queue (no thread per
 pod); a pod the kubelet removes earlier is cleaned up at once."""

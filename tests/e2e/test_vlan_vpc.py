@@ -1,4 +1,5 @@
-"""VLAN (underlay) subnets and custom-VPC subnets end to end (kube-ovn.md 1.5, 1.7, 1.8).
+"""VLAN (underlay) subnets and custom-VPC subnets end to end (kube-ovn
+v1.8.18 pod.go handleAddPod, handleUpdatePod, handleDeletePod).
 
 A VLAN subnet's pods get network_type=vlan, vlan_id and provider_network; a custom-VPC subnet's
 pods get logical_router and their switch hangs off the VPC's router. Neither gets per-pod routes

@@ -14,12 +14,13 @@ what kube-ovn's StatefulSet / VM keep-IP rules read.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from controller.app import Controller
 from controller.core.constants import ALLOCATED_ANNOTATION_TEMPLATE, ROUTED_ANNOTATION
 from controller.ovn.api import PortInfo
+from controller.testing import builders
+from tests.e2e import helpers
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import annotations, audit_clean, get_or_none, running, wait_for
 
@@ -40,18 +41,10 @@ def pod(
     grace: int = 1,
     node_name: str = "",
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    if owner:
-        meta["ownerReferences"] = [owner]
-    spec: dict[str, Any] = {
-        "containers": [{"name": "app", "image": "busybox"}],
-        "terminationGracePeriodSeconds": grace,
-    }
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"metadata": meta, "spec": spec}
+    """A busybox pod that the emulator deletes `grace` seconds after a graceful delete."""
+    return helpers.pod(
+        name, namespace, annotations=annotations, owner=owner, node_name=node_name, grace=grace
+    )
 
 
 def start_graceful(cluster: Cluster, start_controller: StartController, *flags: str) -> Controller:
@@ -130,24 +123,15 @@ def subnet(
     namespaces: list[str] | None = None,
 ) -> None:
     """Create a subnet and wait until the controller's IPAM knows it."""
-    spec: dict[str, Any] = {"cidrBlock": cidr}
-    if provider:
-        spec["provider"] = provider
-    if namespaces:
-        spec["namespaces"] = namespaces
-    cluster.server.store.create("subnets", {"metadata": {"name": name}, "spec": spec})
+    options: dict[str, Any] = {"provider": provider, "namespaces": namespaces}
+    spec = {key: value for key, value in options.items() if value}
+    cluster.server.store.create("subnets", builders.subnet(name, cidr, **spec))
     wait_for(lambda: ctl.ipam.has_subnet(name), message=f"subnet {name} in IPAM")
 
 
 def nad(cluster: Cluster, name: str, config: dict[str, Any], namespace: str = NS) -> None:
     cluster.server.store.create(
-        "network-attachment-definitions",
-        {
-            "apiVersion": "k8s.cni.cncf.io/v1",
-            "kind": "NetworkAttachmentDefinition",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"config": json.dumps(config)},
-        },
+        "network-attachment-definitions", builders.nad(name, namespace, config, typed=True)
     )
 
 

@@ -1,4 +1,4 @@
-"""Fault injection on the API side (issue 9, item 3): watches dropped, 410 storms and bursts of
+"""Fault injection on the API side: watches dropped, 410 storms and bursts of
 5xx answers in the middle of a burst of pod creates and deletes. The verdict is the consistency
 audit, settled: nothing held twice, nothing left behind, every alive pod allocated and routed."""
 

@@ -1,4 +1,4 @@
-"""Controller crashes in the middle of a burst of pod creates and deletes (issue 9, item 3):
+"""Controller crashes in the middle of a burst of pod creates and deletes:
 the only controller SIGKILLed and restarted, and the leader of two replicas SIGKILLed so the
 follower takes over with the leader's work half done. The killed controller is the real
 `python -m cmd.controller` process; the verdict is the consistency audit, settled."""

@@ -1,4 +1,4 @@
-"""Malformed input, end to end (issue 9 item 3): one controller run, a table of bad pods.
+"""Malformed input, end to end: one controller run, a table of bad pods.
 
 One real controller (in-process), the API server emulator and a real NB ovsdb-server (the
 tests/e2e fixtures) are shared by the whole module. Before the controller starts, the cluster
@@ -15,7 +15,8 @@ same; it must stay unallocated, without a logical switch port. Every good pod mu
 the bad pods pending (plus the two malformed subnets, which it reports itself).
 No handler may crash.
 
-Decisions recorded here (kube-ovn.md 1.4-1.6, 2.2, 3.9):
+Decisions recorded here (kube-ovn v1.8.18 pkg/controller/pod.go getPodKubeovnNets,
+handleAddPod and acquireAddress, pkg/util/validator.go, pkg/ipam):
 
 * `ip_address` and `ip_pool` both set: `ip_address` wins, the pool is ignored (kube-ovn
   acquireAddress takes the static path first); such a pod is good.
@@ -67,6 +68,7 @@ from controller.core.constants import (
     ROUTED_ANNOTATION,
 )
 from controller.kube.client import KubeClient, load_api_client
+from controller.testing import builders
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
 from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import NODE, annotations, get_or_none, pod, wait_for
@@ -112,7 +114,7 @@ SUBNETS: tuple[dict[str, Any], ...] = (
 
 
 def nad(name: str, config: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": NS}, "spec": {"config": config}}
+    return builders.nad(name, NS, config)
 
 
 NADS = (

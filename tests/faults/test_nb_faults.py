@@ -1,4 +1,4 @@
-"""Fault injection on the OVN Northbound side (issue 9, item 3): the standalone ovsdb-server
+"""Fault injection on the OVN Northbound side: the standalone ovsdb-server
 killed and restarted, and a Raft NB cluster losing its leader, each in the middle of a burst of
 pod creates and deletes. The verdict is the consistency audit, settled."""
 

@@ -7,12 +7,10 @@ in both worlds with the same code.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from controller.kube.api import EventSink, KubeApi, KubeObject
+from controller.testing import builders
 from controller.testing.fake_kube import FakeKubeApi
 
 
@@ -71,18 +69,16 @@ class FakeHarness:
 
 
 def pod(
-    name: str, namespace: str = "default", annotations: dict[str, str] | None = None, **extra: Any
+    name: str, namespace: str = "default", annotations: dict[str, str] | None = None
 ) -> KubeObject:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations is not None:
-        meta["annotations"] = annotations
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-        **extra,
-    }
+    """A typed pod with one busybox container `c`."""
+    return builders.pod(
+        name,
+        namespace,
+        annotations=annotations,
+        containers=({"name": "c", "image": "busybox"},),
+        typed=True,
+    )
 
 
 def ip_cr(
@@ -108,17 +104,6 @@ def ip_cr(
             "podType": "",
         },
     }
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Poll `predicate` until true or `timeout`; the condition, not a sleep, synchronises."""
-    deadline = time.monotonic() + timeout
-    done = threading.Event()
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        done.wait(0.005)
-    return predicate()
 
 
 class RealHarness:

@@ -1,4 +1,5 @@
-"""Contract (fake and real client): the deny-all security group (kube-ovn.md 4.3, 5.5) and
+"""Contract (fake and real client): the deny-all security group (kube-ovn v1.8.18
+pkg/controller/security_group.go, created at start-up by Controller.Run) and
 NAT address families."""
 
 from __future__ import annotations

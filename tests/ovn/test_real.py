@@ -13,6 +13,7 @@ import pytest
 from controller.ovn.api import DuplicateAddressError, OvnError, OvnTimeoutError, PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.ovsdb import NbCluster, NbServer, SandboxPki
+from controller.testing.wait import wait_for
 from tests.fixtures.nb import nbctl
 
 pytestmark = pytest.mark.timeout(90)
@@ -142,14 +143,6 @@ def test_raft_leader_killed_client_carries_on(short_tmp: Path) -> None:
         cluster.stop()
 
 
-def wait_for(cond: Callable[[], bool], deadline_s: float = 10.0) -> None:
-    deadline = time.monotonic() + deadline_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        time.sleep(0.005)
-
-
 def test_foreign_writers_are_seen(real_client: OvsdbappNbClient, nb_server: NbServer) -> None:
     # The cache follows other writers asynchronously (ms later): wait for it, as a controller
     # would see it on its next reconcile.
@@ -165,12 +158,12 @@ def test_foreign_writers_are_seen(real_client: OvsdbappNbClient, nb_server: NbSe
         "foreign",
         "00:00:00:00:99:99 10.16.0.50",
     )
-    wait_for(lambda: nb.get_port("foreign") is not None)
+    wait_for(lambda: nb.get_port("foreign") is not None, 10.0)
     with pytest.raises(DuplicateAddressError, match="foreign"):
         nb.create_port(PortSpec("mine.ns", LS, "00:00:00:00:00:01", ("10.16.0.50",)))
     nb.create_port(port(1))
     nbctl(nb_server.remote, "lsp-del", "p1.ns")
-    wait_for(lambda: nb.get_port("p1.ns") is None)
+    wait_for(lambda: nb.get_port("p1.ns") is None, 10.0)
     nb.delete_port("p1.ns")
     nb.delete_port("foreign")  # no ls external_id: found by its switch
     assert nbctl(nb_server.remote, "lsp-list", LS).count("(") == 1  # only the router port

@@ -1,24 +1,10 @@
-"""Shared helpers for the work queue tests: bounded waits on observable state, never sleeps."""
+"""Shared helpers for the work queue tests: a helper thread whose result the test reads back."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
-
-DEADLINE = 5.0
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = DEADLINE) -> bool:
-    """Re-check `predicate` until it holds or `timeout` passes; returns the last outcome."""
-    pause = threading.Event()  # never set: a bounded pause between checks
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        pause.wait(0.001)
-    return predicate()
 
 
 def run_in_thread(

@@ -8,7 +8,7 @@ import pytest
 
 from controller.queues.clock import RealClock, join_clock_loop, start_clock_loop
 from controller.testing.clock import ClockSettleTimeout, FakeClock
-from tests.cache.fakes import wait_until
+from controller.testing.wait import wait_for
 
 
 class _Loop:
@@ -135,7 +135,7 @@ def test_fake_sleep_returns_when_stepped_past_its_deadline_and_records_it() -> N
     clock = FakeClock()
     stop = threading.Event()
     thread, result = _sleeper(clock, 2.0, stop)
-    wait_until(lambda: clock.waiters() == 1, message="sleeper parked")
+    wait_for(lambda: clock.waiters() == 1, message="sleeper parked")
     clock.step(1.0)
     assert clock.waiters() == 1 and thread.is_alive()
     clock.step(1.0)  # does not settle on sleepers: they go on to block elsewhere
@@ -148,7 +148,7 @@ def test_fake_sleep_returns_early_on_stop_while_a_queue_loop_settles() -> None:
     loop = _Loop(clock, period=1.0)
     stop = threading.Event()
     thread, result = _sleeper(clock, 60.0, stop)
-    wait_until(lambda: clock.waiters() == 1, message="sleeper parked")
+    wait_for(lambda: clock.waiters() == 1, message="sleeper parked")
     clock.step(1.0)
     assert loop.wakes == [1.0]  # the condition waiter settled, the sleeper still sleeps
     assert clock.waiters() == 1

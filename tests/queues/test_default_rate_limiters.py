@@ -1,4 +1,4 @@
-"""Rate limiter math (client-go default_rate_limiters.go; section 1.4, checklist items 6-7)."""
+"""Rate limiter math (client-go util/workqueue/default_rate_limiters.go)."""
 
 from __future__ import annotations
 

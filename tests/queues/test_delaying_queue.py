@@ -1,4 +1,4 @@
-"""DelayingQueue: client-go delaying_queue.go semantics (section 1.2, checklist item 5)."""
+"""DelayingQueue: client-go util/workqueue/delaying_queue.go semantics."""
 
 from __future__ import annotations
 

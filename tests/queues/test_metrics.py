@@ -1,5 +1,5 @@
-"""Queue metrics: client-go metrics.go semantics read back from a prometheus CollectorRegistry
-(sections 1.5 and 1.6, checklist item 4)."""
+"""Queue metrics: client-go util/workqueue/metrics.go semantics read back from a
+prometheus CollectorRegistry, in both expositions (component-base and controller-runtime)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Queue: client-go queue.go semantics (client-go.md section 1.1, checklist items 1-3)."""
+"""Queue: client-go util/workqueue/queue.go semantics."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from controller.queues import Queue
-from tests.queues.helpers import run_in_thread, wait_until
+from controller.testing.wait import wait_for
+from tests.queues.helpers import run_in_thread
 
 Make = Callable[..., Any]
 
@@ -122,7 +123,7 @@ def test_shutdown_with_drain_waits_for_processing_items_only(make: Make) -> None
     assert q.get() == ("a", False)
     assert q.get() == ("b", False)
     drainer, finished = run_in_thread(q.shut_down_with_drain, "drainer")
-    assert wait_until(q.shutting_down)
+    assert wait_for(q.shutting_down)
     drainer.join(0.05)
     assert drainer.is_alive()
     q.done("a")
@@ -142,7 +143,7 @@ def test_shutdown_releases_a_blocked_drain(make: Make) -> None:
     q.add("a")
     assert q.get() == ("a", False)
     drainer, _ = run_in_thread(q.shut_down_with_drain, "drainer")
-    assert wait_until(q.shutting_down)
+    assert wait_for(q.shutting_down)
     q.shut_down()
     drainer.join(5)
     assert not drainer.is_alive()
@@ -155,7 +156,7 @@ def test_drain_waits_for_a_dirty_item_to_be_reprocessed(make: Make) -> None:
     assert q.get() == ("a", False)
     q.add("a")
     drainer, _ = run_in_thread(q.shut_down_with_drain, "drainer")
-    assert wait_until(q.shutting_down)
+    assert wait_for(q.shutting_down)
     q.done("a")  # re-queued although shutting down
     assert q.get() == ("a", False)
     drainer.join(0.05)

@@ -1,4 +1,4 @@
-"""Queue against a plain reference model of client-go's queue (section 1.1), driven by
+"""Queue against a plain reference model of client-go's util/workqueue queue.go, driven by
 Hypothesis through random add/get/done/shut_down sequences (single thread, never blocking)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""RateLimitingQueue: add_rate_limited / forget / num_requeues (section 1.3)."""
+"""RateLimitingQueue: add_rate_limited / forget / num_requeues (client-go
+util/workqueue/rate_limiting_queue.go)."""
 
 from __future__ import annotations
 

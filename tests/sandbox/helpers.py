@@ -8,14 +8,12 @@ from typing import Any
 
 from kubernetes.watch.watch import iter_resp_lines
 
-POD_SPEC = {"containers": [{"name": "app", "image": "busybox"}]}
+from controller.testing import builders
 
 
 def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if labels:
-        meta["labels"] = labels
-    return {"metadata": meta, "spec": {**POD_SPEC, **spec}}
+    """A pod with one busybox container and no namespace (the request path gives it one)."""
+    return builders.pod(name, None, labels=labels or None, **spec)
 
 
 class RawWatch:

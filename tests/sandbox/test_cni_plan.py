@@ -8,6 +8,7 @@ import pytest
 
 from controller.sandbox.cni import NicPlan, _ip_batch, plan_node, plan_pod
 from controller.sandbox.wiring import WiringError
+from controller.testing import builders
 
 MAC = "00:00:00:AB:CD:EF"
 
@@ -17,18 +18,9 @@ def _pod(ann: dict[str, str], name: str = "web", ns: str = "default") -> dict[st
 
 
 def _net(provider: str, ip: str, cidr: str, gw: str, *, routed: bool = True) -> dict[str, str]:
-    p = f"{provider}.kubernetes.io"
-    out = {
-        f"{p}/allocated": "true",
-        f"{p}/ip_address": ip,
-        f"{p}/mac_address": MAC,
-        f"{p}/cidr": cidr,
-        f"{p}/gateway": gw,
-        f"{p}/logical_switch": "sw",
-    }
-    if routed and provider == "ovn":
-        out["ovn.kubernetes.io/routed"] = "true"
-    return out
+    return builders.allocated(
+        ip, MAC, "sw", provider=provider, cidr=cidr, gateway=gw, routed=routed and provider == "ovn"
+    )
 
 
 def test_default_network_is_eth0_with_prefix_lengths_and_default_routes() -> None:

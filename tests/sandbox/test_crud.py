@@ -382,3 +382,22 @@ def test_request_hook_and_bounded_log() -> None:
         assert seen == [("list", 200), ("create", 201), ("get", 200)]
         assert [r.verb for r in small.request_log] == ["create", "get"]
         assert ("", "namespaces", "list") in small.verbs_used()
+
+
+@pytest.mark.parametrize("resource", sorted(CASES))
+def test_update_without_resource_version(resource: str, clients: dict[str, Any]) -> None:
+    # Leases and custom resources refuse an unconditional update, as their real registries do.
+    case = CASES[resource]
+    case.create(clients, case.body)
+    current = case.read(clients, "x")
+    del current["metadata"]["resourceVersion"]
+    current["metadata"].setdefault("labels", {})["edited"] = "yes"
+    rt = next(r for r in RESOURCES if r.plural == resource)
+    if rt.unconditional_update:
+        assert case.replace(clients, "x", current)["metadata"]["labels"]["edited"] == "yes"
+    else:
+        with pytest.raises(client.ApiException) as err:
+            case.replace(clients, "x", current)
+        assert err.value.status == 422
+        assert "metadata.resourceVersion" in err.value.body
+    case.delete(clients, "x")

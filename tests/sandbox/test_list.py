@@ -65,6 +65,17 @@ def test_expired_continue_token_is_410_with_a_fresh_token(server: ApiServer, cor
     assert _names(rest) == ["cm2", "cm3", "late"]
 
 
+def test_resource_version_zero_ignores_the_limit(core: Any) -> None:
+    # kube-apiserver serves rv "0" from its watch cache, whole: no pages, no continue token.
+    for i in range(4):
+        core.create_namespaced_config_map(NS, _cm(f"cm{i}"))
+    whole = core.list_namespaced_config_map(NS, limit=2, resource_version="0")
+    assert _names(whole) == ["cm0", "cm1", "cm2", "cm3"]
+    assert whole.metadata._continue is None and whole.metadata.remaining_item_count is None
+    paged = core.list_namespaced_config_map(NS, limit=2, resource_version="")
+    assert len(paged.items) == 2 and paged.metadata._continue
+
+
 def test_bad_continue_token_is_400(core: Any) -> None:
     with pytest.raises(client.ApiException) as err:
         core.list_namespaced_config_map(NS, _continue="not-a-token")

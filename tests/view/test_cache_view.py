@@ -12,6 +12,7 @@ import pytest
 from controller.cache import Indexer
 from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.model import Namespace, Node, Pod, Subnet
+from controller.testing import builders
 from controller.view import CacheView, OwnerLookup, ParseCache, parse_subnet
 
 
@@ -47,20 +48,12 @@ def _counting(parse: Callable[[Any], Any]) -> tuple[Callable[[Any], Any], list[A
 
 
 def _subnet(name: str, version: str | None, cidr: Any = "10.1.0.0/24", **spec: Any) -> dict:
-    meta: dict[str, Any] = {"name": name}
-    if version is not None:
-        meta["resourceVersion"] = version
-    return {
-        "metadata": meta,
-        "spec": {"cidrBlock": cidr, "gateway": "10.1.0.1", "excludeIps": ["10.1.0.1"], **spec},
-    }
+    defaults: dict[str, Any] = {"gateway": "10.1.0.1", "excludeIps": ["10.1.0.1"]}
+    return builders.subnet(name, cidr, resource_version=version, **{**defaults, **spec})
 
 
 def _node(name: str, version: str, ip: Any = "172.18.0.2") -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "resourceVersion": version},
-        "status": {"addresses": [{"type": "InternalIP", "address": ip}]},
-    }
+    return builders.node(name, ip, resource_version=version)
 
 
 # --- ParseCache ----------------------------------------------------------------------------------

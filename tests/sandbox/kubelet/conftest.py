@@ -1,0 +1,43 @@
+"""Fixtures: an emulator with graceful pod deletion, a FakeClock and a started sandbox kubelet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from controller.sandbox import ApiServer
+from controller.sandbox.kubelet import SandboxKubelet, SimNode
+from controller.testing.clock import FakeClock
+from tests.sandbox.kubelet.helpers import RecordingWiring
+
+NODES = (SimNode("node-a", "172.18.0.2"), SimNode("node-b", "172.18.0.3", cpu="4"))
+
+
+@pytest.fixture
+def server() -> Iterator[ApiServer]:
+    with ApiServer(bookmark_interval=0.2, immediate_pod_delete=False) as srv:
+        yield srv
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def wiring() -> RecordingWiring:
+    return RecordingWiring()
+
+
+@pytest.fixture
+def kubelet(
+    server: ApiServer, clock: FakeClock, wiring: RecordingWiring
+) -> Iterator[SandboxKubelet]:
+    api = server.api_client()
+    kl = SandboxKubelet(api, NODES, wiring=wiring, clock=clock).start()
+    try:
+        yield kl
+    finally:
+        kl.stop()
+        api.close()
