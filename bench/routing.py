@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -63,7 +64,12 @@ def topology(client: OvsdbappNbClient) -> None:
     client.ensure_logical_switch(SWITCH, ROUTER, "10.16.0.0/12", "10.16.0.1", {})
 
 
-def seed_routes(remote: str, existing: range) -> None:
+def seed_routes(
+    remote: str,
+    existing: range,
+    ip_of: Callable[[int], str] = pod_ip,
+    hop_of: Callable[[int], str] = lambda i: node_of(i)[1],
+) -> None:
     """E src-ip routes as v1.8 left them, in raw transactions of 500 rows (ovsdb-client: one
     argument per transaction, and the kernel caps one argument at 128 KiB)."""
     for k in range(existing.start, existing.stop, 500):
@@ -72,7 +78,7 @@ def seed_routes(remote: str, existing: range) -> None:
         for i in range(k, min(k + 500, existing.stop)):
             name = f"r{i}"
             names.append(["named-uuid", name])
-            row = {"ip_prefix": pod_ip(i), "nexthop": node_of(i)[1], "policy": "src-ip"}
+            row = {"ip_prefix": ip_of(i), "nexthop": hop_of(i), "policy": "src-ip"}
             ops.append(
                 {
                     "op": "insert",
