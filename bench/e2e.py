@@ -907,7 +907,7 @@ class Startup:
     # with --existing-routes=v18: from /readyz until the last src-ip route is gone, and CPU then
     migration_seconds: float = 0.0
     migration_cpu_seconds: float = 0.0
-    migrated_pods: int = 0  # pods the controller re-routed (the rest: gc, or never queued)
+    migrated_pods: int = 0  # the most pods one migration scan queued (the rest: gc)
 
 
 def _log_time(line: str) -> float | None:
@@ -1001,7 +1001,7 @@ def run_startup(
                 for line in controller.log_lines()
                 if (m := re.search(r"static routes of (\d+) pods", line))
             ]
-            result.migrated_pods = sum(queued)
+            result.migrated_pods = max(queued, default=0)
         return result
     finally:
         if controller is not None:
