@@ -1,5 +1,6 @@
 """The audit of what is left behind: IP CRs and LSPs as claimants of addresses and MACs,
-orphan LSPs / IP CRs / src-ip routes / NAT rules, and addresses or MACs held twice."""
+orphan LSPs / IP CRs / src-ip routes / routing entries and policies / NAT rules, and addresses
+or MACs held twice."""
 
 from __future__ import annotations
 

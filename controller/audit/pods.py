@@ -1,5 +1,6 @@
 """The audit of every alive pod's networks against its IP CR, its logical switch port (and
-its security groups) and its src-ip routes / NAT rules; and of every node's join address."""
+its security groups) and its routing (`controller.audit.routing`) / NAT rules; and of every
+node's join address."""
 
 from __future__ import annotations
 

@@ -147,7 +147,8 @@ def _meta(raw: Any) -> dict[str, Any]:
 
 
 class GarbageCollector:
-    """Periodic orphan sweep of LSPs, IP CRs and src-ip routes (see the module docstring).
+    """Periodic orphan sweep of LSPs, IP CRs, src-ip routes and routing rows (see the module
+    docstring).
 
     Guarantees: only vendor=kube-ovn, non-router ports and src-ip host routes of the cluster
     router are ever deleted; nothing is deleted on its first orphan sighting; every public method

@@ -12,8 +12,10 @@ cache read goes through one `controller.view.CacheView`.
   They only enqueue keys ("ns/name").
 * `handle_add_pod`: allocate every unallocated network (IPAM), write its IP CR and, for OVN
   networks, its logical switch port, then patch all annotations at once.
-* `handle_update_pod`: the default network's src-ip route (distributed gateway, north gateway,
-  or the EIP/SNAT external gateway) and NAT rules, then `routed=true`.
+* `handle_update_pod`: the default network's router policies and address-set entry
+  (distributed gateway, north gateway, or the EIP/SNAT external gateway) and NAT rules, the
+  removal of a v1.8 src-ip route, then `routed=true` (controller/pod/migration.py re-routes
+  routed pods that still have such a route).
 * `handle_delete_pod`: routes and NAT, ports, IP CRs, IPAM release, with the StatefulSet / VM
   keep-IP rules of `pod_logic.decide_delete`.
 * `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
