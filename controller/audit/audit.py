@@ -3,8 +3,8 @@
 `audit(snapshot, config)` compares everything kube-ovn's pod add and update flows leave behind
 for each pod network: the pod's `<provider>.kubernetes.io/*` annotations, its IP CR, its
 logical switch port (OVN providers only), and its router policies, address-set entry / NAT
-rules on the cluster router. It returns an `AuditReport` of `Finding`s; `ClusterSnapshot` is what the caller
-(`controller.audit.check`) fetched from the API server and the NB database.
+rules on the cluster router. It returns an `AuditReport` of `Finding`s; `ClusterSnapshot` is
+what the caller (`controller.audit.check`) fetched from the API server and the NB database.
 
 What is checked (the `KIND_*` constants name each finding):
 
