@@ -951,6 +951,25 @@ def startup_phases(lines: list[str], spawned: float, ready_at: float) -> dict[st
     return phases
 
 
+def _seed_policies(client: OvsdbappNbClient, existing: int) -> None:
+    for cidr, subnet in ((CIDR, SWITCH), (JOIN_CIDR, JOIN)):
+        ids = rp.ids(rp.KIND_SUBNET, 4, subnet=subnet)
+        client.add_router_policy(ROUTER, rp.SUBNET_PRIORITY, rp.dst_match(cidr), "allow", (), ids)
+    for k in range(NODES):
+        node = f"node-{k}"
+        aset = rp.set_name(SWITCH, node, 4)
+        ids = rp.ids(rp.KIND_GATEWAY, 4, subnet=SWITCH, node=node)
+        client.add_address_set_addresses(aset, [pod_ip(i) for i in range(k, existing, NODES)], ids)
+        client.add_router_policy(
+            ROUTER,
+            rp.GATEWAY_PRIORITY,
+            rp.src_set_match(aset, 4),
+            "reroute",
+            [f"100.64.0.{k + 2}"],
+            ids,
+        )
+
+
 def run_startup(
     existing: int,
     workdir: Path,
@@ -973,6 +992,10 @@ def run_startup(
             _ensure_topology(client)
             for k in range(0, len(specs), 1000):
                 client.create_ports(specs[k : k + 1000])
+        if routes == "policies":
+            # the routing rows of a migrated cluster: one address set and policy per node
+            with OvsdbappNbClient.from_addr(nb.remote, timeout=120.0) as client:
+                _seed_policies(client, existing)
         if routes == "v18":
             # every existing pod carries kube-ovn v1.8's src-ip route: the start-up migrates them
             seed_routes(nb.remote, range(existing), pod_ip, lambda i: f"100.64.0.{i % NODES + 2}")
@@ -1091,9 +1114,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--existing", type=int, default=20_000)
     parser.add_argument(
         "--existing-routes",
-        choices=("none", "v18"),
+        choices=("none", "v18", "policies"),
         default="none",
-        help="v18: the existing pods also carry kube-ovn v1.8's src-ip routes (time the migration)",
+        help="v18: the existing pods also carry kube-ovn v1.8's src-ip routes (time the "
+        "migration); policies: they carry the router policies and address-set entries",
     )
     parser.add_argument("--worker-num", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")

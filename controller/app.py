@@ -572,8 +572,6 @@ class Controller:
             return
         assert self.pod_controller is not None
         threads += self.pod_controller.run_workers(cfg.worker_num, stop)
-        # routed pods still carrying a v1.8 src-ip route are moved to router policies at once
-        self.pod_controller.migrate_static_routes()
         self._spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)
         self._spawn("gc", self.gc.run, stop)
         if self.subnet_controller is not None:
@@ -585,6 +583,9 @@ class Controller:
             )
         self.workers_started.set()
         LOG.info("controller started: %d workers per pod queue", cfg.worker_num)
+        # routed pods still carrying a v1.8 src-ip route are moved to router policies at once
+        # (after readiness: the scan reads every pod, the inspection repeats it later)
+        self.pod_controller.migrate_static_routes()
 
     def _wait(self, what: str, cond: Callable[[], bool]) -> None:
         deadline = time.monotonic() + self._startup_wait
