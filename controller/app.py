@@ -64,6 +64,13 @@ from controller.controllers.bootstrap import init_default_vpc, init_ipam, init_o
 from controller.controllers.gc import GarbageCollector
 from controller.controllers.namespace import NamespaceController
 from controller.controllers.node import NodeController, NodeQueues
+from controller.controllers.security_group import (
+    QUEUE_DELETE_SG,
+    QUEUE_UPDATE_SG,
+    RESOURCE_SECURITY_GROUPS,
+    SecurityGroupController,
+    SecurityGroupQueues,
+)
 from controller.controllers.subnet import DEFAULT_STATUS_DELAY, SubnetController, SubnetQueues
 from controller.core.constants import (
     EVENT_COMPONENT,
@@ -185,6 +192,7 @@ class Controller:
         self.subnet_controller: SubnetController | None = None
         self.namespace_controller: NamespaceController | None = None
         self.node_controller: NodeController | None = None
+        self.sg_controller: SecurityGroupController | None = None
 
     # --- public ----------------------------------------------------------------------------------
     def start(self) -> Controller:
@@ -331,6 +339,9 @@ class Controller:
         inf["nodes"] = factory.informer_for("", "v1", "nodes", namespaced=False)
         for name in (RESOURCE_SUBNETS, RESOURCE_IPS, RESOURCE_VLANS, RESOURCE_VPCS):
             inf[name] = factory.informer_for(KUBEOVN_GROUP, KUBEOVN_VERSION, name, namespaced=False)
+        inf[RESOURCE_SECURITY_GROUPS] = factory.informer_for(
+            KUBEOVN_GROUP, KUBEOVN_VERSION, RESOURCE_SECURITY_GROUPS, namespaced=False
+        )
         inf["statefulsets"] = factory.informer_for("apps", "v1", "statefulsets")
         inf["configmaps"] = cm_factory.informer_for("", "v1", "configmaps")
         if cluster.api_group_exists(NAD_GROUP, NAD_VERSION):
@@ -397,8 +408,20 @@ class Controller:
             key_mutex=self.key_mutex,
             ready=lambda: all(i.has_synced() for i in inf.values()),
             view=self.view,
+            security_groups=idx(RESOURCE_SECURITY_GROUPS),
         )
 
+        self.sg_controller = SecurityGroupController(
+            sgs=idx(RESOURCE_SECURITY_GROUPS),
+            kube=kube,
+            nb=nb,
+            recorder=self.recorder,
+            queues=SecurityGroupQueues(
+                update=self._queue(QUEUE_UPDATE_SG), delete=self._queue(QUEUE_DELETE_SG)
+            ),
+            is_leader=is_leader,
+        )
+        inf[RESOURCE_SECURITY_GROUPS].add_event_handler(self.sg_controller)
         if cfg.enable_subnet_controller:
             self.subnet_controller = SubnetController(
                 config=cfg,
@@ -570,6 +593,8 @@ class Controller:
             self._wait("every node allocated", self.node_controller.all_allocated)
         if stop.is_set():
             return
+        if self.sg_controller is not None:
+            threads += self.sg_controller.run_workers(cfg.worker_num, stop)
         assert self.pod_controller is not None
         threads += self.pod_controller.run_workers(cfg.worker_num, stop)
         self._spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)

@@ -22,7 +22,9 @@ What is checked (the `KIND_*` constants name each finding):
 * security (when the snapshot has the port groups): an OVN port has port_security exactly when
   its pod asks for it, its `security_groups` are the pod's (none without port security), and
   it is a member of each of those groups and of the deny-all group `kubeovn_deny_all`; no
-  port is a member of a group it is not associated with (`sg-mismatch`);
+  port is a member of a group it is not associated with (`sg-mismatch`); with the
+  SecurityGroups read, their port groups, ACLs and address sets against their rules
+  (`audit/security_groups.py`: `sg-acl-mismatch`, `sg-address-set-mismatch`, `orphan-sg`);
 * nothing is left behind: kube-ovn LSPs, IP CRs, src-ip host routes, routing-set entries,
   per-pod reroute policies and NAT rules whose owner is gone (`orphan-lsp`, `orphan-ip-cr`,
   `orphan-route`, `orphan-nat`);
@@ -46,7 +48,7 @@ caller decides (a fault-injection verdict waits for `settled`). The IP CR, port 
 alive pod whose allocation was cleared (inspection found its port lost) are not orphans.
 
 Not checked: attachment networks the pod asks for but has not been allocated (that needs the
-NADs), security-group address sets and ACLs, kube-ovn's `appendCheckPodToDel` subnet-change rule
+NADs), kube-ovn's `appendCheckPodToDel` subnet-change rule
 for kept addresses.
 
 The checks live in `controller.audit.pods` (pods and nodes against IP CRs, LSPs, security
@@ -57,6 +59,7 @@ indexes of `.state`; the model (`ClusterSnapshot`, `Finding`, `AuditReport`, `KI
 
 from __future__ import annotations
 
+from controller.audit import security_groups as sgaudit
 from controller.audit.findings import (
     KIND_ADDRESS_OUTSIDE_SUBNET,
     KIND_ANNOTATION_MISMATCH,
@@ -89,6 +92,11 @@ from controller.audit.findings import (
 from controller.audit.ipam_rebuild import IpamRebuildCheck
 from controller.audit.orphans import OrphanChecks
 from controller.audit.pods import PodChecks
+from controller.audit.security_groups import (
+    KIND_ORPHAN_SG,
+    KIND_SG_ACL_MISMATCH,
+    KIND_SG_ADDRESS_SET_MISMATCH,
+)
 from controller.config import Config
 
 __all__ = [
@@ -108,12 +116,15 @@ __all__ = [
     "KIND_ORPHAN_LSP",
     "KIND_ORPHAN_NAT",
     "KIND_ORPHAN_ROUTE",
+    "KIND_ORPHAN_SG",
     "KIND_POD_NOT_ALLOCATED",
     "KIND_POD_NOT_ROUTED",
     "KIND_ROUTE_DUPLICATE",
     "KIND_ROUTE_MISMATCH",
     "KIND_ROUTE_MISSING",
     "KIND_ROUTE_STALE",
+    "KIND_SG_ACL_MISMATCH",
+    "KIND_SG_ADDRESS_SET_MISMATCH",
     "KIND_SG_MISMATCH",
     "PENDING_KINDS",
     "AuditReport",
@@ -137,6 +148,11 @@ def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
     a.read_pods()
     a.check_nets()
     a.check_port_groups()
+    if snapshot.security_groups is not None and snapshot.sg_rows is not None:
+        for kind, obj, message in sgaudit.check_security_groups(
+            snapshot.security_groups, snapshot.sg_rows, snapshot.ports
+        ):
+            a.add(kind, obj, message)
     a.check_nodes()
     a.read_objects()
     a.check_orphans()

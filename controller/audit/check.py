@@ -1,9 +1,9 @@
 """`check`: audit a live cluster once and print the report (the I/O around `audit.audit`).
 
-`run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs and VPCs from the API server
-(uncached, paged), reads the kube-ovn logical switch ports and the cluster router's static routes
-and NAT rules from the OVN Northbound database, runs `audit()` and prints `AuditReport.render()`.
-It never writes anything.
+`run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs, VPCs and SecurityGroups from
+the API server (uncached, paged), reads the kube-ovn logical switch ports, the cluster router's
+static routes and NAT rules and the security groups' rows from the OVN Northbound database,
+runs `audit()` and prints `AuditReport.render()`. It never writes anything.
 
 With `--dataplane` (and `--ovn-sb-addr`, optionally `--ovs-db`) it also reads the SB's port
 bindings and chassis and an OVS database's interfaces and adds `controller.audit.dataplane`'s
@@ -51,6 +51,7 @@ from controller.ovn.api import (
     PortGroupInfo,
     PortInfo,
     RouterPolicy,
+    SecurityGroupRows,
     StaticRoute,
 )
 from controller.ovn.ovsdb_query import OvsdbQueryError, SslFiles, select
@@ -78,6 +79,8 @@ class NbReader(Protocol):
     def list_address_sets(self, external_ids: Mapping[str, str]) -> list[AddressSetInfo]: ...
 
     def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
+
+    def list_security_groups(self) -> list[SecurityGroupRows]: ...
 
 
 def _convert(
@@ -127,6 +130,8 @@ def collect_snapshot(
         policies=tuple(nb.list_router_policies(cluster_router)),
         address_sets=tuple(nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY})),
         port_groups=tuple(nb.list_sg_port_groups()),
+        security_groups=tuple(kube.list_security_groups()),
+        sg_rows=tuple(nb.list_security_groups()),
         problems=tuple(problems),
         statefulsets=statefulsets,
         virtual_machines=vms,

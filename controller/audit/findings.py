@@ -16,6 +16,7 @@ from controller.ovn.api import (
     PortGroupInfo,
     PortInfo,
     RouterPolicy,
+    SecurityGroupRows,
     StaticRoute,
 )
 
@@ -75,6 +76,9 @@ class ClusterSnapshot:
     problems: tuple[str, ...] = ()
     statefulsets: tuple[StatefulSet, ...] | None = None
     virtual_machines: tuple[VirtualMachine, ...] | None = None
+    # SecurityGroup objects and their NB rows (audit/security_groups.py); None: not read
+    security_groups: tuple[Mapping[str, Any], ...] | None = None
+    sg_rows: tuple[SecurityGroupRows, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

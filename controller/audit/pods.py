@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from controller.audit import security_groups as sgaudit
 from controller.audit.findings import (
     KIND_ANNOTATION_MISMATCH,
     KIND_IP_CR_MISMATCH,
@@ -265,6 +266,8 @@ class PodChecks(AuditState):
         if not want or not port.port_security:
             return
         for sg in (*want, ext.DENY_ALL_SG):
+            if not sgaudit.expects_membership(sg, self.sg_names, groups):
+                continue
             if net.owner not in groups.get(sg, ()):
                 self.add(
                     KIND_SG_MISMATCH, obj, f"port {net.owner} missing from security group {sg}"

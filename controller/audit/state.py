@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.audit import security_groups as sgaudit
 from controller.audit.findings import (
     KIND_ADDRESS_OUTSIDE_SUBNET,
     KIND_MALFORMED,
@@ -108,6 +109,9 @@ class AuditState:
         self.subnets = {s.name: s for s in snap.subnets}
         self.nodes = {n.name: n for n in snap.nodes}
         self.ports = {p.name: p for p in snap.ports}
+        self.sg_names: set[str] | None = None
+        if snap.security_groups is not None:
+            self.sg_names = sgaudit.sg_names(snap.security_groups)
         self.port_groups: dict[str, frozenset[str]] | None = None
         if snap.port_groups is not None:
             self.port_groups = {g.sg: frozenset(g.ports) for g in snap.port_groups if g.sg}

@@ -79,6 +79,7 @@ from typing import Any, Protocol
 from controller.cache import Indexer
 from controller.config import Config
 from controller.controllers.gc_routing import RoutingSweeper
+from controller.controllers.sg_gc import SecurityGroupGc
 from controller.core import annotations as ann
 from controller.core import keep
 from controller.core.address import host_prefix
@@ -168,6 +169,7 @@ class GarbageCollector:
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
         view: CacheView | None = None,
+        security_groups: Indexer | None = None,
         **caches: Indexer | None,
     ) -> None:
         """The caches are read through `view` (shared with the pod controller, so each object
@@ -196,6 +198,11 @@ class GarbageCollector:
         self._routing = RoutingSweeper(
             nb=nb, ipam=ipam, view=self._view, router=self._router, count=self._count
         )
+        # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
+        self._sg_gc = None
+        if security_groups is not None:
+            sgs = security_groups
+            self._sg_gc = SecurityGroupGc(nb, lambda n: sgs.get_by_key(n) is not None, self._count)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -245,6 +252,8 @@ class GarbageCollector:
                     self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
                 self._guarded("IP CRs", self._sweep_ips, crs, snap)
                 self._guarded("static routes", self._sweep_static_routes)
+                if ports is not None and self._sg_gc is not None:
+                    self._guarded("security groups", self._sg_gc.sweep, ports)
                 self._guarded("router policies and address sets", self._routing.sweep)
         if self._metrics is not None:
             self._metrics.gc_run()

@@ -221,6 +221,10 @@ class ClusterLister(Protocol):
         """kubeovn.io/v1 Vpcs; empty when the CRD is not installed."""
         ...
 
+    def list_security_groups(self) -> list[KubeObject]:
+        """kubeovn.io/v1 SecurityGroups; empty when the CRD is not installed."""
+        ...
+
     def list_statefulsets(self) -> list[KubeObject]: ...
 
     def list_virtual_machines(self) -> list[KubeObject]:

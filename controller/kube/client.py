@@ -75,6 +75,8 @@ VPC = "/apis/kubeovn.io/v1/vpcs/{name}"
 VPC_STATUS = "/apis/kubeovn.io/v1/vpcs/{name}/status"
 SUBNET = "/apis/kubeovn.io/v1/subnets/{name}"
 SUBNET_STATUS = "/apis/kubeovn.io/v1/subnets/{name}/status"
+SECURITY_GROUPS = "/apis/kubeovn.io/v1/security-groups"
+SECURITY_GROUP_STATUS = "/apis/kubeovn.io/v1/security-groups/{name}/status"
 STATEFULSET = "/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}"
 VIRTUAL_MACHINE = "/apis/kubevirt.io/v1/namespaces/{namespace}/virtualmachines/{name}"
 NAD = "/apis/k8s.cni.cncf.io/v1/namespaces/{namespace}/network-attachment-definitions/{name}"
@@ -310,6 +312,12 @@ class KubeClient:
         except NotFoundError:  # the Vpc CRD is not installed: no VPC but the implicit default
             return []
 
+    def list_security_groups(self) -> list[KubeObject]:
+        try:
+            return self._list(SECURITY_GROUPS)
+        except NotFoundError:  # the SecurityGroup CRD is not installed
+            return []
+
     def list_statefulsets(self) -> list[KubeObject]:
         return self._list(ALL_STATEFULSETS)
 
@@ -331,6 +339,18 @@ class KubeClient:
         return self._request(
             "PATCH",
             SUBNET_STATUS,
+            name=name,
+            body={"status": dict(status_patch)},
+            content_type=MERGE_PATCH,
+        )
+
+    def update_security_group_status(
+        self, name: str, status_patch: Mapping[str, Any]
+    ) -> KubeObject:
+        """Merge-patch a SecurityGroup's status subresource (kube-ovn patchSgStatus)."""
+        return self._request(
+            "PATCH",
+            SECURITY_GROUP_STATUS,
             name=name,
             body={"status": dict(status_patch)},
             content_type=MERGE_PATCH,

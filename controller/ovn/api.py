@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from controller.core.errors import ControllerError
+from controller.core.security_group import Acl
 
 VENDOR = "kube-ovn"
 
@@ -125,6 +126,18 @@ class PortGroupInfo:
     ports: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class SecurityGroupRows:
+    """The NB rows of one security group: its port group ("" when absent) with its ports and
+    ACLs, and the address sets whose external_ids name it (name -> sorted addresses)."""
+
+    sg: str
+    port_group: str = ""
+    ports: tuple[str, ...] = ()
+    acls: tuple[Acl, ...] = ()
+    address_sets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
 class NbClient(Protocol):
     # Logical switch ports: CreatePort, DeleteLogicalSwitchPort, ListPodLogicalSwitchPorts.
     def create_port(self, spec: PortSpec) -> None: ...
@@ -207,6 +220,20 @@ class NbClient(Protocol):
     def sync_sg_ports(self, sg: str) -> None: ...
 
     def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
+
+    # SecurityGroup CRs (controller/ovn/security_groups.py). One transaction: the group's port
+    # group with kube-ovn's external_ids, its v4/v6 address sets and those of `remote_groups`
+    # (created empty when missing), and exactly `acls` on the port group (any other ACL of it
+    # removed). Members and address set contents are sync_sg_ports' job.
+    def apply_security_group(
+        self, sg: str, acls: Sequence[Acl], remote_groups: Sequence[str] = ()
+    ) -> None: ...
+
+    # One transaction: the group's port group (its ACLs with it) and its address sets.
+    def delete_security_group(self, sg: str) -> None: ...
+
+    # Every group that has a port group or an address set, sorted by name (gc, audit).
+    def list_security_groups(self) -> list[SecurityGroupRows]: ...
 
     # Switches and routers the pod flow needs to exist.
     def ensure_logical_router(self, name: str) -> None: ...

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from controller.core import security_group as core_sg
 from controller.core.constants import DENY_ALL_SECURITY_GROUP
 
 VENDOR_KEY = "vendor"
@@ -37,7 +38,7 @@ def associated_sg_key(sg: str) -> str:
 
 def sg_port_group_name(sg: str) -> str:
     """kube-ovn GetSgPortGroupName: "ovn.sg.<sg>" with every "-" replaced by "."."""
-    return f"ovn.sg.{sg}".replace("-", ".")
+    return core_sg.port_group_name(sg)
 
 
 def sg_port_group_ids(sg: str) -> dict[str, str]:
@@ -49,7 +50,7 @@ def sg_address_set_name(sg: str, family: str) -> str:
     """kube-ovn GetSgV4/V6AssociatedName: "ovn.sg.<sg>.associated.v4|v6", "-" -> "."."""
     if family not in ("v4", "v6"):
         raise ValueError(f"address family must be 'v4' or 'v6', not {family!r}")
-    return f"ovn.sg.{sg}.associated.{family}".replace("-", ".")
+    return core_sg.address_set_name(sg, "ip" + family[1])
 
 
 def join_sgs(sgs: Iterable[str]) -> str:

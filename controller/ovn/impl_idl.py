@@ -39,6 +39,7 @@ from ovsdbapp.backend.ovs_idl import idlutils
 
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
+from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
     VENDOR,
     AddressSetInfo,
@@ -52,6 +53,7 @@ from controller.ovn.api import (
     PortInfo,
     PortSpec,
     RouterPolicy,
+    SecurityGroupRows,
     StaticRoute,
 )
 from controller.ovn.connection import NbConnectionConfig, NbIdl, build_idl, enable_c_json_parser
@@ -658,6 +660,20 @@ class OvsdbappNbClient:
 
         result: list[PortGroupInfo] = self._read(read)
         return result
+
+    def apply_security_group(
+        self, sg: str, acls: Sequence[logic.AclSpec], remote_groups: Sequence[str] = ()
+    ) -> None:
+        wanted, remotes = sgv.check_apply(sg, acls, remote_groups)
+        self._transact("apply_security_group", lambda c: sgv.idl_apply(c, sg, wanted, remotes))
+
+    def delete_security_group(self, sg: str) -> None:
+        sgv.check_group(sg)
+        self._transact("delete_security_group", lambda ctx: sgv.idl_delete(ctx, sg))
+
+    def list_security_groups(self) -> list[SecurityGroupRows]:
+        rows: list[SecurityGroupRows] = self._read(lambda: sgv.idl_list(self._idl.tables))
+        return rows
 
     # -- switches and routers --------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from controller.core.address import (
 )
 from controller.core.address import parse_ip as parse_address
 from controller.core.constants import POLICY_DST_IP, POLICY_SRC_IP, SECURITY_GROUP_DROP_PRIORITY
+from controller.core.security_group import Acl
 from controller.ovn import external_ids as ext
 from controller.ovn.api import (
     VENDOR,
@@ -115,14 +116,8 @@ def port_columns(spec: PortSpec) -> PortColumns:
     return PortColumns(addresses, port_security, ids, canon, sgs)
 
 
-@dataclass(frozen=True, slots=True)
-class AclSpec:
-    """One ACL row a port group carries (columns as ovn-nbctl acl-add writes them)."""
-
-    direction: str
-    priority: int
-    match: str
-    action: str
+#: One ACL row a port group carries (the security-group rules' type, shared with the deny-all).
+AclSpec = Acl
 
 
 def deny_all_acls(port_group: str) -> tuple[AclSpec, AclSpec]:

@@ -192,6 +192,18 @@ RESOURCES: tuple[ResourceType, ...] = (
         unconditional_update=False,
     ),
     ResourceType(
+        "kubeovn.io",
+        "v1",
+        "security-groups",
+        "SecurityGroup",
+        False,
+        "security-group",
+        has_status=True,
+        builtin=False,
+        short_names=("sg",),
+        delete_returns_object=True,
+    ),
+    ResourceType(
         "k8s.cni.cncf.io",
         "v1",
         "network-attachment-definitions",

@@ -107,6 +107,7 @@ class FakeKubeApi:
         self.ips: dict[str, KubeObject] = {}
         self.subnets: dict[str, KubeObject] = {}
         self.vpcs: dict[str, KubeObject] = {}
+        self.security_groups: dict[str, KubeObject] = {}
         self.statefulsets: dict[str, KubeObject] = {}
         self.virtual_machines: dict[str, KubeObject] = {}
         self.network_attachment_definitions: dict[str, KubeObject] = {}
@@ -319,6 +320,9 @@ class FakeKubeApi:
 
     def list_vpcs(self) -> list[KubeObject]:
         return self._list(self.vpcs, "list_vpcs")
+
+    def list_security_groups(self) -> list[KubeObject]:
+        return self._list(self.security_groups, "list_security_groups")
 
     def list_statefulsets(self) -> list[KubeObject]:
         return self._list(self.statefulsets, "list_statefulsets")

@@ -19,8 +19,10 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from controller.core.security_group import acl_sort_key
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
+from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
     VENDOR,
     AddressSetInfo,
@@ -34,6 +36,7 @@ from controller.ovn.api import (
     PortInfo,
     PortSpec,
     RouterPolicy,
+    SecurityGroupRows,
     StaticRoute,
 )
 
@@ -99,6 +102,8 @@ class _State:
     port_groups: dict[str, FakePortGroup] = field(default_factory=dict)
     address_sets: dict[str, list[str]] = field(default_factory=dict)
     address_set_ids: dict[str, dict[str, str]] = field(default_factory=dict)
+    # address set name -> the security group its external_ids name (sg=<name>)
+    address_set_sgs: dict[str, str] = field(default_factory=dict)
     # pod key -> names of the ports whose external_ids name that pod (list_pod_ports).
     pod_ports: dict[str, dict[str, None]] = field(default_factory=dict)
 
@@ -480,6 +485,50 @@ class FakeNbClient:
                 key=lambda g: g.name,
             )
 
+    def apply_security_group(
+        self, sg: str, acls: Sequence[logic.AclSpec], remote_groups: Sequence[str] = ()
+    ) -> None:
+        wanted, remotes = sgv.check_apply(sg, acls, remote_groups)
+
+        def run(st: _State, u: _Undo) -> None:
+            pg = _ensure_pg(st, u, sg)
+            u.update(pg.external_ids, ext.sg_port_group_ids(sg))
+            for group in (sg, *remotes):
+                for name in sgv.address_set_names(group):
+                    if name not in st.address_sets:
+                        u.put(st.address_sets, name, [])
+                        u.put(st.address_set_sgs, name, group)
+            if sorted(pg.acls, key=acl_sort_key) != wanted:
+                u.set(pg, "acls", list(wanted))
+
+        self._txn("apply_security_group", run)
+
+    def delete_security_group(self, sg: str) -> None:
+        sgv.check_group(sg)
+
+        def run(st: _State, u: _Undo) -> None:
+            u.pop(st.port_groups, ext.sg_port_group_name(sg))
+            for name in sgv.address_set_names(sg):
+                if st.address_set_sgs.get(name) == sg:
+                    u.pop(st.address_sets, name)
+                    u.pop(st.address_set_sgs, name)
+
+        self._txn("delete_security_group", run)
+
+    def list_security_groups(self) -> list[SecurityGroupRows]:
+        with self._lock:
+            st = self.state
+            return sgv.rows_by_group(
+                [
+                    (pg.name, pg.external_ids, list(pg.ports), pg.acls)
+                    for pg in st.port_groups.values()
+                ],
+                [
+                    (n, {ext.PG_SG_KEY: sg}, st.address_sets.get(n, []))
+                    for n, sg in st.address_set_sgs.items()
+                ],
+            )
+
     # -- switches and routers --------------------------------------------------------------
 
     def ensure_logical_router(self, name: str) -> None:
@@ -588,7 +637,10 @@ def _sync_sg(st: _State, u: _Undo, sg: str) -> None:
     ]
     u.set(pg, "ports", {p.name for p in members})
     for family, addresses in logic.sg_address_sets(p.port_security for p in members).items():
-        u.put(st.address_sets, ext.sg_address_set_name(sg, family), addresses)
+        name = ext.sg_address_set_name(sg, family)
+        u.put(st.address_sets, name, addresses)
+        if name not in st.address_set_sgs:
+            u.put(st.address_set_sgs, name, sg)
 
 
 def _sync_deny_all(st: _State, u: _Undo) -> None:

@@ -15,10 +15,18 @@ import jsonschema
 import pytest
 
 from controller import pod_logic
+from controller.controllers.security_group import wanted_status
+from controller.core.security_group import plan_security_group
 from tests.chart.helpers import Rendered, crd_validator, render
 
-CRDS = {"ips.kubeovn.io", "subnets.kubeovn.io", "vlans.kubeovn.io", "vpcs.kubeovn.io"}
-WITH_STATUS = {"subnets.kubeovn.io", "vlans.kubeovn.io", "vpcs.kubeovn.io"}
+CRDS = {
+    "ips.kubeovn.io",
+    "subnets.kubeovn.io",
+    "vlans.kubeovn.io",
+    "vpcs.kubeovn.io",
+    "security-groups.kubeovn.io",
+}
+WITH_STATUS = CRDS - {"ips.kubeovn.io"}
 
 
 def _crds(rendered: Rendered) -> dict[str, dict[str, Any]]:
@@ -151,7 +159,46 @@ VPC = {
     },
 }
 
+SG_RULE = {
+    "ipVersion": "ipv4",
+    "protocol": "tcp",
+    "priority": 10,
+    "remoteType": "address",
+    "remoteAddress": "10.0.0.0/24",
+    "portRangeMin": 80,
+    "portRangeMax": 443,
+    "policy": "allow",
+}
+SECURITY_GROUP = {
+    "apiVersion": "kubeovn.io/v1",
+    "kind": "SecurityGroup",
+    "metadata": {"name": "web"},
+    "spec": {
+        "allowSameGroupTraffic": True,
+        "ingressRules": [SG_RULE],
+        "egressRules": [
+            {
+                "ipVersion": "ipv6",
+                "protocol": "icmp",
+                "priority": 1,
+                "remoteType": "securityGroup",
+                "remoteSecurityGroup": "db",
+                "policy": "drop",
+            }
+        ],
+    },
+    "status": {
+        "portGroup": "ovn.sg.web",
+        "allowSameGroupTraffic": True,
+        "ingressMd5": "0f",
+        "egressMd5": "1e",
+        "ingressLastSyncSuccess": True,
+        "egressLastSyncSuccess": True,
+    },
+}
+
 SAMPLES = {
+    "security-groups.kubeovn.io": SECURITY_GROUP,
     "subnets.kubeovn.io": SUBNET,
     "ips.kubeovn.io": IP,
     "vlans.kubeovn.io": VLAN,
@@ -196,6 +243,14 @@ BAD_OBJECTS = {
     "vlan-id-range": ("vlans.kubeovn.io", _with(VLAN, "spec.id", 4096)),
     "vlan-without-provider": ("vlans.kubeovn.io", _with(VLAN, "spec.provider", None)),
     "vpc-standby-not-bool": ("vpcs.kubeovn.io", _with(VPC, "status.standby", "true")),
+    "sg-priority-not-int": (
+        "security-groups.kubeovn.io",
+        _with(SECURITY_GROUP, "spec.allowSameGroupTraffic", "yes"),
+    ),
+    "sg-misspelt-status": (
+        "security-groups.kubeovn.io",
+        _with(SECURITY_GROUP, "status.portgroup", "ovn.sg.web"),
+    ),
 }
 
 
@@ -220,3 +275,14 @@ def test_ip_objects_the_controller_builds_validate(default_render: Rendered) -> 
             node_switch="join",
         )
         validator.validate(ip_cr)
+
+
+def test_security_group_status_the_controller_writes_validates(default_render: Rendered) -> None:
+    validator = _validator(default_render, "security-groups.kubeovn.io")
+    bad = {**SG_RULE, "protocol": "sctp"}
+    spec = {"ingressRules": [SG_RULE, bad], "allowSameGroupTraffic": False}
+    plan = plan_security_group("web", spec)
+    for synced in (True, False):
+        status = wanted_status(plan, None, "2026-01-01T00:00:00Z", synced, "NB down")
+        assert status is not None
+        validator.validate({**SECURITY_GROUP, "spec": spec, "status": status})

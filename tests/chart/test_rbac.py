@@ -30,6 +30,8 @@ CONTROLLER_USAGE: dict[tuple[str, str], tuple[str, ...]] = {
     ("kubeovn.io", "ips"): ("get", *INFORMER, "create", "update", "delete"),
     ("kubeovn.io", "subnets"): ("get", *INFORMER, "create", "update"),
     ("kubeovn.io", "subnets/status"): ("patch",),
+    ("kubeovn.io", "security-groups"): INFORMER,
+    ("kubeovn.io", "security-groups/status"): ("patch",),
     ("kubeovn.io", "vlans"): INFORMER,
     ("kubeovn.io", "vpcs"): ("get", *INFORMER, "create"),
     ("kubeovn.io", "vpcs/status"): ("update",),

@@ -174,6 +174,15 @@ def _exercise(cluster: Cluster, sts: dict[str, Any], vm: dict[str, Any]) -> None
         lambda: (store.get("subnets", None, "apps-net").get("status") or {}).get("v4availableIPs"),
         message="subnet status",
     )
+    # a SecurityGroup becomes ACLs; its status is patched
+    store.create(
+        "security-groups",
+        {"metadata": {"name": "web"}, "spec": {"allowSameGroupTraffic": True}},
+    )
+    wait_for(
+        lambda: (store.get("security-groups", None, "web").get("status") or {}).get("portGroup"),
+        message="security group status",
+    )
     # a node comes and goes
     store.create("nodes", node("node2", "172.18.0.3"))
     wait_for(lambda: annotations(cluster.server, "nodes", None, "node2").get(IP_ADDRESS_ANNOTATION))
@@ -366,6 +375,7 @@ def test_the_run_was_rich(recorded: Recorded) -> None:
         ("", "namespaces", "patch"),
         ("kubeovn.io", "ips", "create"),
         ("kubeovn.io", "ips", "delete"),
+        ("kubeovn.io", "security-groups/status", "patch"),
         ("coordination.k8s.io", "leases", "update"),
         ("", "configmaps", "watch"),
     ):

@@ -119,6 +119,7 @@ def test_default_objects(default_render: Rendered) -> None:
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",
             "Deployment",
             "PodDisruptionBudget",
             "Role",

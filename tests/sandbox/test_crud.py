@@ -168,6 +168,17 @@ CASES: dict[str, Typed | Custom] = {
         False,
         {"apiVersion": "kubeovn.io/v1", "kind": "Vpc", "metadata": {"name": "x"}, "spec": {}},
     ),
+    "security-groups": Custom(
+        "kubeovn.io",
+        "security-groups",
+        False,
+        {
+            "apiVersion": "kubeovn.io/v1",
+            "kind": "SecurityGroup",
+            "metadata": {"name": "x"},
+            "spec": {"allowSameGroupTraffic": True},
+        },
+    ),
     "network-attachment-definitions": Custom(
         "k8s.cni.cncf.io",
         "network-attachment-definitions",

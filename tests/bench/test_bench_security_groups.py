@@ -1,0 +1,33 @@
+"""Smoke run of bench/security_groups.py --quick: it finishes and prints one row of positive
+figures in which the edit rewrites exactly one ACL row. No timing assertion."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_quick_run_prints_figures() -> None:
+    proc = subprocess.run(
+        [sys.executable, "bench/security_groups.py", "--quick"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (row,) = [line for line in proc.stdout.splitlines() if re.match(r"\s*\d", line)]
+    rules, translate, create, edit, baseline, ratio, ours, theirs = (
+        float(x) for x in re.findall(r"\d+(?:\.\d+)?", row)
+    )
+    assert min(rules, translate, create, edit, baseline, ratio) > 0
+    assert (ours, theirs) == (1, rules + 4)
