@@ -30,7 +30,8 @@ For each N (default 1,000 and 5,000), three measurements in the same run:
    replayed by worker threads of this process with the same worker count, with a pod watch and an
    IP watch open as the controller's informers have; no OVN;
 3. the OVN limit: a fresh NB database and the controller's NB calls per pod (create_port, then
-   add_static_route and the two update_nat_rule calls of a pod without EIP/SNAT) through
+   the routing policies (free once they exist), the pod's address-set entry, the two
+   update_nat_rule calls of a pod without EIP/SNAT and the src-ip route removal) through
    `OvsdbappNbClient` from two pools of worker threads (add, update), no API.
 
 The table prints the figures, the limits and the ratios controller / limit.
@@ -38,6 +39,8 @@ The table prints the figures, the limits and the ratios controller / limit.
 Then start-up with E existing pods (default 20,000): the emulator seeded with E allocated and
 routed pods and their IP CRs, the NB with the router, the switches and E ports (in batches);
 the controller is started and timed until /readyz answers 200, with its RSS then and its peak,
+(with `--existing-routes=v18` the NB also holds every pod's v1.8 src-ip route, and the time
+from /readyz until the controller has replaced the last of them is printed too),
 and the phases read from its log: process start to leading (imports, NB connection and initial
 sync), informer sync and bootstrap, IPAM rebuild ("take X seconds to initialize IPAM"), start-up
 gc, workers. An empty cluster's start-up (from run 1) is printed beside it as the baseline.
@@ -73,6 +76,8 @@ if str(ROOT) not in sys.path:
 
 import urllib3  # noqa: E402
 
+from bench.routing import seed_routes  # noqa: E402
+from controller.core import router_policy as rp  # noqa: E402
 from controller.core.annotations import PodNetworkAnnotations, apply_allocation  # noqa: E402
 from controller.core.constants import (  # noqa: E402
     ALLOCATED_ANNOTATION,
@@ -833,11 +838,32 @@ def run_ovn_limit(n: int, workdir: Path, worker_num: int) -> Throughput:
         def update_worker() -> None:
             while (i := route_q.get()) is not None:
                 name, ip = f"pod-{i:06d}", pod_ip(i)
-                client.add_static_route(POLICY_SRC_IP, ip, f"100.64.0.{i % NODES + 2}", ROUTER)
+                node = f"node-{i % NODES}"
+                aset = rp.set_name(SWITCH, node, 4)
+                ids = rp.ids(rp.KIND_GATEWAY, 4, subnet=SWITCH, node=node)
+                for cidr, subnet in ((CIDR, SWITCH), (JOIN_CIDR, JOIN)):
+                    client.add_router_policy(
+                        ROUTER,
+                        rp.SUBNET_PRIORITY,
+                        rp.dst_match(cidr),
+                        "allow",
+                        (),
+                        rp.ids(rp.KIND_SUBNET, 4, subnet=subnet),
+                    )
+                client.add_router_policy(
+                    ROUTER,
+                    rp.GATEWAY_PRIORITY,
+                    rp.src_set_match(aset, 4),
+                    "reroute",
+                    [f"100.64.0.{i % NODES + 2}"],
+                    ids,
+                )
+                client.add_address_set_addresses(aset, [ip], ids)
                 client.update_nat_rule(
                     NAT_TYPE_DNAT_AND_SNAT, ip, "", ROUTER, pod_mac(i), f"{name}.{NS}"
                 )
                 client.update_nat_rule(NAT_TYPE_SNAT, ip, "", ROUTER)
+                client.delete_static_route(ip, ROUTER, POLICY_SRC_IP)
                 with lock:
                     watch.routed[name] = time.monotonic()
 
@@ -878,6 +904,10 @@ class Startup:
     peak_rss: float
     cpu_seconds: float
     phases: dict[str, float]
+    # with --existing-routes=v18: from /readyz until the last src-ip route is gone, and CPU then
+    migration_seconds: float = 0.0
+    migration_cpu_seconds: float = 0.0
+    migrated_pods: int = 0  # the most pods one migration scan queued (the rest: gc)
 
 
 def _log_time(line: str) -> float | None:
@@ -921,8 +951,31 @@ def startup_phases(lines: list[str], spawned: float, ready_at: float) -> dict[st
     return phases
 
 
+def _seed_policies(client: OvsdbappNbClient, existing: int) -> None:
+    for cidr, subnet in ((CIDR, SWITCH), (JOIN_CIDR, JOIN)):
+        ids = rp.ids(rp.KIND_SUBNET, 4, subnet=subnet)
+        client.add_router_policy(ROUTER, rp.SUBNET_PRIORITY, rp.dst_match(cidr), "allow", (), ids)
+    for k in range(NODES):
+        node = f"node-{k}"
+        aset = rp.set_name(SWITCH, node, 4)
+        ids = rp.ids(rp.KIND_GATEWAY, 4, subnet=SWITCH, node=node)
+        client.add_address_set_addresses(aset, [pod_ip(i) for i in range(k, existing, NODES)], ids)
+        client.add_router_policy(
+            ROUTER,
+            rp.GATEWAY_PRIORITY,
+            rp.src_set_match(aset, 4),
+            "reroute",
+            [f"100.64.0.{k + 2}"],
+            ids,
+        )
+
+
 def run_startup(
-    existing: int, workdir: Path, worker_num: int, profile: Path | None = None
+    existing: int,
+    workdir: Path,
+    worker_num: int,
+    profile: Path | None = None,
+    routes: str = "none",
 ) -> Startup:
     t0 = time.monotonic()
     seed = base_seed()
@@ -939,6 +992,13 @@ def run_startup(
             _ensure_topology(client)
             for k in range(0, len(specs), 1000):
                 client.create_ports(specs[k : k + 1000])
+        if routes == "policies":
+            # the routing rows of a migrated cluster: one address set and policy per node
+            with OvsdbappNbClient.from_addr(nb.remote, timeout=120.0) as client:
+                _seed_policies(client, existing)
+        if routes == "v18":
+            # every existing pod carries kube-ovn v1.8's src-ip route: the start-up migrates them
+            seed_routes(nb.remote, range(existing), pod_ip, lambda i: f"100.64.0.{i % NODES + 2}")
         emulator = Emulator(workdir / "api-startup", seed)
         seed_seconds = time.monotonic() - t0
         controller = ControllerProcess(workdir, emulator.kubeconfig, nb.remote, worker_num)
@@ -949,7 +1009,23 @@ def run_startup(
         rss, hwm = memory_mib(controller.pid)
         cpu = cpu_seconds(controller.pid)
         phases = startup_phases(controller.log_lines(), controller.started, ready_at)
-        return Startup(existing, seed_seconds, ready, rss, hwm, cpu, phases)
+        result = Startup(existing, seed_seconds, ready, rss, hwm, cpu, phases)
+        if routes == "v18":
+            with OvsdbappNbClient.from_addr(nb.remote, timeout=120.0) as reader:
+                deadline = time.monotonic() + DEADLINE
+                while any(r.policy == POLICY_SRC_IP for r in reader.list_static_routes(ROUTER)):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"src-ip routes still there after {DEADLINE}s")
+                    time.sleep(0.2)
+            result.migration_seconds = time.time() - ready_at
+            result.migration_cpu_seconds = cpu_seconds(controller.pid) - cpu
+            queued = [
+                int(m.group(1))
+                for line in controller.log_lines()
+                if (m := re.search(r"static routes of (\d+) pods", line))
+            ]
+            result.migrated_pods = max(queued, default=0)
+        return result
     finally:
         if controller is not None:
             controller.stop()
@@ -1016,6 +1092,12 @@ def print_startup(s: Startup, baseline: float | None) -> None:
     )
     for label, secs in s.phases.items():
         print(f"    {label:48}{secs:8.2f}s")
+    if s.migration_seconds:
+        print(
+            f"v1.8 src-ip routes of the {s.existing} pods replaced by router policies "
+            f"{s.migration_seconds:.2f}s after /readyz (controller CPU meanwhile "
+            f"{s.migration_cpu_seconds:.2f}s; {s.migrated_pods} pods queued for it)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1030,6 +1112,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="200 pods, 2,000 existing")
     parser.add_argument("--pods", default="1000,5000", help="comma list of N")
     parser.add_argument("--existing", type=int, default=20_000)
+    parser.add_argument(
+        "--existing-routes",
+        choices=("none", "v18", "policies"),
+        default="none",
+        help="v18: the existing pods also carry kube-ovn v1.8's src-ip routes (time the "
+        "migration); policies: they carry the router policies and address-set entries",
+    )
     parser.add_argument("--worker-num", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")
     parser.add_argument(
@@ -1070,7 +1159,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.existing:
             profile = args.py_spy / "controller-startup.txt" if args.py_spy else None
             print_startup(
-                run_startup(args.existing, root / "startup", args.worker_num, profile), baseline
+                run_startup(
+                    args.existing,
+                    root / "startup",
+                    args.worker_num,
+                    profile,
+                    routes=args.existing_routes,
+                ),
+                baseline,
             )
     return 0
 

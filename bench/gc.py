@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
@@ -37,7 +38,14 @@ from controller.config import Config  # noqa: E402
 from controller.controllers.gc import GarbageCollector  # noqa: E402
 from controller.core.model import Pod  # noqa: E402
 from controller.ipam import IPAM  # noqa: E402
-from controller.ovn.api import NatRule, NbClient, PortInfo, StaticRoute  # noqa: E402
+from controller.ovn.api import (  # noqa: E402
+    AddressSetInfo,
+    NatRule,
+    NbClient,
+    PortInfo,
+    RouterPolicy,
+    StaticRoute,
+)
 from controller.testing.fake_kube import FakeKubeApi  # noqa: E402
 
 LR, LS = "ovn-cluster", "ovn-default"
@@ -60,8 +68,14 @@ class DictNb:
     def list_static_routes(self, router: str) -> list[StaticRoute]:
         return list(self.routes.values())
 
-    def delete_static_route(self, cidr: str, router: str) -> None:
+    def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None:
         self.routes.pop(cidr, None)
+
+    def list_router_policies(self, router: str) -> list[RouterPolicy]:
+        return []  # the routing rows' sweep is measured by its tests, not here
+
+    def list_address_sets(self, external_ids: Mapping[str, str]) -> list[AddressSetInfo]:
+        return []
 
     def list_nat_rules(self, router: str) -> list[NatRule]:
         return list(self.nats.values())

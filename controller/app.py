@@ -500,6 +500,7 @@ class Controller:
                 metrics=self.metrics,
                 status_delay=self._status_delay,
                 on_ready=self.pod_controller.subnet_ready,
+                nodes=idx("nodes"),
             )
             inf[RESOURCE_SUBNETS].add_event_handler(self.subnet_controller)
             inf[RESOURCE_IPS].add_event_handler(self.subnet_controller.ip_event_handler())
@@ -684,6 +685,9 @@ class Controller:
             )
         self.workers_started.set()
         LOG.info("controller started: %d workers per pod queue", cfg.worker_num)
+        # routed pods still carrying a v1.8 src-ip route are moved to router policies at once
+        # (after readiness: the scan reads every pod, the inspection repeats it later)
+        self.pod_controller.migrate_static_routes()
 
     def _wait(self, what: str, cond: Callable[[], bool]) -> None:
         deadline = time.monotonic() + self._startup_wait

@@ -2,9 +2,9 @@
 
 `audit(snapshot, config)` compares everything kube-ovn's pod add and update flows leave behind
 for each pod network: the pod's `<provider>.kubernetes.io/*` annotations, its IP CR, its
-logical switch port (OVN providers only), and its src-ip route / NAT rules on the cluster
-router. It returns an `AuditReport` of `Finding`s; `ClusterSnapshot` is what the caller
-(`controller.audit.check`) fetched from the API server and the NB database.
+logical switch port (OVN providers only), and its router policies, address-set entry / NAT
+rules on the cluster router. It returns an `AuditReport` of `Finding`s; `ClusterSnapshot` is
+what the caller (`controller.audit.check`) fetched from the API server and the NB database.
 
 What is checked (the `KIND_*` constants name each finding):
 
@@ -12,8 +12,10 @@ What is checked (the `KIND_*` constants name each finding):
   (`annotation-mismatch`, `address-outside-subnet`); the IP CR exists and says the same
   (`ip-cr-missing`, `ip-cr-mismatch`); OVN networks have their LSP on the right switch with the
   right MAC and addresses, port_security too when set (`lsp-missing`, `lsp-mismatch`,
-  `lsp-address-mismatch`); routed pods of the default VPC's overlay subnets have their src-ip
-  routes (`route-missing`, `route-mismatch`) and EIP/SNAT NAT rules (`nat-missing`);
+  `lsp-address-mismatch`); routed pods of the default VPC's overlay subnets have their router
+  policies and address-set entries (`route-missing`, `route-mismatch`, `route-duplicate`, and
+  `route-stale` for a v1.8 src-ip route still there; `controller.audit.routing`) and EIP/SNAT
+  NAT rules (`nat-missing`);
 * every node holding a join address: its `node-<name>` LSP and IP CR;
 * no address or MAC is held by two owners in one subnet, counting pod annotations, IP CRs and
   LSPs together (`duplicate-address`, `duplicate-mac`); an owner is the shared LSP / IP CR name;
@@ -23,8 +25,9 @@ What is checked (the `KIND_*` constants name each finding):
   port is a member of a group it is not associated with (`sg-mismatch`); with the
   SecurityGroups read, their port groups, ACLs and address sets against their rules
   (`audit/security_groups.py`: `sg-acl-mismatch`, `sg-address-set-mismatch`, `orphan-sg`);
-* nothing is left behind: kube-ovn LSPs, IP CRs, src-ip host routes and NAT rules whose owner is
-  gone (`orphan-lsp`, `orphan-ip-cr`, `orphan-route`, `orphan-nat`);
+* nothing is left behind: kube-ovn LSPs, IP CRs, src-ip host routes, routing-set entries,
+  per-pod reroute policies and NAT rules whose owner is gone (`orphan-lsp`, `orphan-ip-cr`,
+  `orphan-route`, `orphan-nat`);
 * IPAM (`ipam-disagrees`): an audit cannot read the controller's memory, so it re-derives the
   state the controller would rebuild on restart (kube-ovn InitIPAM: subnets, then the IP CRs
   of StatefulSet / VM pods, then every alive or StatefulSet pod, then nodes) and reports every
@@ -77,8 +80,10 @@ from controller.audit.findings import (
     KIND_ORPHAN_ROUTE,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
+    KIND_ROUTE_DUPLICATE,
     KIND_ROUTE_MISMATCH,
     KIND_ROUTE_MISSING,
+    KIND_ROUTE_STALE,
     KIND_SG_MISMATCH,
     PENDING_KINDS,
     AuditReport,
@@ -115,8 +120,10 @@ __all__ = [
     "KIND_ORPHAN_SG",
     "KIND_POD_NOT_ALLOCATED",
     "KIND_POD_NOT_ROUTED",
+    "KIND_ROUTE_DUPLICATE",
     "KIND_ROUTE_MISMATCH",
     "KIND_ROUTE_MISSING",
+    "KIND_ROUTE_STALE",
     "KIND_SG_ACL_MISMATCH",
     "KIND_SG_ADDRESS_SET_MISMATCH",
     "KIND_SG_MISMATCH",
@@ -157,6 +164,7 @@ def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
         "ports": len(snapshot.ports),
         "IP CRs": len(snapshot.ips),
         "routes": len(snapshot.routes),
+        "router policies": len(snapshot.policies),
         "NAT rules": len(snapshot.nat_rules),
     }
     return AuditReport(tuple(a.findings), tuple(a.pending), counts)

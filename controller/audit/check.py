@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO, TypeVar
 
@@ -38,16 +38,19 @@ from controller.audit.dataplane import (
     audit_dataplane,
 )
 from controller.config import Config
+from controller.core import router_policy as rp
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
 from controller.kube.api import ClusterLister, KubeObject
 from controller.kube.errors import KubeApiError, KubeConfigError
 from controller.ovn.api import (
     VENDOR,
+    AddressSetInfo,
     NatRule,
     OvnError,
     PortGroupInfo,
     PortInfo,
+    RouterPolicy,
     SecurityGroupRows,
     StaticRoute,
 )
@@ -70,6 +73,10 @@ class NbReader(Protocol):
     def list_static_routes(self, router: str) -> list[StaticRoute]: ...
 
     def list_nat_rules(self, router: str) -> list[NatRule]: ...
+
+    def list_router_policies(self, router: str) -> list[RouterPolicy]: ...
+
+    def list_address_sets(self, external_ids: Mapping[str, str]) -> list[AddressSetInfo]: ...
 
     def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
 
@@ -120,6 +127,8 @@ def collect_snapshot(
         ports=tuple(nb.list_ports(VENDOR)),
         routes=tuple(nb.list_static_routes(cluster_router)),
         nat_rules=tuple(nb.list_nat_rules(cluster_router)),
+        policies=tuple(nb.list_router_policies(cluster_router)),
+        address_sets=tuple(nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY})),
         port_groups=tuple(nb.list_sg_port_groups()),
         security_groups=tuple(kube.list_security_groups()),
         sg_rows=tuple(nb.list_security_groups()),

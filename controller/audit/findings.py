@@ -10,7 +10,15 @@ from datetime import datetime
 from typing import Any
 
 from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
-from controller.ovn.api import NatRule, PortGroupInfo, PortInfo, SecurityGroupRows, StaticRoute
+from controller.ovn.api import (
+    AddressSetInfo,
+    NatRule,
+    PortGroupInfo,
+    PortInfo,
+    RouterPolicy,
+    SecurityGroupRows,
+    StaticRoute,
+)
 
 KIND_MALFORMED = "malformed-object"
 KIND_POD_NOT_ALLOCATED = "pod-not-allocated"
@@ -26,6 +34,8 @@ KIND_LSP_MISMATCH = "lsp-mismatch"
 KIND_LSP_ADDRESS_MISMATCH = "lsp-address-mismatch"
 KIND_ROUTE_MISSING = "route-missing"
 KIND_ROUTE_MISMATCH = "route-mismatch"
+KIND_ROUTE_STALE = "route-stale"
+KIND_ROUTE_DUPLICATE = "route-duplicate"
 KIND_NAT_MISSING = "nat-missing"
 KIND_ORPHAN_LSP = "orphan-lsp"
 KIND_ORPHAN_IP_CR = "orphan-ip-cr"
@@ -59,6 +69,9 @@ class ClusterSnapshot:
     ports: tuple[PortInfo, ...] = ()
     routes: tuple[StaticRoute, ...] = ()
     nat_rules: tuple[NatRule, ...] = ()
+    # the cluster router's policies, and the address sets the routing policies name
+    policies: tuple[RouterPolicy, ...] = ()
+    address_sets: tuple[AddressSetInfo, ...] = ()
     port_groups: tuple[PortGroupInfo, ...] | None = None  # None: security groups not read
     problems: tuple[str, ...] = ()
     statefulsets: tuple[StatefulSet, ...] | None = None

@@ -1,5 +1,6 @@
 """The audit of what is left behind: IP CRs and LSPs as claimants of addresses and MACs,
-orphan LSPs / IP CRs / src-ip routes / NAT rules, and addresses or MACs held twice."""
+orphan LSPs / IP CRs / src-ip routes / routing entries and policies / NAT rules, and addresses
+or MACs held twice."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from controller.audit.findings import (
     KIND_ORPHAN_NAT,
     KIND_ORPHAN_ROUTE,
 )
+from controller.audit.routing import check_routing_orphans, routing_index
 from controller.audit.state import AuditState, field_str, lsp_addresses, owner_hint
 from controller.core import keep
 from controller.core.address import canonical_mac, host_prefix, split_ips
@@ -91,6 +93,7 @@ class OrphanChecks(AuditState):
                 f"route {route.ip_prefix}",
                 f"src-ip route via {route.nexthop} on {route.router}: no alive pod has {host}",
             )
+        check_routing_orphans(self, routing_index(self))
         for nat in self.snap.nat_rules:
             host = host_prefix(nat.logical_ip)
             if host is None or host in self.alive_ips:

@@ -1,5 +1,6 @@
 """The audit of every alive pod's networks against its IP CR, its logical switch port (and
-its security groups) and its src-ip routes / NAT rules; and of every node's join address."""
+its security groups) and its routing (`controller.audit.routing`) / NAT rules; and of every
+node's join address."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ from controller.audit.findings import (
     KIND_NAT_MISSING,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
-    KIND_ROUTE_MISMATCH,
-    KIND_ROUTE_MISSING,
     KIND_SG_MISMATCH,
 )
+from controller.audit.routing import check_pod_routing, routing_index
 from controller.audit.state import AuditState, Net, field_str, lsp_addresses
 from controller.core import annotations as ann
 from controller.core import keep
@@ -49,7 +49,6 @@ from controller.core.constants import (
     NAT_TYPE_SNAT,
     NORTH_GATEWAY_ANNOTATION,
     OVN_PROVIDER,
-    POLICY_SRC_IP,
     ROUTED_ANNOTATION,
     SNAT_ANNOTATION,
     SUBNET_NAME_LABEL,
@@ -318,39 +317,38 @@ class PodChecks(AuditState):
         obj = f"pod {pod.key}"
         eip, snat = a.get(EIP_ANNOTATION, ""), a.get(SNAT_ANNOTATION, "")
         north = a.get(NORTH_GATEWAY_ANNOTATION, "")
-        hops: list[str] | None = None  # None: any nexthop will do
-        routed_ips = net.ips
+        node = self.nodes.get(pod.node_name)
+        tunnel = node.annotations.get(IP_ADDRESS_ANNOTATION, "") if node else ""
+        node_hops = [h.strip() for h in tunnel.split(",")] if tunnel else None
+        own: bool | None = None
+        hops: list[str] | None = None
         if self.config.enable_eip_snat and (eip or snat):
-            hops = None  # via the external gateway (a ConfigMap the audit does not read)
+            own = True  # via the external gateway (a ConfigMap the audit does not read)
         elif north:
-            hops = [h.strip() for h in north.split(",")]
+            own, hops = True, [h.strip() for h in north.split(",")]
         elif subnet.gateway_type == GATEWAY_TYPE_DISTRIBUTED:
-            node = self.nodes.get(pod.node_name)
-            tunnel = node.annotations.get(IP_ADDRESS_ANNOTATION, "") if node else ""
-            hops = [h.strip() for h in tunnel.split(",")] if tunnel else None
-            if hops is not None:
-                # kube-ovn (pod.go handleUpdatePod) routes a pod address only via a node (join)
-                # address of its own family: with an IPv4-only join subnet a dual-stack pod has
-                # no IPv6 src-ip route, and is routed all the same.
-                routed_ips = tuple(ip for ip in net.ips if any(is_same_family(h, ip) for h in hops))
-        else:
-            return  # centralized: the subnet controller routes the whole CIDR
-        for ip in routed_ips:
-            mine = [r for r in self.routes_by_ip.get(ip, []) if r.policy == POLICY_SRC_IP]
-            if not mine:
-                self.add(
-                    KIND_ROUTE_MISSING,
-                    obj,
-                    f"no src-ip route for {ip} on {self.config.cluster_router}",
-                )
-                continue
-            want = [h for h in hops or [] if is_same_family(h, ip)]
-            if want and not any(r.nexthop in want for r in mine):
-                self.add(
-                    KIND_ROUTE_MISMATCH,
-                    obj,
-                    f"src-ip route {ip} via {mine[0].nexthop}, want via {' or '.join(want)}",
-                )
+            own = False
+        routed_ips = net.ips
+        if own is False and node_hops is not None:
+            # kube-ovn (pod.go handleUpdatePod) routes a pod address only via a node (join)
+            # address of its own family: with an IPv4-only join subnet a dual-stack pod has no
+            # IPv6 entry, and is routed all the same.
+            routed_ips = tuple(
+                ip for ip in net.ips if any(is_same_family(h, ip) for h in node_hops)
+            )
+        if own is not None:
+            check_pod_routing(
+                self,
+                routing_index(self),
+                obj,
+                routed_ips,
+                subnet=subnet.name,
+                node=pod.node_name,
+                node_hops=node_hops,
+                pod_hops=hops,
+                own_policy=own,
+            )
+        # else centralized: the subnet controller routes the whole CIDR
         if self.config.enable_eip_snat:
             for ip in net.ips:
                 rules = self.nat_by_ip.get(ip, [])

@@ -11,7 +11,9 @@ deleted while the controller was down, a delete handler that gave up, a crash be
 * `gc_ip_crs`: kubeovn.io IP CRs whose pod (or node) is gone and no keep rule covers;
 * `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
   (or only the key of a pod that is gone: a kept StatefulSet / VM address keeps no route)
-  (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below).
+  (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below);
+* `gc_routing`: the pod routing rows (router policies, address-set entries and sets) whose
+  address, node or subnet is gone (`controller.controllers.gc_routing`).
 
 What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
 
@@ -79,6 +81,7 @@ from typing import Any, Protocol
 
 from controller.cache import Indexer
 from controller.config import Config
+from controller.controllers.gc_routing import RoutingSweeper
 from controller.controllers.sg_gc import SecurityGroupGc
 from controller.core import annotations as ann
 from controller.core import keep
@@ -144,7 +147,8 @@ def _meta(raw: Any) -> dict[str, Any]:
 
 
 class GarbageCollector:
-    """Periodic orphan sweep of LSPs, IP CRs and src-ip routes (see the module docstring).
+    """Periodic orphan sweep of LSPs, IP CRs, src-ip routes and routing rows (see the module
+    docstring).
 
     Guarantees: only vendor=kube-ovn, non-router ports and src-ip host routes of the cluster
     router are ever deleted; nothing is deleted on its first orphan sighting; every public method
@@ -190,6 +194,9 @@ class GarbageCollector:
         # each pod parsed once per resourceVersion, only while the start-up passes run
         self._pod_memo: ParseCache[Pod] | None = None
         self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        self._routing = RoutingSweeper(
+            nb=nb, ipam=ipam, view=self._view, router=self._router, count=self._count
+        )
         # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
         self._sg_gc = None
         if security_groups is not None:
@@ -246,6 +253,7 @@ class GarbageCollector:
                 self._guarded("static routes", self._sweep_static_routes)
                 if ports is not None and self._sg_gc is not None:
                     self._guarded("security groups", self._sg_gc.sweep, ports)
+                self._guarded("router policies and address sets", self._routing.sweep)
         if self._metrics is not None:
             self._metrics.gc_run()
         LOG.info("take %d ms to collect garbage", round((self._clock.now() - start) * 1000))
@@ -433,6 +441,13 @@ class GarbageCollector:
             if not self._is_ready():
                 return []
             return self._sweep_static_routes()
+
+    def gc_routing(self) -> list[str]:
+        """One mark-and-sweep pass over the routing policies and address sets."""
+        with self._lock:
+            if not self._is_ready():
+                return []
+            return self._routing.sweep()
 
     def _sweep_static_routes(self) -> list[str]:
         if not self._ipam.subnet_names():

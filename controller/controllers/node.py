@@ -8,12 +8,16 @@ Contract:
 * The node gets a logical switch port `node-<name>` on the join switch (`--node-switch`) with
   that MAC and address, an IP CR `node-<name>` (podName = node, namespace ""), and the annotations
   `ovn.kubernetes.io/ip_address`, `mac_address`, `cidr`, `gateway`, `logical_switch`,
-  `port_name` and `allocated=true`, written only when they differ. The pod controller reads
-  `ip_address` as the node's ovn0 address (the next hop of the pod's src-ip route).
-* A node delete releases the address and deletes the port and the IP CR (unless a node of the
+  `port_name` and `allocated=true`, written only when they differ; a priority-30000 router
+  policy sends traffic to each of the node's InternalIPs through its own join address, and the
+  cluster router gets a default route per family to the join gateway when it has none. The pod
+  controller reads `ip_address` as the node's ovn0 address (the next hop of its pods' reroute
+  policy).
+* A node delete removes the node's router policies and address sets, releases the address and
+  deletes the port and the IP CR (unless a node of the
   same name exists again by then).
 * Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done (part 2):
-  the node's policy routes, gateway checks, `NodeAddressConflictWithSubnet` events.
+  gateway checks, `NodeAddressConflictWithSubnet` events.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from typing import Any
 from controller.cache import DeletedFinalStateUnknown, Indexer
 from controller.cache.keys import object_name
 from controller.config import Config
-from controller.core.address import get_string_ip
+from controller.core import router_policy as rp
+from controller.core.address import get_string_ip, parse_ip
 from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION,
@@ -36,6 +41,7 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,
     OVN_PROVIDER,
+    POLICY_DST_IP,
     PORT_NAME_ANNOTATION,
 )
 from controller.core.errors import ResourceNotReadyError
@@ -162,6 +168,8 @@ class NodeController:
             PORT_NAME_ANNOTATION: key,
             ALLOCATED_ANNOTATION: "true",
         }
+        self._route_node(name, node, [a for a in (v4, v6) if a])
+        self._ensure_default_route(str(spec["gateway"]))
         cr = desired_ip(node_ip_cr(name, ip, mac, join_name))
         cached = self._ips.get_by_key(key)
         if cached is None or ip_update(cached, cr) is not None:
@@ -169,6 +177,53 @@ class NodeController:
         if any(ann.get(k) != v for k, v in wanted.items()):
             self._kube.annotate_node(name, dict(wanted))
             LOG.info("node %s: join address %s mac %s", name, ip, mac)
+
+    def _route_node(self, name: str, node: Any, join_ips: list[str]) -> None:
+        """Traffic to the node's InternalIP goes through its own join port (priority 30000)."""
+        router = self._config.cluster_router
+        addresses = ((node.get("status") or {}).get("addresses") or []) if node else []
+        for item in addresses:
+            if not isinstance(item, Mapping) or item.get("type") != "InternalIP":
+                continue
+            internal = str(item.get("address") or "")
+            if parse_ip(internal) is None:
+                continue
+            version = rp.family(internal)
+            hop = [j for j in join_ips if rp.family(j) == version]
+            if hop:
+                ids = rp.ids(rp.KIND_NODE, version, node=name)
+                self._nb.add_router_policy(
+                    router, rp.NODE_PRIORITY, rp.dst_match(internal), "reroute", hop[:1], ids
+                )
+
+    def _ensure_default_route(self, join_gateway: str) -> None:
+        """kube-ovn addNodeGwStaticRoute: a default route per family towards the join gateway,
+        so egress has a route that the pods' reroute policies then redirect to their node. A
+        default route someone else set (any next hop) is left as it is."""
+        router = self._config.cluster_router
+        have = {
+            r.ip_prefix
+            for r in self._nb.list_static_routes(router)
+            if r.policy in ("", POLICY_DST_IP)
+        }
+        for part in join_gateway.split(","):
+            gateway = part.strip()
+            if not gateway or parse_ip(gateway) is None:
+                continue
+            default = "0.0.0.0/0" if rp.family(gateway) == 4 else "::/0"
+            if default not in have:
+                self._nb.add_static_route(POLICY_DST_IP, default, gateway, router)
+
+    def _unroute_node(self, name: str) -> None:
+        """Every router policy and address set written for the node (its mark says so)."""
+        router = self._config.cluster_router
+        for p in self._nb.list_router_policies(router):
+            if p.external_ids.get(rp.ROUTE_KIND_KEY) and p.external_ids.get(rp.NODE_KEY) == name:
+                self._nb.delete_router_policy(router, p.priority, p.match)
+        for aset in self._nb.list_address_sets(
+            {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.NODE_KEY: name}
+        ):
+            self._nb.delete_address_set(aset.name)
 
     def _acquire(self, key: str, ann: Mapping[str, str], join: str) -> tuple[str, str, str]:
         ip, mac = ann.get(IP_ADDRESS_ANNOTATION, ""), ann.get(MAC_ADDRESS_ANNOTATION, "")
@@ -192,6 +247,7 @@ class NodeController:
             return  # a node of that name is back: the add queue owns it
         key = node_port_name(name)
         self._ipam.release_address_by_pod(key)
+        self._unroute_node(name)
         self._nb.delete_port(key)
         self._kube.delete_ip(key)
         LOG.info("node %s deleted: released %s", name, key)

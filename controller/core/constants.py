@@ -115,6 +115,7 @@ PROTOCOL_IPV6: Final = "IPv6"
 PROTOCOL_DUAL: Final = "Dual"
 
 GATEWAY_TYPE_DISTRIBUTED: Final = "distributed"
+GATEWAY_TYPE_CENTRALIZED: Final = "centralized"
 
 #: `spec.podType` of an IP CR, and what `get_pod_type` returns.
 POD_TYPE_STATEFULSET: Final = "StatefulSet"

@@ -98,6 +98,27 @@ class NatRule:
 
 
 @dataclass(frozen=True, slots=True)
+class RouterPolicy:
+    """A Logical_Router_Policy row of a router; one per (priority, match)."""
+
+    router: str
+    priority: int
+    match: str
+    action: str
+    nexthops: tuple[str, ...] = ()
+    external_ids: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AddressSetInfo:
+    """An Address_Set row: its name, addresses (sorted) and external_ids."""
+
+    name: str
+    addresses: tuple[str, ...] = ()
+    external_ids: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class PortGroupInfo:
     """A security group's port group (external_ids type=security_group) and its member ports."""
 
@@ -140,9 +161,40 @@ class NbClient(Protocol):
     # Routes (AddStaticRoute / DeleteStaticRoute), one canonical stored prefix form.
     def add_static_route(self, policy: str, cidr: str, nexthop: str, router: str) -> None: ...
 
-    def delete_static_route(self, cidr: str, router: str) -> None: ...
+    # `policy` "" deletes the prefix's routes of every policy (ovn-nbctl lr-route-del).
+    def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None: ...
 
     def list_static_routes(self, router: str) -> list[StaticRoute]: ...
+
+    # Router policies (Logical_Router_Policy), one row per (router, priority, match): `add`
+    # creates it or rewrites its action / nexthops and merges `external_ids`; both verbs are
+    # free (no transaction) when there is nothing to change.
+    def add_router_policy(
+        self,
+        router: str,
+        priority: int,
+        match: str,
+        action: str,
+        nexthops: Sequence[str] = (),
+        external_ids: Mapping[str, str] | None = None,
+    ) -> None: ...
+
+    def delete_router_policy(self, router: str, priority: int, match: str) -> None: ...
+
+    def list_router_policies(self, router: str) -> list[RouterPolicy]: ...
+
+    # Address sets: entries added / removed in place (the set is created on the first add);
+    # free when there is nothing to change. `list_address_sets` returns the sets whose
+    # external_ids contain every pair of `external_ids`.
+    def add_address_set_addresses(
+        self, name: str, addresses: Sequence[str], external_ids: Mapping[str, str] | None = None
+    ) -> None: ...
+
+    def remove_address_set_addresses(self, name: str, addresses: Sequence[str]) -> None: ...
+
+    def delete_address_set(self, name: str) -> None: ...
+
+    def list_address_sets(self, external_ids: Mapping[str, str]) -> list[AddressSetInfo]: ...
 
     # NAT (UpdateNatRule / DeleteNatRule).
     def update_nat_rule(

@@ -30,6 +30,7 @@ LSP = "Logical_Switch_Port"
 LR = "Logical_Router"
 LRP = "Logical_Router_Port"
 ROUTE = "Logical_Router_Static_Route"
+POLICY = "Logical_Router_Policy"
 NAT = "NAT"
 PG = "Port_Group"
 AS = "Address_Set"
@@ -39,9 +40,10 @@ ACL = "ACL"
 MONITORED: dict[str, tuple[str, ...]] = {
     LS: ("name", "ports", "external_ids", "other_config"),
     LSP: ("name", "addresses", "port_security", "external_ids", "type", "options"),
-    LR: ("name", "ports", "static_routes", "nat", "external_ids"),
+    LR: ("name", "ports", "static_routes", "nat", "policies", "external_ids"),
     LRP: ("name", "mac", "networks", "external_ids"),
     ROUTE: ("ip_prefix", "nexthop", "policy", "route_table", "external_ids"),
+    POLICY: ("priority", "match", "action", "nexthops", "external_ids"),
     NAT: ("type", "external_ip", "logical_ip", "logical_port", "external_mac", "external_ids"),
     PG: ("name", "ports", "acls", "external_ids"),
     AS: ("name", "addresses", "external_ids"),
@@ -86,6 +88,8 @@ def row_keys(table: str, row: Row) -> set[Hashable]:
         except InvalidRequestError:
             lip = row.logical_ip
         return {("lip", row.type, lip), ("eip", row.type, row.external_ip)}
+    if table == POLICY:
+        return {("policy", row.priority, row.match.strip())}
     if table == ACL:
         return set()  # reached through their port group only
     return {("name", row.name)}
@@ -168,6 +172,14 @@ def has_ref(parent: Row, column: str, child: Row) -> bool:
     if datum is None:
         return False
     return ovs_data.Atom(ovs_types.UuidType, child.uuid) in datum.values
+
+
+def has_string(row: Row, column: str, value: str) -> bool:
+    """O(log n) membership of a string in a set column's committed datum (no copy)."""
+    datum = row._data.get(column) if row._data is not None else None
+    if datum is None:
+        return False
+    return ovs_data.Atom(ovs_types.StringType, value) in datum.values
 
 
 def committed(row: Row, column: str) -> Any:

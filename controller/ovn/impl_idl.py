@@ -42,6 +42,7 @@ from controller.ovn import logic
 from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
     VENDOR,
+    AddressSetInfo,
     InvalidRequestError,
     NatRule,
     NbClient,
@@ -51,6 +52,7 @@ from controller.ovn.api import (
     PortGroupInfo,
     PortInfo,
     PortSpec,
+    RouterPolicy,
     SecurityGroupRows,
     StaticRoute,
 )
@@ -64,6 +66,7 @@ from controller.ovn.idl_context import (
     sync_sg,
 )
 from controller.ovn.idl_index import (
+    AS,
     LR,
     LRP,
     LS,
@@ -71,11 +74,13 @@ from controller.ovn.idl_index import (
     MONITORED,
     NAT,
     PG,
+    POLICY,
     ROUTE,
     NbIndex,
     Row,
     committed,
     has_ref,
+    has_string,
     opt_value,
 )
 from controller.ovn.idl_txn import NbApi, VerbCommand, idl_connected, release_sync_garbage
@@ -303,17 +308,33 @@ class OvsdbappNbClient:
 
         self._transact("add_static_route", run)
 
-    def delete_static_route(self, cidr: str, router: str) -> None:
+    def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None:
         if not cidr:
             return
         prefixes = logic.route_prefixes(cidr)
+
+        def key(prefix: str) -> tuple[str, ...]:
+            return ("route", prefix, policy) if policy else ("prefix", prefix)
+
+        def present() -> bool:
+            lr = self._index.first(LR, ("name", router))
+            return lr is not None and any(
+                has_ref(lr, "static_routes", r)
+                for prefix in prefixes
+                for r in self._index.rows(ROUTE, key(prefix))
+            )
+
+        if not self._read(present):
+            # NOTE: every pod delete (and the migration of every routed pod) asks for this;
+            # an empty transaction would still cost a round trip through the IDL thread.
+            return
 
         def run(ctx: VerbContext) -> None:
             lr = ctx.named(LR, router)
             if lr is None:
                 return
             for prefix in prefixes:
-                for r in ctx.index.rows(ROUTE, ("prefix", prefix)):
+                for r in ctx.index.rows(ROUTE, key(prefix)):
                     if has_ref(lr, "static_routes", r):
                         ctx.delete(r, lr, "static_routes")
 
@@ -333,6 +354,180 @@ class OvsdbappNbClient:
             )
 
         result: list[StaticRoute] = self._read(read)
+        return result
+
+    # -- router policies -------------------------------------------------------------------
+
+    def _policy_rows(self, lr: Row, priority: int, match: str) -> list[Row]:
+        return [
+            r
+            for r in self._index.rows(POLICY, ("policy", priority, match))
+            if has_ref(lr, "policies", r)
+        ]
+
+    def add_router_policy(
+        self,
+        router: str,
+        priority: int,
+        match: str,
+        action: str,
+        nexthops: Sequence[str] = (),
+        external_ids: Mapping[str, str] | None = None,
+    ) -> None:
+        match, hops = logic.policy_args(priority, match, action, nexthops)
+        ids = dict(external_ids or {})
+
+        def same() -> bool:
+            lr = self._index.first(LR, ("name", router))
+            rows = self._policy_rows(lr, priority, match) if lr is not None else []
+            return len(rows) == 1 and _policy_is(rows[0], action, hops, ids)
+
+        if self._read(same):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            lr = router_row(ctx, router)
+            rows = [r for r in self._policy_rows(lr, priority, match) if r.uuid not in ctx.deleted]
+            for extra in rows[1:]:
+                ctx.delete(extra, lr, "policies")
+            if not rows:
+                row = ctx.insert(
+                    POLICY,
+                    priority=priority,
+                    match=match,
+                    action=action,
+                    nexthops=list(hops),
+                    external_ids=ids,
+                )
+                ctx.add_ref(lr, "policies", row)
+                return
+            row = rows[0]
+            if row.action != action:
+                row.action = action
+            if tuple(row.nexthops) != hops:
+                row.nexthops = list(hops)
+            ctx.set_keys(row, "external_ids", ids)
+
+        self._transact("add_router_policy", run)
+
+    def delete_router_policy(self, router: str, priority: int, match: str) -> None:
+        match = match.strip()
+
+        def present() -> bool:
+            lr = self._index.first(LR, ("name", router))
+            return lr is not None and bool(self._policy_rows(lr, priority, match))
+
+        if not self._read(present):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            lr = ctx.named(LR, router)
+            if lr is not None:
+                for r in self._policy_rows(lr, priority, match):
+                    ctx.delete(r, lr, "policies")
+
+        self._transact("delete_router_policy", run)
+
+    def list_router_policies(self, router: str) -> list[RouterPolicy]:
+        def read() -> list[RouterPolicy]:
+            lr = self._index.first(LR, ("name", router))
+            if lr is None:
+                return []
+            return sorted(
+                (
+                    RouterPolicy(
+                        router,
+                        r.priority,
+                        r.match,
+                        r.action,
+                        tuple(r.nexthops),
+                        dict(r.external_ids),
+                    )
+                    for r in lr.policies
+                ),
+                key=lambda p: (-p.priority, p.match),
+            )
+
+        result: list[RouterPolicy] = self._read(read)
+        return result
+
+    # -- address sets ----------------------------------------------------------------------
+
+    def add_address_set_addresses(
+        self, name: str, addresses: Sequence[str], external_ids: Mapping[str, str] | None = None
+    ) -> None:
+        logic.check_address_set_name(name)
+        entries = logic.address_set_entries(addresses)
+        ids = dict(external_ids or {})
+
+        def same() -> bool:
+            row = self._index.first(AS, ("name", name))
+            if row is None:
+                return False
+            return all(has_string(row, "addresses", e) for e in entries) and logic.ids_match(
+                committed(row, "external_ids"), ids
+            )
+
+        if self._read(same):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            row = ctx.named(AS, name)
+            if row is None:
+                ctx.insert(AS, name=name, addresses=entries, external_ids=ids)
+                return
+            for entry in entries:
+                # NOTE: one set per node grows with its pods; a membership test on the
+                # committed datum is O(log n), `row.addresses` would copy the whole set.
+                if row._data is None or not has_string(row, "addresses", entry):
+                    row.addvalue("addresses", entry)
+            ctx.set_keys(row, "external_ids", ids)
+
+        self._transact("add_address_set_addresses", run)
+
+    def remove_address_set_addresses(self, name: str, addresses: Sequence[str]) -> None:
+        entries = set(logic.address_set_entries(addresses))
+
+        def present() -> bool:
+            row = self._index.first(AS, ("name", name))
+            return row is not None and any(has_string(row, "addresses", e) for e in entries)
+
+        if not self._read(present):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            row = ctx.named(AS, name)
+            if row is None:
+                return
+            for entry in sorted(entries):
+                if has_string(row, "addresses", entry):
+                    row.delvalue("addresses", entry)
+
+        self._transact("remove_address_set_addresses", run)
+
+    def delete_address_set(self, name: str) -> None:
+        if self._read(lambda: self._index.first(AS, ("name", name))) is None:
+            return
+
+        def run(ctx: VerbContext) -> None:
+            row = ctx.named(AS, name)
+            if row is not None:
+                row.delete()
+                ctx.deleted.add(row.uuid)
+
+        self._transact("delete_address_set", run)
+
+    def list_address_sets(self, external_ids: Mapping[str, str]) -> list[AddressSetInfo]:
+        def read() -> list[AddressSetInfo]:
+            out = []
+            for row in self._idl.tables[AS].rows.values():
+                ids = committed(row, "external_ids")
+                if logic.ids_match(ids, external_ids):
+                    addrs = tuple(sorted(committed(row, "addresses")))
+                    out.append(AddressSetInfo(committed(row, "name"), addrs, dict(ids)))
+            return sorted(out, key=lambda a: a.name)
+
+        result: list[AddressSetInfo] = self._read(read)
         return result
 
     # -- NAT -------------------------------------------------------------------------------
@@ -537,6 +732,14 @@ class OvsdbappNbClient:
             lambda: sorted(r.name for r in self._idl.tables[LS].rows.values())
         )
         return names
+
+
+def _policy_is(row: Row, action: str, hops: tuple[str, ...], ids: Mapping[str, str]) -> bool:
+    return (
+        committed(row, "action") == action
+        and tuple(committed(row, "nexthops")) == hops
+        and logic.ids_match(committed(row, "external_ids"), ids)
+    )
 
 
 def _conforms(client: OvsdbappNbClient) -> NbClient:

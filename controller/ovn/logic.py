@@ -11,6 +11,7 @@ a value is allowed; a bare address is a host prefix; MACs are six colon-separate
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -314,3 +315,48 @@ def router_port_mac(name: str) -> str:
     """A stable 00:00:00:xx:xx:xx MAC (kube-ovn picks a random one; stable keeps us idempotent)."""
     b = hashlib.sha256(name.encode()).digest()
     return "00:00:00:%02x:%02x:%02x" % (b[0], b[1], b[2])  # noqa: UP031
+
+
+POLICY_ACTIONS = ("allow", "drop", "reroute")
+_ADDRESS_SET_NAME = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*\Z")
+
+
+def policy_args(
+    priority: int, match: str, action: str, nexthops: Sequence[str]
+) -> tuple[str, tuple[str, ...]]:
+    """Check a router policy; return (match, canonical nexthops) as stored.
+
+    NB's schema bounds the priority to 0..32767; a reroute needs a nexthop, the other actions
+    take none; nexthops are addresses (of one family: OVN picks one by the match's family).
+    """
+    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 32767:
+        raise InvalidRequestError(f"invalid router policy priority {priority!r}")
+    match = match.strip() if isinstance(match, str) else ""
+    if not match:
+        raise InvalidRequestError("a router policy needs a match")
+    if action not in POLICY_ACTIONS:
+        raise InvalidRequestError(f"invalid router policy action {action!r}")
+    hops = tuple(sorted({str(parse_ip(h, "policy nexthop")) for h in nexthops}))
+    if action == "reroute" and not hops:
+        raise InvalidRequestError(f"reroute policy {match!r} needs a nexthop")
+    if action != "reroute" and hops:
+        raise InvalidRequestError(f"{action} policy {match!r} takes no nexthop")
+    if len({parse_ip(h).version for h in hops}) > 1:
+        raise InvalidRequestError(f"policy {match!r}: nexthops of two families {hops!r}")
+    return match, hops
+
+
+def check_address_set_name(name: str) -> str:
+    """OVN match syntax: `$name` is an identifier (letters, digits, `_`, `.`; no digit first)."""
+    if not isinstance(name, str) or not _ADDRESS_SET_NAME.match(name):
+        raise InvalidRequestError(f"invalid address set name {name!r}")
+    return name
+
+
+def address_set_entries(addresses: Iterable[str]) -> list[str]:
+    """Address set entries as stored: canonical addresses, or networks as network/len."""
+    return list(dict.fromkeys(canonical_prefix(a) for a in addresses if a.strip()))
+
+
+def ids_match(have: Mapping[str, str], want: Mapping[str, str]) -> bool:
+    return all(have.get(k) == v for k, v in want.items())

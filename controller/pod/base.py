@@ -83,6 +83,17 @@ class PodControllerBase:
     _deleting: dict[str, DeletingPod]
     # pod key -> (net, subnet) a failed add allocated and kept for its retry (under the lock)
     _unfinished: dict[str, list[tuple[PodNet, str]]]
+    _reroute_lock: threading.Lock
+    _reroute: set[str]  # routed pods to route again (migration of v1.8 src-ip routes)
+
+    def _reroute_requested(self, key: str) -> bool:
+        raise NotImplementedError
+
+    def _reroute_done(self, key: str) -> None:
+        raise NotImplementedError
+
+    def migrate_static_routes(self) -> int:
+        raise NotImplementedError  # controller/pod/migration.py
 
     def _pod_nets(
         self,

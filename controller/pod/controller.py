@@ -12,8 +12,10 @@ cache read goes through one `controller.view.CacheView`.
   They only enqueue keys ("ns/name").
 * `handle_add_pod`: allocate every unallocated network (IPAM), write its IP CR and, for OVN
   networks, its logical switch port, then patch all annotations at once.
-* `handle_update_pod`: the default network's src-ip route (distributed gateway, north gateway,
-  or the EIP/SNAT external gateway) and NAT rules, then `routed=true`.
+* `handle_update_pod`: the default network's router policies and address-set entry
+  (distributed gateway, north gateway, or the EIP/SNAT external gateway) and NAT rules, the
+  removal of a v1.8 src-ip route, then `routed=true` (controller/pod/migration.py re-routes
+  routed pods that still have such a route).
 * `handle_delete_pod`: routes and NAT, ports, IP CRs, IPAM release, with the StatefulSet / VM
   keep-IP rules of `pod_logic.decide_delete`.
 * `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
@@ -48,6 +50,7 @@ from controller.pod.add import AddHandlers
 from controller.pod.base import LOG, DeletingPod, PodQueues, guard, pod_or_none, utcnow
 from controller.pod.delete import DeleteHandlers
 from controller.pod.inspection import InspectionHandlers
+from controller.pod.migration import MigrationHandlers
 from controller.pod.update import UpdateHandlers
 from controller.queues import Clock, RealClock
 from controller.runtime.keymutex import KeyMutex
@@ -60,7 +63,9 @@ __all__ = ["PodController", "PodQueues"]
 _SECURITY_SUFFIXES = (".kubernetes.io/port_security", ".kubernetes.io/security_groups")
 
 
-class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandlers):
+class PodController(
+    AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandlers, MigrationHandlers
+):
     """kube-ovn's pod controller for the default network and multus attachments.
 
     Guarantees:
@@ -112,6 +117,8 @@ class PodController(AddHandlers, UpdateHandlers, DeleteHandlers, InspectionHandl
         self._deleting_lock = threading.Lock()
         self._deleting: dict[str, DeletingPod] = {}
         self._unfinished: dict[str, list[tuple[PodNet, str]]] = {}
+        self._reroute_lock = threading.Lock()
+        self._reroute: set[str] = set()
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 

@@ -1,4 +1,5 @@
-"""handleDeletePod: routes and NAT, ports, IP CRs, IPAM release (kube-ovn pod.go).
+"""handleDeletePod: routing (address-set entry, own policy, any v1.8 src-ip route) and NAT,
+ports, IP CRs, IPAM release (kube-ovn pod.go).
 
 The delete queue holds keys; the object to clean up is the deleting map's entry for the key
 (`DeletingPod`, filled by the informer callbacks), which is removed only once a cleanup of that
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from controller import pod_logic as pl
 from controller.core import annotations as ann
+from controller.core import router_policy as rp
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Pod
 from controller.core.naming import pod_name_to_port_name
@@ -46,6 +48,20 @@ class DeleteHandlers(PodControllerBase):
             if self._deleting.get(key) is entry:
                 del self._deleting[key]
 
+    def _unroute(self, pod: Pod, subnet: str, ip: str, router: str) -> None:
+        """The pod's routing rows of `ip`: its entry in its node's set, its own reroute policy
+        (both free when absent)."""
+        version = rp.family(ip)
+        if pod.node_name:
+            names = [rp.set_name(subnet, pod.node_name, version)]
+        else:
+            # a pod known only by name (a tombstone): look in every node's set of the subnet
+            ids = {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: subnet}
+            names = [a.name for a in self._nb.list_address_sets(ids) if ip in a.addresses]
+        for name in names:
+            self._nb.remove_address_set_addresses(name, [ip])
+        self._nb.delete_router_policy(router, rp.POD_PRIORITY, rp.src_match(ip))
+
     def _delete_pod(self, key: str, pod: Pod) -> None:
         current_raw = self._view.pod_raw(key)
         current = pod_or_none(current_raw) if current_raw is not None else None
@@ -65,6 +81,9 @@ class DeleteHandlers(PodControllerBase):
             router = self._view.router_of(address.subnet, self._config.cluster_router)
             self._nb.delete_static_route(address.ip, router)
             self._nb.delete_nat_rule(address.ip, router)
+            for ip in address.ip.split(","):
+                if ip.strip():
+                    self._unroute(pod, address.subnet, ip.strip(), router)
         listed = self._nb.list_pod_ports(pod_name, pod.namespace)
         owner = OwnerLookup(self._view, pod)
         decision = pl.decide_delete(

@@ -55,6 +55,7 @@ class InspectionHandlers(PodControllerBase):
                 self.queues.update.add(pod.key)
                 if self._metrics is not None:
                     self._metrics.inspection_repair("reroute")
+        self.migrate_static_routes()
         if self._metrics is not None:
             self._metrics.inspection_run()
 

@@ -1,8 +1,11 @@
 """handleUpdatePod and handleUpdatePodSecurity (kube-ovn pod.go).
 
-* `handle_update_pod`: the default network's src-ip route (distributed gateway, north gateway,
-  or the EIP/SNAT external gateway) and NAT rules of `pod_logic.plan_update_pod`, then
-  `routed=true`.
+* `handle_update_pod`: the default network's routing (router policies and the pod's entry in its
+  node's address set for a distributed gateway; its own reroute policy for a north gateway or
+  the EIP/SNAT external gateway) and NAT rules of `pod_logic.plan_update_pod`, then the removal
+  of the pod's v1.8 src-ip static routes (after the policies exist: the pod never lacks a way
+  out), then `routed=true`. A routed pod whose key is in the reroute set (`request_reroute`,
+  the migration of v1.8 routes) is routed again the same way.
 * `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
   group listed), and re-applies the port_security column when the annotation changed (kube-ovn
   v1.8 sets it only at creation, #1143 / #2343).
@@ -13,7 +16,7 @@ from __future__ import annotations
 from controller import pod_logic as pl
 from controller.core import annotations as ann
 from controller.core.address import split_string_ip
-from controller.core.constants import ROUTED_ANNOTATION
+from controller.core.constants import POLICY_SRC_IP, ROUTED_ANNOTATION
 from controller.core.model import Pod, PodNet, ProviderType
 from controller.core.naming import pod_name_to_port_name
 from controller.kube.errors import NotFoundError as KubeNotFoundError
@@ -32,7 +35,11 @@ class UpdateHandlers(PodControllerBase):
             if raw is None:
                 return
             pod = to_pod(raw)
-            if not pl.needs_update(pod, self._now()):
+            rerouting = self._reroute_requested(key)
+            if not pl.needs_update(pod, self._now()) and not (
+                rerouting and pl.needs_reroute(pod, self._now())
+            ):
+                self._reroute_done(key)
                 return
             plan = pl.plan_update_pod(
                 pod,
@@ -42,9 +49,21 @@ class UpdateHandlers(PodControllerBase):
                 cluster_router=self._config.cluster_router,
                 enable_eip_snat=self._config.enable_eip_snat,
                 keep_vm_ip=self._keep_vm_ip,
+                join=self._view.subnet(self._config.node_switch),
             )
             for route in plan.routes:
                 self._nb.add_static_route(route.policy, route.prefix, route.nexthop, route.router)
+            for policy in plan.policies:
+                self._nb.add_router_policy(
+                    policy.router,
+                    policy.priority,
+                    policy.match,
+                    policy.action,
+                    policy.nexthops,
+                    policy.external_ids,
+                )
+            for member in plan.members:
+                self._nb.add_address_set_addresses(member.name, [member.ip], member.external_ids)
             for nat in plan.nats:
                 self._nb.update_nat_rule(
                     nat.policy,
@@ -54,6 +73,12 @@ class UpdateHandlers(PodControllerBase):
                     nat.logical_mac,
                     nat.port,
                 )
+            for ip in plan.replaced_routes:
+                # the v1.8 route of this address; its replacement is in place by now
+                self._nb.delete_static_route(ip, plan.router, POLICY_SRC_IP)
+            self._reroute_done(key)
+            if ann.is_routed(pod.annotations):
+                return
             try:
                 self._kube.patch_pod_annotations(
                     pod.namespace, pod.name, {ROUTED_ANNOTATION: ann.TRUE}

@@ -100,14 +100,18 @@ from controller.pod_logic.networks import (
 )
 from controller.pod_logic.routing import (
     NatAction,
+    PolicyAction,
     RouteAction,
+    SetMember,
     UpdatePlan,
     external_gateway_next_hop,
     get_node_tunnel_ips,
+    needs_reroute,
     needs_routing,
     needs_update,
     plan_update_pod,
     src_ip_route_pairs,
+    subnet_allow_policies,
 )
 
 __all__ = [
@@ -122,9 +126,11 @@ __all__ = [
     "InvalidPodNetworkError",
     "NatAction",
     "PodAction",
+    "PolicyAction",
     "ResourceNotReadyError",
     "RetryableError",
     "RouteAction",
+    "SetMember",
     "UpdatePlan",
     "acquire_address",
     "append_check_pod_to_del",
@@ -162,6 +168,7 @@ __all__ = [
     "may_need_inspection",
     "need_allocate_subnets",
     "needs_add_after_edit",
+    "needs_reroute",
     "needs_routing",
     "needs_update",
     "plan_address_request",
@@ -172,6 +179,7 @@ __all__ = [
     "security_groups_to_sync",
     "src_ip_route_pairs",
     "statefulset_ordinal",
+    "subnet_allow_policies",
     "termination_delay",
     "validate_pod_cidr",
     "validate_pod_ip",

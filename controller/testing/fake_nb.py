@@ -25,6 +25,7 @@ from controller.ovn import logic
 from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
     VENDOR,
+    AddressSetInfo,
     InvalidRequestError,
     NatRule,
     NbClient,
@@ -34,6 +35,7 @@ from controller.ovn.api import (
     PortGroupInfo,
     PortInfo,
     PortSpec,
+    RouterPolicy,
     SecurityGroupRows,
     StaticRoute,
 )
@@ -80,6 +82,8 @@ class FakeRouter:
     routes: dict[tuple[str, str], StaticRoute] = field(default_factory=dict)
     nats: list[NatRule] = field(default_factory=list)
     external_ids: dict[str, str] = field(default_factory=dict)
+    # (priority, match) -> policy: a router holds one policy per priority and match.
+    policies: dict[tuple[int, str], RouterPolicy] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,6 +101,7 @@ class _State:
     routers: dict[str, FakeRouter] = field(default_factory=dict)
     port_groups: dict[str, FakePortGroup] = field(default_factory=dict)
     address_sets: dict[str, list[str]] = field(default_factory=dict)
+    address_set_ids: dict[str, dict[str, str]] = field(default_factory=dict)
     # address set name -> the security group its external_ids name (sg=<name>)
     address_set_sgs: dict[str, str] = field(default_factory=dict)
     # pod key -> names of the ports whose external_ids name that pod (list_pod_ports).
@@ -252,17 +257,22 @@ class FakeNbClient:
 
         self._txn("add_static_route", run)
 
-    def delete_static_route(self, cidr: str, router: str) -> None:
+    def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None:
         if not cidr:
             return
         prefixes = set(logic.route_prefixes(cidr))
+        policies = (policy,) if policy else logic.ROUTE_POLICIES
+        with self._lock:
+            lr = self.state.routers.get(router)
+            if lr is None or not any((p, q) in lr.routes for p in prefixes for q in policies):
+                return  # nothing to delete: no transaction, as the real client
 
         def run(st: _State, u: _Undo) -> None:
             lr = st.routers.get(router)
             if lr is not None:
                 for prefix in prefixes:
-                    for policy in logic.ROUTE_POLICIES:
-                        u.pop(lr.routes, (prefix, policy))
+                    for q in policies:
+                        u.pop(lr.routes, (prefix, q))
 
         self._txn("delete_static_route", run)
 
@@ -271,6 +281,115 @@ class FakeNbClient:
             lr = self.state.routers.get(router)
             routes = list(lr.routes.values()) if lr else []
         return sorted(routes, key=lambda r: (r.ip_prefix, r.policy, r.nexthop))
+
+    # -- router policies -------------------------------------------------------------------
+
+    def add_router_policy(
+        self,
+        router: str,
+        priority: int,
+        match: str,
+        action: str,
+        nexthops: Sequence[str] = (),
+        external_ids: Mapping[str, str] | None = None,
+    ) -> None:
+        match, hops = logic.policy_args(priority, match, action, nexthops)
+        ids = dict(external_ids or {})
+        with self._lock:
+            lr = self.state.routers.get(router)
+            old = lr.policies.get((priority, match)) if lr is not None else None
+            if (
+                old is not None
+                and old.action == action
+                and old.nexthops == hops
+                and logic.ids_match(old.external_ids, ids)
+            ):
+                return
+
+        def run(st: _State, u: _Undo) -> None:
+            lr = _router(st, router)
+            cur = lr.policies.get((priority, match))
+            merged = {**(cur.external_ids if cur else {}), **ids}
+            u.put(
+                lr.policies,
+                (priority, match),
+                RouterPolicy(router, priority, match, action, hops, merged),
+            )
+
+        self._txn("add_router_policy", run)
+
+    def delete_router_policy(self, router: str, priority: int, match: str) -> None:
+        match = match.strip()
+        with self._lock:
+            lr = self.state.routers.get(router)
+            if lr is None or (priority, match) not in lr.policies:
+                return
+
+        def run(st: _State, u: _Undo) -> None:
+            u.pop(_router(st, router).policies, (priority, match))
+
+        self._txn("delete_router_policy", run)
+
+    def list_router_policies(self, router: str) -> list[RouterPolicy]:
+        with self._lock:
+            lr = self.state.routers.get(router)
+            policies = list(lr.policies.values()) if lr else []
+        return sorted(policies, key=lambda p: (-p.priority, p.match))
+
+    # -- address sets ----------------------------------------------------------------------
+
+    def add_address_set_addresses(
+        self, name: str, addresses: Sequence[str], external_ids: Mapping[str, str] | None = None
+    ) -> None:
+        logic.check_address_set_name(name)
+        entries = logic.address_set_entries(addresses)
+        ids = dict(external_ids or {})
+        with self._lock:
+            have = self.state.address_sets.get(name)
+            if (
+                have is not None
+                and set(entries) <= set(have)
+                and logic.ids_match(self.state.address_set_ids.get(name, {}), ids)
+            ):
+                return
+
+        def run(st: _State, u: _Undo) -> None:
+            have = st.address_sets.get(name, [])
+            u.put(st.address_sets, name, sorted(set(have) | set(entries)))
+            u.put(st.address_set_ids, name, {**st.address_set_ids.get(name, {}), **ids})
+
+        self._txn("add_address_set_addresses", run)
+
+    def remove_address_set_addresses(self, name: str, addresses: Sequence[str]) -> None:
+        entries = set(logic.address_set_entries(addresses))
+        with self._lock:
+            if not entries & set(self.state.address_sets.get(name, ())):
+                return
+
+        def run(st: _State, u: _Undo) -> None:
+            have = st.address_sets.get(name, [])
+            u.put(st.address_sets, name, [a for a in have if a not in entries])
+
+        self._txn("remove_address_set_addresses", run)
+
+    def delete_address_set(self, name: str) -> None:
+        with self._lock:
+            if name not in self.state.address_sets:
+                return
+
+        def run(st: _State, u: _Undo) -> None:
+            u.pop(st.address_sets, name)
+            u.pop(st.address_set_ids, name)
+
+        self._txn("delete_address_set", run)
+
+    def list_address_sets(self, external_ids: Mapping[str, str]) -> list[AddressSetInfo]:
+        with self._lock:
+            return [
+                AddressSetInfo(name, tuple(sorted(addrs)), dict(ids))
+                for name, addrs in sorted(self.state.address_sets.items())
+                if logic.ids_match(ids := self.state.address_set_ids.get(name, {}), external_ids)
+            ]
 
     # -- NAT -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from controller.audit.audit import ClusterSnapshot
 from controller.controllers.node import node_ip_cr
+from controller.core import router_policy as rp
 from controller.core.model import (
     FrozenDict,
     Node,
@@ -22,7 +23,7 @@ from controller.core.model import (
     Subnet,
     VirtualMachine,
 )
-from controller.ovn.api import VENDOR, NatRule, PortInfo, StaticRoute
+from controller.ovn.api import VENDOR, AddressSetInfo, NatRule, PortInfo, RouterPolicy, StaticRoute
 from controller.pod_logic import build_ip_cr
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -45,6 +46,8 @@ class Cluster:
     ips: dict[str, dict[str, Any]] = field(default_factory=dict)
     ports: dict[str, PortInfo] = field(default_factory=dict)
     routes: list[StaticRoute] = field(default_factory=list)
+    policies: dict[tuple[int, str], RouterPolicy] = field(default_factory=dict)
+    sets: dict[str, set[str]] = field(default_factory=dict)
     nats: list[NatRule] = field(default_factory=list)
     statefulsets: list[StatefulSet] | None = None  # None: not read
     vms: list[VirtualMachine] | None = None
@@ -164,8 +167,30 @@ class Cluster:
             self.port(port, subnet.name, mac_, ip, pod=f"{namespace}/{name}")
             if routed and node:
                 node_ip = self.nodes[node].annotations["ovn.kubernetes.io/ip_address"]
-                self.routes.append(StaticRoute(ROUTER, ip, node_ip, "src-ip"))
+                self.route(ip, subnet.name, node, node_ip)
         return pod
+
+    def route(self, ip: str, subnet: str, node: str, node_ip: str) -> None:
+        """What handleUpdatePod writes for a distributed-gateway pod: its set entry and the
+        set's reroute policy."""
+        name = rp.set_name(subnet, node, 4)
+        self.sets.setdefault(name, set()).add(ip)
+        match = rp.src_set_match(name, 4)
+        ids = rp.ids(rp.KIND_GATEWAY, 4, subnet=subnet, node=node)
+        self.policies[(rp.GATEWAY_PRIORITY, match)] = RouterPolicy(
+            ROUTER, rp.GATEWAY_PRIORITY, match, "reroute", (node_ip,), ids
+        )
+
+    def own_policy(self, ip: str, hop: str, pod: str) -> None:
+        match = rp.src_match(ip)
+        ids = rp.ids(rp.KIND_POD, 4, pod=pod)
+        self.policies[(rp.POD_PRIORITY, match)] = RouterPolicy(
+            ROUTER, rp.POD_PRIORITY, match, "reroute", (hop,), ids
+        )
+
+    def unroute(self, ip: str) -> None:
+        for entries in self.sets.values():
+            entries.discard(ip)
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -176,6 +201,15 @@ class Cluster:
             ips=tuple(copy.deepcopy(list(self.ips.values()))),
             ports=tuple(self.ports.values()),
             routes=tuple(self.routes),
+            policies=tuple(self.policies.values()),
+            address_sets=tuple(
+                AddressSetInfo(
+                    name,
+                    tuple(sorted(ips)),
+                    rp.ids(rp.KIND_GATEWAY, 4, subnet=name.split(".")[1], node="n"),
+                )
+                for name, ips in sorted(self.sets.items())
+            ),
             nat_rules=tuple(self.nats),
             statefulsets=None if self.statefulsets is None else tuple(self.statefulsets),
             virtual_machines=None if self.vms is None else tuple(self.vms),

@@ -28,8 +28,10 @@ from controller.audit.audit import (
     KIND_ORPHAN_ROUTE,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
+    KIND_ROUTE_DUPLICATE,
     KIND_ROUTE_MISMATCH,
     KIND_ROUTE_MISSING,
+    KIND_ROUTE_STALE,
     AuditReport,
     audit,
 )
@@ -185,14 +187,34 @@ def orphan_route_with_mask(c: Cluster) -> None:
 
 
 def route_missing(c: Cluster) -> None:
-    c.routes = [r for r in c.routes if r.ip_prefix != "10.16.0.2"]
+    c.unroute("10.16.0.2")
+    c.sets.setdefault("kubeovn.spare_ip4", set()).add("10.16.0.2")  # not its node's set
+
+
+def route_policy_missing(c: Cluster) -> None:
+    c.policies.clear()
 
 
 def route_wrong_nexthop(c: Cluster) -> None:
-    c.routes = [
-        dataclasses.replace(r, nexthop="100.64.0.9") if r.ip_prefix == "10.16.0.2" else r
-        for r in c.routes
-    ]
+    c.policies = {
+        k: dataclasses.replace(p, nexthops=("100.64.0.9",)) for k, p in c.policies.items()
+    }
+
+
+def route_doubled(c: Cluster) -> None:
+    c.own_policy("10.16.0.2", "172.18.0.100", "default/a")
+
+
+def route_stale_v18(c: Cluster) -> None:
+    c.routes.append(StaticRoute(ROUTER, "10.16.0.2", "100.64.0.2", "src-ip"))
+
+
+def orphan_set_entry(c: Cluster) -> None:
+    next(iter(c.sets.values())).add("10.16.0.78")
+
+
+def orphan_pod_policy(c: Cluster) -> None:
+    c.own_policy("10.16.0.79", "172.18.0.100", "default/gone")
 
 
 def orphan_nat(c: Cluster) -> None:
@@ -201,6 +223,8 @@ def orphan_nat(c: Cluster) -> None:
 
 def eip_without_nat(c: Cluster) -> None:
     _annotate(c, "default/a", **{"ovn.kubernetes.io/eip": "172.19.0.10"})
+    c.unroute("10.16.0.2")
+    c.own_policy("10.16.0.2", "172.18.0.254", "default/a")
 
 
 def bad_subnet(c: Cluster) -> None:
@@ -266,8 +290,13 @@ DAMAGE: list[tuple[Callable[[Cluster], None], set[str]]] = [
     (orphan_ip_cr, {KIND_ORPHAN_IP_CR}),
     (orphan_route, {KIND_ORPHAN_ROUTE}),
     (orphan_route_with_mask, {KIND_ORPHAN_ROUTE}),
-    (route_missing, {KIND_ROUTE_MISSING}),
+    (route_missing, {KIND_ROUTE_MISSING, KIND_ROUTE_DUPLICATE}),
+    (route_policy_missing, {KIND_ROUTE_MISSING}),
     (route_wrong_nexthop, {KIND_ROUTE_MISMATCH}),
+    (route_doubled, {KIND_ROUTE_DUPLICATE}),
+    (route_stale_v18, {KIND_ROUTE_STALE}),
+    (orphan_set_entry, {KIND_ORPHAN_ROUTE}),
+    (orphan_pod_policy, {KIND_ORPHAN_ROUTE}),
     (orphan_nat, {KIND_ORPHAN_NAT}),
     (eip_without_nat, {KIND_NAT_MISSING}),
     (bad_subnet, {KIND_IPAM_DISAGREES}),
@@ -416,15 +445,15 @@ def centralized_subnet(c: Cluster) -> None:
     s = Subnet("central", "10.30.0.0/16", "10.30.0.1", gateway_type="centralized")
     c.add_subnet(s)
     c.add_pod("c", "10.30.0.2", mac(4), subnet=s)
-    c.routes = [r for r in c.routes if r.ip_prefix != "10.30.0.2"]
-    c.routes.append(StaticRoute(ROUTER, "10.30.0.0/16", "100.64.0.2", "src-ip"))
+    c.unroute("10.30.0.2")
 
 
 def custom_vpc_overlapping_cidr(c: Cluster) -> None:
     s = Subnet("vpc1-net", "10.16.0.0/16", "10.16.0.1", vpc="vpc1")
     c.add_subnet(s)
     c.add_pod("c", "10.16.0.2", mac(2), subnet=s)  # a's address and MAC, another VPC
-    c.routes.pop()  # handleUpdatePod routes only the default VPC
+    c.unroute("10.16.0.2")  # handleUpdatePod routes only the default VPC
+    c.route("10.16.0.2", "ovn-default", "n1", "100.64.0.2")  # a's entry stays
 
 
 def dual_stack(c: Cluster) -> None:
@@ -436,13 +465,15 @@ def dual_stack(c: Cluster) -> None:
 def eip_pod(c: Cluster) -> None:
     _annotate(c, "default/a", **{"ovn.kubernetes.io/eip": "172.19.0.10"})
     c.nats.append(NatRule(ROUTER, "dnat_and_snat", "172.19.0.10", "10.16.0.2"))
+    c.unroute("10.16.0.2")
+    c.own_policy("10.16.0.2", "172.18.0.254", "default/a")
 
 
 def vlan_pod_has_no_route(c: Cluster) -> None:
     s = Subnet("vlan1", "192.168.10.0/24", "192.168.10.1", vlan="v1")
     c.add_subnet(s)
     c.add_pod("v", "192.168.10.2", mac(6), subnet=s)
-    c.routes = [r for r in c.routes if r.ip_prefix != "192.168.10.2"]
+    c.unroute("192.168.10.2")
 
 
 def port_security(c: Cluster) -> None:

@@ -17,6 +17,7 @@ import pytest
 from controller.app import main
 from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNAVAILABLE, check, run_check
 from controller.config import Config
+from controller.core import router_policy as rp
 from controller.kube.errors import KubeUnavailableError
 from controller.ovn.api import PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
@@ -114,7 +115,13 @@ def cluster(apiserver: ApiServer, nb_server: NbServer) -> Iterator[OvsdbappNbCli
                 pod_namespace="default",
             )
         )
-        nb.add_static_route("src-ip", ip, NODE_IP, ROUTER)
+        # what handleUpdatePod writes for a distributed-gateway pod on node n1
+        aset = rp.set_name("ovn-default", "n1", 4)
+        ids = rp.ids(rp.KIND_GATEWAY, 4, subnet="ovn-default", node="n1")
+        nb.add_address_set_addresses(aset, [ip], ids)
+        nb.add_router_policy(
+            ROUTER, rp.GATEWAY_PRIORITY, rp.src_set_match(aset, 4), "reroute", [NODE_IP], ids
+        )
     # a StatefulSet pod that is gone (being recreated) keeps its IP CR and port
     store.create(
         "statefulsets",
@@ -153,7 +160,8 @@ def test_clean_then_damaged(
     out = io.StringIO()
     assert run_check(cfg, out=out) == EXIT_CLEAN, out.getvalue()
     assert out.getvalue().startswith(
-        "cluster audit: OK (checked 2 pods, 6 ports, 4 IP CRs, 2 routes, 0 NAT rules)"
+        "cluster audit: OK (checked 2 pods, 6 ports, 4 IP CRs, 0 routes, 1 router policies, "
+        "0 NAT rules)"
     )
 
     # a pod deleted behind the controller's back leaves its port; a new pod gets a's address

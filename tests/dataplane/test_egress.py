@@ -13,7 +13,7 @@ import pytest
 from controller.core.constants import NORTH_GATEWAY_ANNOTATION
 from controller.sandbox.ovsdb import stop_process
 from tests.dataplane.helpers import NODE2, Net
-from tests.dataplane.routes import UPSTREAM_OVN, SrcRouteOutranks, reach_or_explain
+from tests.dataplane.routes import reach_or_explain
 from tests.e2e.helpers import NODE
 
 OUTSIDE = {4: "192.0.2.10", 6: "2001:db8::10"}
@@ -62,7 +62,6 @@ def test_a_pod_reaches_its_own_nodes_join_address(net: Net, version: int) -> Non
     net.reaches(on2.netns, net.node_ip(NODE2, version))
 
 
-@pytest.mark.xfail(strict=True, raises=SrcRouteOutranks, reason=UPSTREAM_OVN)
 @pytest.mark.parametrize("version", [4, 6])
 def test_a_pod_reaches_another_nodes_join_address(net: Net, version: int) -> None:
     on2 = net.create(f"join-other{version}", node=NODE2)

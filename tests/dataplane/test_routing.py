@@ -1,24 +1,20 @@
 """Packets across the cluster router `ovn-cluster`: a pod on ovn-default and a pod on a second
 subnet (IPv4-only `blue`; dual-stack `dual-b` for IPv6).
 
-On upstream OVN this fails today. For every distributed-gateway pod the controller (as kube-ovn
-v1.8's pod.go does) adds a src-ip static route `<pod ip>/32 -> <node join ip>`; upstream
-ovn-northd ranks static routes by prefix length, so that route (SB priority 96 for a /32)
-outranks the route of the other subnet (74 for a /24) and the packet leaves through
-`ovn-cluster-join` towards the node port, where it is dropped. kube-ovn v1.8 ships a patched
-ovn-northd that ranks src-ip routes below destination routes. The tests fail with
-`SrcRouteOutranks` only when that is the cause (read back from the SB's logical flows and
-confirmed with ovn-trace, see routes.py); any other failure is a plain test failure, and once
-the routing is fixed the strict xfail turns the pass into a failure to remove the mark.
+kube-ovn v1.8 routed every distributed-gateway pod with a src-ip static route
+`<pod ip>/32 -> <node join ip>`, which upstream ovn-northd ranks above the other subnet's route
+(SB priority 96 against 74 for a /24), so these packets left towards the node; kube-ovn ships a
+patched ovn-northd for that. The controller routes pods with router policies instead (a 31000
+allow per subnet CIDR above the 29000 per-node reroute), and these tests pass on stock OVN. If
+that regresses to a src-ip route, `reach_or_explain` names the cause (`SrcRouteOutranks`, read
+back from the SB's logical flows and confirmed with ovn-trace, see routes.py).
 """
 
 from __future__ import annotations
 
-import pytest
-
 from controller.core.constants import LOGICAL_SWITCH_ANNOTATION
 from tests.dataplane.helpers import Net, WiredPod
-from tests.dataplane.routes import UPSTREAM_OVN, SrcRouteOutranks, reach_or_explain
+from tests.dataplane.routes import reach_or_explain
 
 
 def _cross_subnet(net: Net, src: WiredPod, dst: WiredPod, dst_cidr: str, version: int) -> None:
@@ -29,7 +25,6 @@ def _cross_subnet(net: Net, src: WiredPod, dst: WiredPod, dst_cidr: str, version
     net.reaches(dst.netns, src.ip(version))
 
 
-@pytest.mark.xfail(strict=True, raises=SrcRouteOutranks, reason=UPSTREAM_OVN)
 def test_pods_on_two_subnets_reach_each_other_ipv4(net: Net) -> None:
     net.subnet("blue", "10.17.0.0/24")
     a = net.create("cross-a")
@@ -38,7 +33,6 @@ def test_pods_on_two_subnets_reach_each_other_ipv4(net: Net) -> None:
     _cross_subnet(net, a, b, "10.17.0.0/24", 4)
 
 
-@pytest.mark.xfail(strict=True, raises=SrcRouteOutranks, reason=UPSTREAM_OVN)
 def test_pods_on_two_subnets_reach_each_other_ipv6(net: Net) -> None:
     net.subnet("dual-b", "10.18.0.0/24,fd00:18::/120")
     a = net.create("cross6-a")

@@ -17,6 +17,7 @@ from controller.core.constants import (
     PORT_SECURITY_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
 from tests.e2e.workloads import routed
@@ -37,11 +38,7 @@ def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
 
 
 def src_routes(cluster: Cluster) -> set[tuple[str, str]]:
-    return {
-        (r["ip_prefix"], r["nexthop"])
-        for r in nb_rows(cluster.nb_server.remote, "Logical_Router_Static_Route")
-        if r["policy"] == "src-ip"
-    }
+    return {(ip, hop) for ip, hop, _ in egress_routes(cluster.nb)}
 
 
 def test_dual_stack_pod_port_routes_and_cleanup(ctl: Controller, cluster: Cluster) -> None:

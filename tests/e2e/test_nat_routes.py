@@ -21,6 +21,7 @@ from controller.core.constants import (
     SNAT_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_rows
 from tests.e2e.workloads import routed
@@ -35,11 +36,7 @@ GW_CONFIG = {
 
 
 def routes(cluster: Cluster, ip: str) -> set[tuple[str, str, str]]:
-    return {
-        (r["ip_prefix"], r["nexthop"], r["policy"] or "dst-ip")
-        for r in nb_rows(cluster.nb_server.remote, "Logical_Router_Static_Route")
-        if r["ip_prefix"] == ip
-    }
+    return {r for r in egress_routes(cluster.nb) if r[0] == ip}
 
 
 def nats(cluster: Cluster, ip: str) -> set[tuple[str, str]]:

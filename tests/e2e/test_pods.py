@@ -19,6 +19,7 @@ from controller.core.constants import (
     ROUTED_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster
+from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import (
     NODE,
     annotations,
@@ -70,9 +71,7 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
     )
 
     def routes() -> set[tuple[str, str, str]]:
-        return {
-            (r.ip_prefix, r.nexthop, r.policy) for r in cluster.nb.list_static_routes("ovn-cluster")
-        }
+        return egress_routes(cluster.nb)
 
     wait_for(lambda: (ip, node_ip, "src-ip") in routes(), message="src-ip route visible")
 
@@ -82,7 +81,7 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
     wait_for(lambda: get_or_none(cluster.server, "ips", None, f"web.{NS}") is None, message="IP CR")
     wait_for(lambda: ctl.ipam.get_pod_address(f"{NS}/web") == [], message="IPAM released")
     wait_for(
-        lambda: all(r.ip_prefix != ip for r in cluster.nb.list_static_routes("ovn-cluster")),
+        lambda: all(r[0] != ip for r in egress_routes(cluster.nb)),
         message="route removed",
     )
 

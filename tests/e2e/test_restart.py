@@ -10,6 +10,7 @@ from controller.app import Controller
 from controller.core.constants import ROUTED_ANNOTATION
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import (
     HANDMADE_STS,
     NODE,
@@ -100,7 +101,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
         assert second.ipam.get_pod_address(f"{NS}/{gone}") == []
 
     def routes() -> set[str]:
-        return {r.ip_prefix for r in cluster.nb.list_static_routes("ovn-cluster")}
+        return {r[0] for r in egress_routes(cluster.nb)}
 
     def scheduled() -> set[str]:
         return {after[n] for n in names if store.get("pods", NS, n)["spec"].get("nodeName")}

@@ -70,6 +70,7 @@ from controller.core.constants import (
 from controller.kube.client import KubeClient, load_api_client
 from controller.testing import builders
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
+from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import NODE, annotations, get_or_none, pod, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -417,7 +418,7 @@ def test_good_pods_converge(run: Run) -> None:
             assert ann[IP_ADDRESS_ANNOTATION] == good.ip, good.name
         port = cluster.nb.get_port(f"{good.name}.{NS}")
         assert port is not None and port.switch == good.subnet, good.name
-        routes = {r.ip_prefix for r in cluster.nb.list_static_routes("ovn-cluster")}
+        routes = {r[0] for r in egress_routes(cluster.nb)}
         assert ann[IP_ADDRESS_ANNOTATION] in routes, good.name
     # the IPAM-only attachment: an address of its subnet and an IP CR, no port
     ann = annotations(cluster.server, "pods", NS, "with-ipam-attachment")

@@ -26,6 +26,8 @@ class NbView(Protocol):
 
     def port_column(self, name: str, column: str) -> Any: ...
 
+    def router_policies(self, router: str) -> list[tuple[int, str, str, list[str]]]: ...
+
 
 class FakeView:
     def __init__(self, nb: FakeNbClient) -> None:
@@ -54,6 +56,12 @@ class FakeView:
     def port_column(self, name: str, column: str) -> Any:
         p = self.nb.state.ports[name]
         return getattr(p, column)
+
+    def router_policies(self, router: str) -> list[tuple[int, str, str, list[str]]]:
+        lr = self.nb.state.routers[router]
+        return sorted(
+            (p.priority, p.match, p.action, sorted(p.nexthops)) for p in lr.policies.values()
+        )
 
 
 def _decode(value: Any) -> Any:
@@ -131,3 +139,16 @@ class NbctlView:
         if column in ("addresses", "port_security") and isinstance(value, str):
             return [value]
         return value
+
+    def router_policies(self, router: str) -> list[tuple[int, str, str, list[str]]]:
+        lr = self._one("Logical_Router", router)
+        assert lr is not None
+        uuids = lr["policies"]
+        uuids = [uuids] if isinstance(uuids, str) else uuids
+        out = []
+        for row in self._rows("Logical_Router_Policy"):
+            if row["_uuid"] in uuids:
+                hops = row["nexthops"]
+                hops = [hops] if isinstance(hops, str) else hops
+                out.append((row["priority"], row["match"], row["action"], sorted(hops)))
+        return sorted(out)

@@ -306,7 +306,21 @@ class Env:
         return [e.message for e in self.recorder.events if e.reason == reason]
 
     def routes(self) -> list[tuple[str, str, str]]:
-        return [(r.policy, r.ip_prefix, r.nexthop) for r in self.nb.list_static_routes(ROUTER)]
+        """How each pod address leaves the cluster: ("src-ip", address, next hop), from the
+        router policies and address sets the controller writes (and any src-ip static route
+        left, which would show up twice)."""
+        out = [(r.policy, r.ip_prefix, r.nexthop) for r in self.nb.list_static_routes(ROUTER)]
+        policies = self.nb.list_router_policies(ROUTER)
+        by_match = {p.match: p for p in policies if p.action == "reroute"}
+        for aset in self.nb.list_address_sets({"kube-ovn-route": "gateway"}):
+            for version in (4, 6):
+                policy = by_match.get(f"ip{version}.src == ${aset.name}")
+                if policy is not None:
+                    out += [("src-ip", ip, policy.nexthops[0]) for ip in aset.addresses]
+        for p in policies:
+            if p.priority == 29250 and p.action == "reroute":
+                out.append(("src-ip", p.match.split("== ", 1)[1], p.nexthops[0]))
+        return out
 
     def nats(self) -> list[tuple[str, str, str, str]]:
         return [

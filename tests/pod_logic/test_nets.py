@@ -588,12 +588,26 @@ def plan(annotations: dict[str, str], **kw: object) -> pl.UpdatePlan:
     )
 
 
+def reroutes(got: pl.UpdatePlan) -> list[tuple[int, str, tuple[str, ...]]]:
+    return [(p.priority, p.match, p.nexthops) for p in got.policies if p.action == "reroute"]
+
+
+def allows(got: pl.UpdatePlan) -> list[str]:
+    return [p.match for p in got.policies if p.action == "allow"]
+
+
 def test_update_plan_distributed_routes_via_node_and_clears_nat() -> None:
     got = plan(ALLOCATED)
-    assert got.routes == (
-        pl.RouteAction("src-ip", "10.16.0.5", "100.64.0.2", "ovn-cluster"),
-        pl.RouteAction("src-ip", "fd00::5", "fd00:100::2", "ovn-cluster"),
-    )
+    assert got.routes == ()  # no src-ip static routes any more
+    v4, v6 = "kubeovn.ovn.default.n1_ip4", "kubeovn.ovn.default.n1_ip6"
+    assert reroutes(got) == [
+        (29000, f"ip4.src == ${v4}", ("100.64.0.2",)),
+        (29000, f"ip6.src == ${v6}", ("fd00:100::2",)),
+    ]
+    assert [(m.name, m.ip) for m in got.members] == [(v4, "10.16.0.5"), (v6, "fd00::5")]
+    assert got.members[0].external_ids["node"] == "n1"
+    assert got.replaced_routes == ("10.16.0.5", "fd00::5")
+    assert got.router == "ovn-cluster"
     assert got.nats == (
         pl.NatAction("dnat_and_snat", "10.16.0.5", "", "ovn-cluster"),
         pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),
@@ -613,24 +627,28 @@ def test_update_plan_distributed_routes_via_node_and_clears_nat() -> None:
 def test_update_plan_eip_snat_uses_external_gateway() -> None:
     ann = {**ALLOCATED, "ovn.kubernetes.io/eip": "172.56.0.9"}
     got = plan(ann, node=None, external_gw_config={"external-gw-addr": "172.56.0.1/16"})
-    assert got.routes == (pl.RouteAction("src-ip", "10.16.0.5", "172.56.0.1", "ovn-cluster"),)
+    assert reroutes(got) == [(29250, "ip4.src == 10.16.0.5", ("172.56.0.1",))]
+    assert got.members == ()
     assert got.nats[0].external_ip == "172.56.0.9"
     with pytest.raises(ResourceNotReadyError, match="no available gateway nic address"):
         plan(ann)
     # without --enable-eip-snat the annotation is ignored: node routes as usual
-    assert len(plan(ann, enable_eip_snat=False).routes) == 2
+    assert len(plan(ann, enable_eip_snat=False).members) == 2
 
 
 def test_update_plan_north_gateway_and_centralized() -> None:
     north = {**ALLOCATED, "ovn.kubernetes.io/north_gateway": "10.16.0.254"}
-    assert plan(north, node=None, enable_eip_snat=False).routes == (
-        pl.RouteAction("src-ip", "10.16.0.5", "10.16.0.254", "ovn-cluster"),
-    )
+    got = plan(north, node=None, enable_eip_snat=False)
+    assert reroutes(got) == [(29250, "ip4.src == 10.16.0.5", ("10.16.0.254",))]
+    assert got.members == ()
     central = subnet(
         "c", "10.16.0.0/16,fd00::/64", gateway="10.16.0.1,fd00::1", gatewayType="centralized"
     )
     nets = [PodNet(ProviderType.ORIGINAL, "ovn", central, True)]
-    assert plan(ALLOCATED, nets=nets, node=None, enable_eip_snat=False) == pl.UpdatePlan()
+    got = plan(ALLOCATED, nets=nets, node=None, enable_eip_snat=False)
+    # the subnet controller reroutes the whole CIDR; the pod's plan only has the allows
+    assert (reroutes(got), got.members, got.nats) == ([], (), ())
+    assert allows(got) == ["ip4.dst == 10.16.0.0/16", "ip6.dst == fd00::/64"]
 
 
 def test_update_plan_nothing_for_underlay_custom_vpc_or_no_default_net() -> None:
@@ -660,10 +678,10 @@ def test_update_plan_dual_stack_eip_snat_pair_by_family() -> None:
         },
         external_gw_config={"external-gw-addr": "172.56.0.1/16,fd00:56::1/64"},
     )
-    assert got.routes == (
-        pl.RouteAction("src-ip", "10.16.0.5", "172.56.0.1", "ovn-cluster"),
-        pl.RouteAction("src-ip", "fd00::5", "fd00:56::1", "ovn-cluster"),
-    )
+    assert reroutes(got) == [
+        (29250, "ip4.src == 10.16.0.5", ("172.56.0.1",)),
+        (29250, "ip6.src == fd00::5", ("fd00:56::1",)),
+    ]
     assert got.nats == (
         pl.NatAction("dnat_and_snat", "10.16.0.5", "172.56.0.9", "ovn-cluster"),
         pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),

@@ -1,0 +1,156 @@
+"""The audit of a pod's routing on the cluster router: router policies and address-set entries
+(`controller.core.router_policy`), and what kube-ovn v1.8's per-pod src-ip routes left.
+
+For a routed pod of an overlay subnet of the default VPC, by how it leaves the cluster:
+
+* distributed gateway: each address is in its (subnet, node) set and only there, and the set's
+  priority-29000 policy reroutes to the node's join address; else `route-missing` (no entry, no
+  policy), `route-mismatch` (policy via another hop) or `route-duplicate` (the address is in
+  another routing set too, or also has its own reroute policy);
+* `north_gateway` / EIP-SNAT: a priority-29250 `src == <ip>` reroute policy (via the annotation's
+  hop for a north gateway; the external gateway is a ConfigMap the audit does not read);
+* any of them: a src-ip static route still on the router for the address is `route-stale` (the
+  migration to policies has not run yet, or failed).
+
+Orphans: a routing-set entry or a per-pod policy whose address no alive pod holds is an
+`orphan-route`. Only rows with the controller's `kube-ovn-route` mark are looked at.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from controller.audit.findings import (
+    KIND_ORPHAN_ROUTE,
+    KIND_ROUTE_DUPLICATE,
+    KIND_ROUTE_MISMATCH,
+    KIND_ROUTE_MISSING,
+    KIND_ROUTE_STALE,
+)
+from controller.audit.state import AuditState
+from controller.core import router_policy as rp
+from controller.core.address import canonical_ip, host_prefix
+from controller.core.constants import POLICY_SRC_IP
+from controller.ovn.api import RouterPolicy
+
+
+class RoutingIndex:
+    """The snapshot's routing rows, indexed once."""
+
+    def __init__(self, state: AuditState) -> None:
+        snap = state.snap
+        self.policies: dict[tuple[int, str], RouterPolicy] = {
+            (p.priority, p.match.strip()): p for p in snap.policies
+        }
+        self.pod_policies: dict[str, list[RouterPolicy]] = defaultdict(list)
+        for p in snap.policies:
+            if (
+                p.priority != rp.POD_PRIORITY
+                or p.external_ids.get(rp.ROUTE_KIND_KEY) != rp.KIND_POD
+            ):
+                continue
+            value = p.match.strip().split("==", 1)[-1].strip()
+            ip = canonical_ip(value)
+            if ip is not None:
+                self.pod_policies[ip].append(p)
+        self.sets_of: dict[str, list[str]] = defaultdict(list)
+        for aset in snap.address_sets:
+            if aset.external_ids.get(rp.ROUTE_KIND_KEY) != rp.KIND_GATEWAY:
+                continue
+            for entry in aset.addresses:
+                ip = canonical_ip(entry)
+                if ip is not None:
+                    self.sets_of[ip].append(aset.name)
+        self.src_routes: dict[str, list[str]] = defaultdict(list)
+        for r in snap.routes:
+            host = host_prefix(r.ip_prefix)
+            if r.policy == POLICY_SRC_IP and host is not None:
+                self.src_routes[host].append(r.nexthop)
+
+
+def routing_index(state: AuditState) -> RoutingIndex:
+    """The state's `RoutingIndex`, built on first use."""
+    index = getattr(state, "_routing_index", None)
+    if not isinstance(index, RoutingIndex):
+        index = RoutingIndex(state)
+        setattr(state, "_routing_index", index)  # noqa: B010
+    return index
+
+
+def check_pod_routing(
+    state: AuditState,
+    index: RoutingIndex,
+    obj: str,
+    ips: Sequence[str],
+    *,
+    subnet: str,
+    node: str,
+    node_hops: Sequence[str] | None,
+    pod_hops: Sequence[str] | None,
+    own_policy: bool,
+) -> None:
+    """One routed pod: `own_policy` for north_gateway / EIP-SNAT pods (`pod_hops` the wanted
+    hops, None: any), else the distributed-gateway set of `node` (`node_hops` its join
+    addresses, None: unknown)."""
+    router = state.config.cluster_router
+    for ip in ips:
+        version = rp.family(ip)
+        if index.src_routes.get(ip):
+            state.add(
+                KIND_ROUTE_STALE,
+                obj,
+                f"src-ip static route {ip} via {index.src_routes[ip][0]} still on {router}",
+            )
+        policies = index.pod_policies.get(ip, [])
+        sets = index.sets_of.get(ip, [])
+        if own_policy:
+            if not policies:
+                state.add(KIND_ROUTE_MISSING, obj, f"no reroute policy for {ip} on {router}")
+                continue
+            want = [h for h in pod_hops or [] if rp.family(h) == version]
+            if want and not any(set(p.nexthops) & set(want) for p in policies):
+                state.add(
+                    KIND_ROUTE_MISMATCH,
+                    obj,
+                    f"policy for {ip} via {','.join(policies[0].nexthops)}, "
+                    f"want {' or '.join(want)}",
+                )
+            if sets:
+                state.add(KIND_ROUTE_DUPLICATE, obj, f"{ip} is also in address set {sets[0]}")
+            continue
+        name = rp.set_name(subnet, node, version)
+        if name not in sets:
+            state.add(KIND_ROUTE_MISSING, obj, f"{ip} is not in address set {name}")
+        others = [s for s in sets if s != name]
+        if others or policies:
+            where = f"address set {others[0]}" if others else "its own reroute policy"
+            state.add(KIND_ROUTE_DUPLICATE, obj, f"{ip} is also routed by {where}")
+        policy = index.policies.get((rp.GATEWAY_PRIORITY, rp.src_set_match(name, version)))
+        if policy is None:
+            state.add(KIND_ROUTE_MISSING, obj, f"no reroute policy for ${name} on {router}")
+            continue
+        want = [h for h in node_hops or [] if rp.family(h) == version]
+        if want and not set(policy.nexthops) & set(want):
+            state.add(
+                KIND_ROUTE_MISMATCH,
+                obj,
+                f"policy of ${name} via {','.join(policy.nexthops)}, want {' or '.join(want)}",
+            )
+
+
+def check_routing_orphans(state: AuditState, index: RoutingIndex) -> None:
+    for ip, names in sorted(index.sets_of.items()):
+        if ip not in state.alive_ips:
+            state.add(
+                KIND_ORPHAN_ROUTE,
+                f"address set {names[0]}",
+                f"entry {ip}: no alive pod has {ip}",
+            )
+    for ip, policies in sorted(index.pod_policies.items()):
+        if ip not in state.alive_ips:
+            state.add(
+                KIND_ORPHAN_ROUTE,
+                f"policy {policies[0].match}",
+                f"reroute via {','.join(policies[0].nexthops)}: no alive pod has {ip}",
+            )

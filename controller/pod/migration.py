@@ -1,0 +1,66 @@
+"""The migration of kube-ovn v1.8's per-pod src-ip static routes to router policies.
+
+Contract:
+
+* `migrate_static_routes` (run by the inspection, so at every --inspect-interval and once the
+  workers start) reads the cluster router's src-ip host routes once; every alive, routed pod in
+  the cache that holds such an address has its key put in the reroute set and queued for the
+  update handler, which routes it with policies and address-set entries and only then deletes
+  the static route (`controller/pod/update.py`): the pod keeps egress throughout.
+* A route whose address no pod holds is left to the garbage collection (`gc_static_routes`,
+  two passes); dst-ip routes and routes of other routers are never looked at.
+* Once no src-ip host route is left the pass costs one read of the router's routes.
+"""
+
+from __future__ import annotations
+
+from controller import pod_logic as pl
+from controller.core.address import host_prefix
+from controller.core.constants import IP_ADDRESS_ANNOTATION, POLICY_SRC_IP
+from controller.ovn.api import OvnError
+from controller.pod.base import LOG, PodControllerBase, pod_or_none
+
+
+class MigrationHandlers(PodControllerBase):
+    """The reroute set and the scan that fills it."""
+
+    def _reroute_requested(self, key: str) -> bool:
+        with self._reroute_lock:
+            return key in self._reroute
+
+    def _reroute_done(self, key: str) -> None:
+        with self._reroute_lock:
+            self._reroute.discard(key)
+
+    def request_reroute(self, key: str) -> None:
+        with self._reroute_lock:
+            self._reroute.add(key)
+        self.queues.update.add(key)
+
+    def migrate_static_routes(self) -> int:
+        """Queue every routed pod that still has a src-ip static route; returns how many."""
+        try:
+            routes = self._nb.list_static_routes(self._config.cluster_router)
+        except OvnError as exc:
+            LOG.warning("cannot list the static routes of %s: %s", self._config.cluster_router, exc)
+            return 0
+        stale = {
+            ip
+            for r in routes
+            if r.policy == POLICY_SRC_IP and (ip := host_prefix(r.ip_prefix)) is not None
+        }
+        if not stale:
+            return 0
+        now = self._now()
+        queued = 0
+        for raw in self._view.pods_raw():
+            pod = pod_or_none(raw)
+            if pod is None or not pl.needs_reroute(pod, now):
+                continue
+            ips = pod.annotations.get(IP_ADDRESS_ANNOTATION, "").split(",")
+            if any(host_prefix(ip) in stale for ip in ips if ip):
+                self.request_reroute(pod.key)
+                queued += 1
+        if queued:
+            LOG.info("migrating the src-ip static routes of %d pods to router policies", queued)
+        return queued

@@ -1,0 +1,120 @@
+"""The contract of the router-policy and address-set verbs, for both NbClient implementations.
+
+Every test runs against the fake and the real client (rows read back with ovn-nbctl for the
+real one): one row per (router, priority, match), rewritten in place; address-set entries
+added and removed one by one, canonical; nothing to change means no transaction at all.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.ovn.api import AddressSetInfo, InvalidRequestError, NotFoundError, RouterPolicy
+from tests.ovn.conftest import Subject
+
+pytestmark = pytest.mark.timeout(60)
+
+LR = "ovn-cluster"
+IDS = {"vendor": "kube-ovn", "subnet": "ovn-default"}
+
+
+@pytest.fixture
+def s(subject: Subject) -> Subject:
+    subject.nb.ensure_logical_router(LR)
+    return subject
+
+
+def test_policy_is_one_row_per_priority_and_match(s: Subject) -> None:
+    s.nb.add_router_policy(LR, 31000, "ip4.dst == 10.16.0.0/16", "allow", (), IDS)
+    s.nb.add_router_policy(LR, 31000, " ip4.dst == 10.16.0.0/16 ", "allow", (), IDS)
+    s.nb.add_router_policy(LR, 29000, "ip4.src == $a_ip4", "reroute", ["100.64.0.2"], IDS)
+    assert s.view.router_policies(LR) == [
+        (29000, "ip4.src == $a_ip4", "reroute", ["100.64.0.2"]),
+        (31000, "ip4.dst == 10.16.0.0/16", "allow", []),
+    ]
+    # the nexthop moves in place; external_ids are merged
+    s.nb.add_router_policy(LR, 29000, "ip4.src == $a_ip4", "reroute", ["100.64.0.3"], {"x": "1"})
+    assert s.nb.list_router_policies(LR) == [
+        RouterPolicy(LR, 31000, "ip4.dst == 10.16.0.0/16", "allow", (), IDS),
+        RouterPolicy(LR, 29000, "ip4.src == $a_ip4", "reroute", ("100.64.0.3",), {**IDS, "x": "1"}),
+    ]
+    assert s.view.router_policies(LR)[0][3] == ["100.64.0.3"]
+    s.nb.delete_router_policy(LR, 29000, "ip4.src == $a_ip4")
+    s.nb.delete_router_policy(LR, 29000, "ip4.src == $a_ip4")  # already gone
+    s.nb.delete_router_policy("nope", 29000, "ip4.src == $a_ip4")
+    assert s.view.router_policies(LR) == [(31000, "ip4.dst == 10.16.0.0/16", "allow", [])]
+
+
+def test_policy_errors(s: Subject) -> None:
+    with pytest.raises(NotFoundError):
+        s.nb.add_router_policy("nope", 31000, "ip4.dst == 10.0.0.0/8", "allow")
+    bad = [
+        (40000, "ip4", "allow", ()),
+        (-1, "ip4", "allow", ()),
+        (100, "", "allow", ()),
+        (100, "ip4", "bogus", ()),
+        (100, "ip4", "reroute", ()),
+        (100, "ip4", "allow", ("100.64.0.1",)),
+        (100, "ip4", "reroute", ("not-an-ip",)),
+        (100, "ip4", "reroute", ("100.64.0.1", "fd00::1")),
+    ]
+    for priority, match, action, hops in bad:
+        with pytest.raises(InvalidRequestError):
+            s.nb.add_router_policy(LR, priority, match, action, hops)
+    assert s.nb.list_router_policies(LR) == []
+
+
+def test_address_set_entries_add_and_remove(s: Subject) -> None:
+    s.nb.add_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.2"], IDS)
+    s.nb.add_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.3", "10.16.0.2/32"], IDS)
+    s.nb.add_address_set_addresses("kubeovn.a.n1_ip6", ["fd00::0002"], {**IDS, "af": "6"})
+    assert s.view.address_set("kubeovn.a.n1_ip4") == ["10.16.0.2", "10.16.0.3"]
+    assert s.view.address_set("kubeovn.a.n1_ip6") == ["fd00::2"]
+    assert s.nb.list_address_sets({"af": "6"}) == [
+        AddressSetInfo("kubeovn.a.n1_ip6", ("fd00::2",), {**IDS, "af": "6"})
+    ]
+    assert [a.name for a in s.nb.list_address_sets(IDS)] == ["kubeovn.a.n1_ip4", "kubeovn.a.n1_ip6"]
+    s.nb.remove_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.2"])
+    s.nb.remove_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.2"])  # not there any more
+    s.nb.remove_address_set_addresses("nope", ["10.16.0.2"])
+    assert s.view.address_set("kubeovn.a.n1_ip4") == ["10.16.0.3"]
+    s.nb.remove_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.3"])
+    assert s.view.address_set("kubeovn.a.n1_ip4") == []  # an empty set stays until deleted
+    s.nb.delete_address_set("kubeovn.a.n1_ip4")
+    s.nb.delete_address_set("kubeovn.a.n1_ip4")
+    assert s.view.address_set("kubeovn.a.n1_ip4") is None
+
+
+def test_address_set_errors(s: Subject) -> None:
+    for name in ("", "1abc", "a-b", "a b", "$a"):
+        with pytest.raises(InvalidRequestError):
+            s.nb.add_address_set_addresses(name, ["10.16.0.2"])
+    with pytest.raises(InvalidRequestError):
+        s.nb.add_address_set_addresses("ok", ["not-an-ip"])
+    assert s.view.address_set("ok") is None
+
+
+def test_nothing_to_change_is_no_transaction(s: Subject) -> None:
+    calls: list[str] = []
+    if s.kind == "real":
+        s.nb._on_request = lambda method, _t, _ok: calls.append(method)  # type: ignore[attr-defined]
+    else:
+        before = sum(s.nb.requests.values())  # type: ignore[attr-defined]
+    s.nb.add_router_policy(LR, 31000, "ip4.dst == 10.16.0.0/16", "allow", (), IDS)
+    s.nb.add_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.2"], IDS)
+    s.nb.add_static_route("src-ip", "10.16.0.9", "100.64.0.2", LR)
+    if s.kind == "real":
+        assert len(calls) == 3
+    else:
+        assert sum(s.nb.requests.values()) - before == 3  # type: ignore[attr-defined]
+    for _ in range(2):
+        s.nb.add_router_policy(LR, 31000, "ip4.dst == 10.16.0.0/16", "allow", (), IDS)
+        s.nb.add_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.2"], IDS)
+        s.nb.remove_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.7"])
+        s.nb.delete_router_policy(LR, 29000, "ip4.src == $x_ip4")
+        s.nb.delete_static_route("10.16.0.3", LR)
+        s.nb.delete_address_set("nope")
+    if s.kind == "real":
+        assert len(calls) == 3
+    else:
+        assert sum(s.nb.requests.values()) - before == 3  # type: ignore[attr-defined]
