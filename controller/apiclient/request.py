@@ -12,17 +12,31 @@ Contract:
   as `KubeUnavailableError` (status 0), an answer that is not a JSON object as a `KubeApiError`
   with status reason `BadResponse`.
 
-Bodies are plain dicts handed straight to `call_api`: `param_serialize` would walk them through
-`sanitize_for_serialization`, pure overhead for dicts, and the generated API classes' argument
+Bodies are plain dicts (or JSON already encoded as bytes): the generated API classes' argument
 validation and model (de)serialisation cost more than the request itself
-(kubernetes-client/python#1867).
+(kubernetes-client/python#1867), and `param_serialize` would walk dicts through
+`sanitize_for_serialization`, pure overhead for them.
+
+The hot path skips the generic layers too: per `ApiClient`, the headers `param_serialize`
+produces (User-Agent, default headers, the bearer token) and the parsed host are resolved once,
+and each request goes straight to the connection pool of the client's own `rest_client` pool
+manager (`urlopen` with the body as compact JSON bytes), skipping the per-request URL parsing,
+header sanitising and content-type matching of `rest_client.request` while keeping its pool
+(TLS, keep-alive connections, retries). Clients whose credentials may be refreshed per request
+(`refresh_api_key_hook`), that carry a cookie, or that go through a proxy keep the generic path
+through `call_api`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import weakref
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import urllib3
 from kubernetes.client import ApiException
@@ -41,6 +55,76 @@ MERGE_PATCH = "application/merge-patch+json"
 Timeout = float | tuple[float, float | None] | None
 
 
+@dataclass(frozen=True)
+class _Direct:
+    """What every request of one ApiClient shares on the direct path."""
+
+    scheme: str
+    host: str
+    port: int | None
+    base_path: str  # the server URL's own path prefix, if any ("" usually)
+    headers: dict[str, str]  # Accept, User-Agent, default headers, Authorization
+
+
+_DIRECT: weakref.WeakKeyDictionary[Any, _Direct | None] = weakref.WeakKeyDictionary()
+_DIRECT_LOCK = threading.Lock()
+_TIMEOUTS: dict[Any, urllib3.Timeout | None] = {}
+
+
+def _direct(api_client: Any) -> _Direct | None:
+    """The shared request parts of `api_client`, or None when it needs the generic path."""
+    cfg = api_client.configuration
+    if (
+        getattr(cfg, "refresh_api_key_hook", None) is not None
+        or getattr(api_client, "cookie", None)
+        or type(api_client.rest_client.pool_manager) is not urllib3.PoolManager
+    ):
+        return None
+    try:
+        return _DIRECT[api_client]
+    except (KeyError, TypeError):
+        pass
+    _, url, headers, _, _ = api_client.param_serialize(
+        "GET", "", header_params={"Accept": JSON}, auth_settings=["BearerToken"]
+    )
+    parsed = urllib3.util.parse_url(url)
+    direct: _Direct | None = None
+    if parsed.scheme in ("http", "https") and parsed.host and not parsed.query:
+        direct = _Direct(
+            parsed.scheme,
+            parsed.host,
+            parsed.port,
+            (parsed.path or "").rstrip("/"),
+            {str(k): str(v) for k, v in headers.items()},
+        )
+    # An ApiClient that is not weak-referenceable is resolved on every request.
+    with _DIRECT_LOCK, contextlib.suppress(TypeError):
+        _DIRECT[api_client] = direct
+    return direct
+
+
+def _timeout(timeout: Timeout) -> urllib3.Timeout | None:
+    """`rest_client.request`'s mapping of a timeout, memoised (a handful of distinct values)."""
+    try:
+        return _TIMEOUTS[timeout]
+    except KeyError:
+        pass
+    made: urllib3.Timeout | None = None
+    if isinstance(timeout, int | float) and timeout:
+        made = urllib3.Timeout(total=timeout)
+    elif isinstance(timeout, tuple) and len(timeout) == 2:
+        made = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    if len(_TIMEOUTS) < 64:
+        _TIMEOUTS[timeout] = made
+    return made
+
+
+def _encode(body: Any) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
 def send(
     api_client: Any,
     method: str,
@@ -51,7 +135,17 @@ def send(
     content_type: str = JSON,
     timeout: Timeout = None,
 ) -> Any:
-    """Send one request; return the unread urllib3 response of a 2xx answer (see module doc)."""
+    """Send one request; return the unread urllib3 response of a 2xx answer (see module doc).
+
+    `body` is a JSON-serialisable value, or JSON already encoded as bytes.
+    """
+    direct = _direct(api_client)
+    if direct is not None:
+        return _send_direct(
+            api_client, direct, method, path, list(query), body, content_type, timeout
+        )
+    if isinstance(body, bytes):
+        body = json.loads(body)  # the generic path serialises it again itself
     headers = {"Accept": JSON}
     if body is not None:
         headers["Content-Type"] = content_type
@@ -73,6 +167,45 @@ def send(
     raw = response.response
     if not 200 <= response.status <= 299:
         raise error_from_response(response.status, read_all(raw))
+    return raw
+
+
+def _send_direct(
+    api_client: Any,
+    direct: _Direct,
+    method: str,
+    path: str,
+    query: list[tuple[str, str]],
+    body: Any,
+    content_type: str,
+    timeout: Timeout,
+) -> Any:
+    headers = dict(direct.headers)  # urllib3 may add to it
+    payload = None
+    if body is not None:
+        headers["Content-Type"] = content_type
+        payload = _encode(body)
+    url = direct.base_path + path
+    if query:
+        url += "?" + urlencode(query)
+    try:
+        pool = api_client.rest_client.pool_manager.connection_from_host(
+            direct.host, direct.port, direct.scheme
+        )
+        raw = pool.urlopen(
+            method,
+            url,
+            body=payload,
+            headers=headers,
+            timeout=_timeout(timeout),
+            preload_content=False,
+            redirect=False,
+            assert_same_host=False,
+        )
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise transport_error(exc) from exc
+    if not 200 <= raw.status <= 299:
+        raise error_from_response(raw.status, read_all(raw))
     return raw
 
 

@@ -5,8 +5,10 @@ monitored tables and the row indexes; idl_context.py: the verb bodies run in the
 idl_txn.py: the deadline transaction) are the only ones that talk to python-ovs / ovsdbapp.
 Guarantees:
 
-* One verb = one OVSDB transaction, composed of commands run in ovsdbapp's IDL thread, always
-  with errors checked. Every failure surfaces as an `OvnError` subclass.
+* One verb = one OVSDB transaction (for the hot verbs of concurrent callers, a share of one:
+  group commit, idl_group.py, results and errors kept per verb), composed of commands run in
+  ovsdbapp's IDL thread, always with errors checked. Every failure surfaces as an `OvnError`
+  subclass.
 * Every call returns or raises within `--ovn-timeout`: one deadline covers queueing behind other
   transactions, waiting for a (re)connection and the commit itself. A transaction whose caller
   already gave up is not started.
@@ -30,7 +32,7 @@ import contextlib
 import logging
 import queue
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from ovsdbapp import exceptions as ovsdbapp_exc
@@ -65,6 +67,7 @@ from controller.ovn.idl_context import (
     set_memberships,
     sync_sg,
 )
+from controller.ovn.idl_group import GroupCommitter
 from controller.ovn.idl_index import (
     AS,
     LR,
@@ -103,6 +106,7 @@ class OvsdbappNbClient:
         *,
         on_request: RequestObserver | None = None,
         c_json: bool = True,
+        group_commit: bool = True,
     ) -> None:
         if c_json:
             enable_c_json_parser()
@@ -125,6 +129,8 @@ class OvsdbappNbClient:
             raise OvnTimeoutError(
                 f"cannot connect to OVN NB {config.remote} within {config.timeout}s"
             ) from e
+        # The hot verbs of concurrent workers share transactions (see idl_group.py).
+        self._group = GroupCommitter(self._api, self._index, self._conn) if group_commit else None
         release_sync_garbage()
         LOG.info(
             "connected to OVN NB %s, %d ports synced in %.3fs",
@@ -138,8 +144,9 @@ class OvsdbappNbClient:
         """kube-ovn's --ovn-nb-addr / --ovn-timeout; ssl_* kwargs go to NbConnectionConfig."""
         on_request = kwargs.pop("on_request", None)
         c_json = kwargs.pop("c_json", True)
+        group_commit = kwargs.pop("group_commit", True)
         config = NbConnectionConfig.from_addr(addr, timeout, **kwargs)
-        return cls(config, on_request=on_request, c_json=c_json)
+        return cls(config, on_request=on_request, c_json=c_json, group_commit=group_commit)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -168,6 +175,8 @@ class OvsdbappNbClient:
                             idlutils.ExceptionResult(ex=OvnError("OVN NB client closed"), tb="")
                         )
         conn.thread.join(self._config.timeout)
+        if self._group is not None:
+            self._group.fail_all(OvnError("OVN NB client closed"))
         if conn.thread.is_alive():
             LOG.warning("OVN NB connection thread did not stop")
         else:
@@ -181,12 +190,23 @@ class OvsdbappNbClient:
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _transact(self, method: str, fn: Callable[[VerbContext], Any]) -> Any:
+    def _transact(
+        self,
+        method: str,
+        fn: Callable[[VerbContext], Any],
+        keys: frozenset[Hashable] | None = None,
+    ) -> Any:
+        """Run one verb; with `keys` (what it looks up through the indexes) it may share its
+        transaction with other threads' verbs (group commit), else it gets its own."""
         if not self._conn.is_running:
             raise OvnError(f"{method}: OVN NB client is closed")
         start = time.monotonic()
         ok = False
         try:
+            if keys is not None and self._group is not None:
+                result = self._group.run(method, fn, keys, self._config.timeout)
+                ok = True
+                return result
             with self._api.transaction(check_error=True, log_errors=False) as txn:
                 cmd = txn.add(VerbCommand(self._api, self._index, method, fn))
             ok = True
@@ -228,7 +248,11 @@ class OvsdbappNbClient:
             for spec, cols in prepared:
                 create_port_rows(ctx, spec, cols)
 
-        self._transact("create_port" if len(prepared) == 1 else "create_ports", run)
+        # Ports with security groups also sync port groups through the indexes: alone.
+        keys = None
+        if not any(cols.security_groups for _, cols in prepared):
+            keys = frozenset(("port", s.name) for s, _ in prepared)
+        self._transact("create_port" if len(prepared) == 1 else "create_ports", run, keys)
 
     def delete_port(self, name: str) -> None:
         self.delete_ports([name])
@@ -244,7 +268,8 @@ class OvsdbappNbClient:
                 if lsp is not None:
                     ctx.delete(lsp, ctx.switch_of(lsp), "ports")
 
-        self._transact("delete_port" if len(names) == 1 else "delete_ports", run)
+        keys = frozenset(("port", name) for name in names)
+        self._transact("delete_port" if len(names) == 1 else "delete_ports", run, keys)
 
     def get_port(self, name: str) -> PortInfo | None:
         def read() -> PortInfo | None:
@@ -306,7 +331,8 @@ class OvsdbappNbClient:
                     route = ctx.insert(ROUTE, ip_prefix=prefix, nexthop=hop, policy=[policy])
                     ctx.add_ref(lr, "static_routes", route)
 
-        self._transact("add_static_route", run)
+        keys = frozenset(("route", router, prefix, policy) for prefix, _ in pairs)
+        self._transact("add_static_route", run, keys)
 
     def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None:
         if not cidr:
@@ -576,7 +602,8 @@ class OvsdbappNbClient:
                 if opt_value(keep.external_mac) != logical_mac.lower():
                     keep.external_mac = [logical_mac.lower()]
 
-        self._transact("update_nat_rule", run)
+        keys = frozenset({("nat", router, policy, lip), ("nat-eip", router, policy, eip)})
+        self._transact("update_nat_rule", run, keys)
 
     def _nothing_to_remove(self, policy: str, lip: str, router: str) -> bool:
         """The router exists and has no `policy` NAT for `lip` (call under the IDL lock)."""
