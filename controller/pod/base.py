@@ -154,7 +154,9 @@ class PodControllerBase:
         self.queues.delete.add_rate_limited(key)
 
     def _warn(self, raw: KubeObject, reason: str, exc: BaseException) -> None:
-        LOG.error("pod %s: %s: %s", describe(raw), reason, exc)
+        # Every caller re-raises, and the worker logs the one line per attempt that names the
+        # item and the error; the reason goes to the Event, so this line is only for debugging.
+        LOG.debug("pod %s: %s: %s", describe(raw), reason, exc)
         if raw:
             self._recorder.event(raw, EVENT_TYPE_WARNING, reason, str(exc))
 
