@@ -35,6 +35,7 @@ from controller.core.constants import (
 from controller.core.errors import ResourceNotReadyError, RetryableError
 from controller.core.model import Node, Pod, PodNet, Subnet
 from controller.core.naming import pod_name_to_port_name
+from controller.ovn.api import RouterPolicy
 from controller.pod_logic.classify import get_name_by_pod, is_pod_alive
 from controller.pod_logic.networks import default_ovn_net
 
@@ -91,16 +92,9 @@ class NatAction:
     port: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyAction:
-    """One `NbClient.add_router_policy(router, priority, match, action, nexthops, ids)` call."""
-
-    router: str
-    priority: int
-    match: str
-    action: str
-    nexthops: tuple[str, ...] = ()
-    external_ids: Mapping[str, str] = field(default_factory=dict)
+#: One `NbClient.add_router_policy(router, priority, match, action, nexthops, ids)` call: the
+#: row it makes, as `list_router_policies` reads it back.
+PolicyAction = RouterPolicy
 
 
 @dataclass(frozen=True, slots=True)

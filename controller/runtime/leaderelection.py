@@ -93,8 +93,8 @@ class LeaderElectionRecord:
         return cls(
             holder_identity=str(spec.get("holderIdentity") or ""),
             lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=_parse_time(spec.get("acquireTime")),
-            renew_time=_parse_time(spec.get("renewTime")),
+            acquire_time=parse_time(spec.get("acquireTime")),
+            renew_time=parse_time(spec.get("renewTime")),
             leader_transitions=int(spec.get("leaseTransitions") or 0),
             strategy=str(spec.get("strategy") or ""),
             preferred_holder=str(spec.get("preferredHolder") or ""),
@@ -109,13 +109,14 @@ def _format_time(t: datetime | None) -> str | None:
     return t.astimezone(UTC).strftime(MICROTIME_FORMAT) if t is not None else None
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 time of a lock record (seconds or microseconds); None when absent or bad."""
     if not isinstance(value, str) or not value:
         return None
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        LOG.warning("unparseable lease time %r ignored", value)
+        LOG.warning("unparseable lock record time %r ignored", value)
         return None
 
 

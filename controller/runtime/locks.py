@@ -33,6 +33,7 @@ from controller.runtime.leaderelection import (
     LockNotFoundError,
     ResourceLock,
     lock_request,
+    parse_time,
 )
 
 LOG = logging.getLogger(__name__)
@@ -45,15 +46,6 @@ _SECONDS_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 def _format_seconds(t: datetime | None) -> str | None:
     return t.astimezone(UTC).strftime(_SECONDS_FORMAT) if t is not None else None
-
-
-def _parse_seconds(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def record_to_annotation(record: LeaderElectionRecord) -> str:
@@ -78,8 +70,8 @@ def record_from_annotation(text: str) -> LeaderElectionRecord:
         return LeaderElectionRecord(
             holder_identity=str(doc.get("holderIdentity") or ""),
             lease_duration_seconds=int(doc.get("leaseDurationSeconds") or 0),
-            acquire_time=_parse_seconds(doc.get("acquireTime")),
-            renew_time=_parse_seconds(doc.get("renewTime")),
+            acquire_time=parse_time(doc.get("acquireTime")),
+            renew_time=parse_time(doc.get("renewTime")),
             leader_transitions=int(doc.get("leaderTransitions") or 0),
         )
     except (ValueError, TypeError) as exc:
