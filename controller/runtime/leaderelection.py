@@ -157,7 +157,39 @@ def lock_request(
     return result
 
 
-class LeaseLock:
+class ApiObjectLock:
+    """What every lock on one API object shares: its name, the holder identity, the request path."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        collection: str,
+        request_timeout: float,
+    ) -> None:
+        if not identity:
+            raise ValueError("Lock identity is empty")
+        self._api_client = api_client
+        self.namespace = namespace
+        self.name = name
+        self._identity = identity
+        self._timeout = max(1.0, request_timeout)
+        self._collection = collection
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def describe(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        return lock_request(self._api_client, method, path, body, self._timeout)
+
+
+class LeaseLock(ApiObjectLock):
     """A `ResourceLock` on a coordination.k8s.io/v1 Lease via a `kubernetes` ApiClient."""
 
     def __init__(
@@ -170,26 +202,16 @@ class LeaseLock:
         request_timeout: float = 10.0,
         labels: Mapping[str, str] | None = None,
     ) -> None:
-        if not identity:
-            raise ValueError("Lock identity is empty")
-        self._api_client = api_client
-        self.namespace = namespace
-        self.name = name
-        self._identity = identity
-        self._timeout = max(1.0, request_timeout)
+        super().__init__(
+            api_client,
+            namespace,
+            name,
+            identity,
+            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+            request_timeout,
+        )
         self._labels = dict(labels or {})
         self._lease: dict[str, Any] | None = None
-        self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-
-    @property
-    def identity(self) -> str:
-        return self._identity
-
-    def describe(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        return lock_request(self._api_client, method, path, body, self._timeout)
 
     def get(self) -> LeaderElectionRecord:
         lease = self._call("GET", f"{self._collection}/{self.name}")

@@ -28,11 +28,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.runtime.leaderelection import (
+    ApiObjectLock,
     LeaderElectionRecord,
     LockError,
     LockNotFoundError,
     ResourceLock,
-    lock_request,
     parse_time,
 )
 
@@ -79,7 +79,7 @@ def record_from_annotation(text: str) -> LeaderElectionRecord:
         raise LockError(f"unreadable {LEADER_ANNOTATION} annotation {text[:80]!r}: {exc}") from None
 
 
-class ConfigMapLock:
+class ConfigMapLock(ApiObjectLock):
     """A `ResourceLock` on a ConfigMap's leader annotation (client-go `ConfigMapLock`)."""
 
     def __init__(
@@ -91,30 +91,20 @@ class ConfigMapLock:
         *,
         request_timeout: float = 10.0,
     ) -> None:
-        if not identity:
-            raise ValueError("Lock identity is empty")
-        self._api_client = api_client
-        self.namespace = namespace
-        self.name = name
-        self._identity = identity
-        self._timeout = max(1.0, request_timeout)
+        super().__init__(
+            api_client,
+            namespace,
+            name,
+            identity,
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            request_timeout,
+        )
         self._cm: dict[str, Any] | None = None
-        self._collection = f"/api/v1/namespaces/{namespace}/configmaps"
-
-    @property
-    def identity(self) -> str:
-        return self._identity
-
-    def describe(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def exists(self) -> bool:
         """Whether the last get/create/update saw the ConfigMap."""
         return self._cm is not None
-
-    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        return lock_request(self._api_client, method, path, body, self._timeout)
 
     def get(self) -> LeaderElectionRecord:
         try:
