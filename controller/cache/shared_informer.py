@@ -4,7 +4,8 @@ Pipeline: `Reflector` → `RealFIFO` → this informer's delta processing (updat
 then notify) → one `_ProcessorListener` per registered handler, each with its own unbounded buffer
 and thread, so a slow handler delays only itself.
 
-Handler-visible contract (client-go 0.36 with RealFIFO in atomic mode; see fifo.py):
+Handler-visible contract (client-go 0.36 with RealFIFO in atomic mode; see fifo.py; the handler
+types are in handlers.py, re-exported here):
 
 * `on_add(obj, is_in_initial_list)`, `on_update(old, new)`, `on_delete(obj)` run on the
   handler's own thread, one at a time, in event order. The indexer already reflects the event.
@@ -32,8 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from controller.cache.errors import InformerStoppedError
 from controller.cache.fifo import (
@@ -43,6 +43,11 @@ from controller.cache.fifo import (
     RealFIFO,
     ReplacedAllInfo,
     Transformer,
+)
+from controller.cache.handlers import (
+    FilteringResourceEventHandler,
+    ResourceEventHandler,
+    ResourceEventHandlerFuncs,
 )
 from controller.cache.keys import (
     DeletedFinalStateUnknown,
@@ -61,59 +66,6 @@ LOG = logging.getLogger(__name__)
 MINIMUM_RESYNC_PERIOD = 1.0
 HANDLER_ERROR_PAUSE = 1.0
 REFLECTOR_JOIN_GRACE = 5.0
-
-
-class ResourceEventHandler(Protocol):
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None: ...
-    def on_update(self, old: Any, new: Any) -> None: ...
-    def on_delete(self, obj: Any) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceEventHandlerFuncs:
-    """Plain callbacks as a `ResourceEventHandler`; missing ones are skipped."""
-
-    add_func: Callable[[Any], None] | None = None
-    update_func: Callable[[Any, Any], None] | None = None
-    delete_func: Callable[[Any], None] | None = None
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self.add_func is not None:
-            self.add_func(obj)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        if self.update_func is not None:
-            self.update_func(old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        if self.delete_func is not None:
-            self.delete_func(obj)
-
-
-@dataclass(frozen=True, slots=True)
-class FilteringResourceEventHandler:
-    """Passes on only objects accepted by `filter_func`; an update that crosses the filter
-    becomes an add (now accepted) or a delete (no longer accepted)."""
-
-    filter_func: Callable[[Any], bool]
-    handler: ResourceEventHandler
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self.filter_func(obj):
-            self.handler.on_add(obj, is_in_initial_list)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        old_ok, new_ok = self.filter_func(old), self.filter_func(new)
-        if old_ok and new_ok:
-            self.handler.on_update(old, new)
-        elif new_ok:
-            self.handler.on_add(new, False)
-        elif old_ok:
-            self.handler.on_delete(old)
-
-    def on_delete(self, obj: Any) -> None:
-        if self.filter_func(obj):
-            self.handler.on_delete(obj)
 
 
 def strip_managed_fields(obj: Any) -> Any:

@@ -11,7 +11,8 @@ deleted while the controller was down, a delete handler that gave up, a crash be
 * `gc_ip_crs`: kubeovn.io IP CRs whose pod (or node) is gone and no keep rule covers;
 * `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
   (or only the key of a pod that is gone: a kept StatefulSet / VM address keeps no route)
-  (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below);
+  (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below)
+  (`controller.controllers.gc_routes`);
 * `gc_routing`: the pod routing rows (router policies, address-set entries and sets) whose
   address, node or subnet is gone (`controller.controllers.gc_routing`).
 
@@ -81,6 +82,7 @@ from typing import Any, Protocol
 
 from controller.cache import Indexer
 from controller.config import Config
+from controller.controllers.gc_routes import RESOURCE_STATIC_ROUTE, StaticRouteSweeper
 from controller.controllers.gc_routing import RoutingSweeper
 from controller.controllers.sg_gc import SecurityGroupGc
 from controller.core import annotations as ann
@@ -90,7 +92,6 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     NODE_PORT_PREFIX,
     OVN_PROVIDER,
-    POLICY_SRC_IP,
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
@@ -112,7 +113,6 @@ LOG = logging.getLogger(__name__)
 
 RESOURCE_LSP = "lsp"
 RESOURCE_IP = "ip"
-RESOURCE_STATIC_ROUTE = "static_route"
 RESOURCE_NAT = "nat"
 
 
@@ -190,10 +190,16 @@ class GarbageCollector:
         self._lock = threading.Lock()
         self._last_lsp_orphans: set[str] = set()
         self._last_ip_orphans: set[str] = set()
-        self._last_route_orphans: set[str] = set()
         # each pod parsed once per resourceVersion, only while the start-up passes run
         self._pod_memo: ParseCache[Pod] | None = None
         self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        self._routes = StaticRouteSweeper(
+            nb=nb,
+            ipam=ipam,
+            router=self._router,
+            present_keys=lambda: self._snapshot().present_keys,
+            count=self._count,
+        )
         self._routing = RoutingSweeper(
             nb=nb, ipam=ipam, view=self._view, router=self._router, count=self._count
         )
@@ -250,7 +256,7 @@ class GarbageCollector:
                 if ports is not None:
                     self._guarded("logical switch ports", self._sweep_lsps, ports, snap)
                 self._guarded("IP CRs", self._sweep_ips, crs, snap)
-                self._guarded("static routes", self._sweep_static_routes)
+                self._guarded("static routes", self._routes.sweep)
                 if ports is not None and self._sg_gc is not None:
                     self._guarded("security groups", self._sg_gc.sweep, ports)
                 self._guarded("router policies and address sets", self._routing.sweep)
@@ -440,7 +446,7 @@ class GarbageCollector:
         with self._lock:
             if not self._is_ready():
                 return []
-            return self._sweep_static_routes()
+            return self._routes.sweep()
 
     def gc_routing(self) -> list[str]:
         """One mark-and-sweep pass over the routing policies and address sets."""
@@ -448,50 +454,6 @@ class GarbageCollector:
             if not self._is_ready():
                 return []
             return self._routing.sweep()
-
-    def _sweep_static_routes(self) -> list[str]:
-        if not self._ipam.subnet_names():
-            LOG.warning("skip static route gc: IPAM has no subnet (not rebuilt yet?)")
-            return []
-        routes = self._nb.list_static_routes(self._router)
-        present = self._snapshot().present_keys
-        stale: dict[str, int] = {}
-        for route in routes:
-            if route.policy != POLICY_SRC_IP:
-                continue
-            ip = host_prefix(route.ip_prefix)
-            if ip is not None and self._route_unowned(ip, present):
-                stale[ip] = stale.get(ip, 0) + 1
-        due = sorted(ip for ip in stale if ip in self._last_route_orphans)
-        self._last_route_orphans = set(stale)
-        deleted: list[str] = []
-        for ip in due:
-            if not self._route_unowned(ip, self._snapshot().present_keys):  # allocated meanwhile
-                self._last_route_orphans.discard(ip)
-                continue
-            try:
-                self._nb.delete_static_route(ip, self._router)
-            except OvnError as exc:
-                LOG.warning("gc static route %s failed, retrying next pass: %s", ip, exc)
-                continue
-            LOG.info("gc static route %s on %s", ip, self._router)
-            deleted.append(ip)
-            self._count(RESOURCE_STATIC_ROUTE, stale[ip])
-        return deleted
-
-    def _route_unowned(self, ip: str, present: frozenset[str]) -> bool:
-        """No IPAM key holds `ip`, or only pod keys whose pod is gone.
-
-        NOTE: a StatefulSet / VM address outlives its pod (IP CR and port kept for the pod to
-        come back), but not its route: the delete handler removes the route of every pod it
-        sees go, kept or not, so the route of such a pod deleted while no controller ran is
-        stale as well. Keys without a '/' (node join addresses) are never judged by pods."""
-        owners = {
-            owner
-            for subnet in self._ipam.subnet_names()
-            if (owner := self._ipam.get_ip_owner(ip, subnet)) is not None
-        }
-        return all("/" in owner and owner not in present for owner in owners)
 
     # -- what the caches account for -------------------------------------------------------------
 

@@ -1,0 +1,395 @@
+"""The routing verbs of `OvsdbappNbClient`: static routes, router policies, address sets, NAT.
+
+`RoutingVerbs` is a mixin: it holds no state of its own and runs on the client's index, IDL,
+`_transact` (one verb = one transaction, errors mapped to `OvnError`) and `_read` (the IDL cache
+under the connection lock); impl_idl.py's module docstring states the guarantees these verbs keep.
+Each verb first checks the cache and skips the transaction when there is nothing to do (every pod
+add and delete comes through several of them), then rechecks inside the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from controller.ovn import logic
+from controller.ovn.api import AddressSetInfo, NatRule, RouterPolicy, StaticRoute
+from controller.ovn.connection import NbIdl
+from controller.ovn.idl_context import VerbContext, router_row
+from controller.ovn.idl_index import (
+    AS,
+    LR,
+    NAT,
+    POLICY,
+    ROUTE,
+    NbIndex,
+    Row,
+    committed,
+    has_ref,
+    has_string,
+    opt_value,
+)
+
+
+class RoutingVerbs:
+    """Static route, router policy, address set and NAT verbs of the NbClient contract."""
+
+    _idl: NbIdl
+    _index: NbIndex
+
+    if TYPE_CHECKING:
+        # Provided by OvsdbappNbClient (impl_idl.py).
+        def _transact(
+            self,
+            method: str,
+            fn: Callable[[VerbContext], Any],
+            keys: frozenset[Hashable] | None = None,
+        ) -> Any: ...
+
+        def _read(self, fn: Callable[[], Any]) -> Any: ...
+
+    # -- static routes ---------------------------------------------------------------------
+
+    def add_static_route(self, policy: str, cidr: str, nexthop: str, router: str) -> None:
+        policy, pairs = logic.route_pairs(policy, cidr, nexthop)
+
+        def run(ctx: VerbContext) -> None:
+            lr = router_row(ctx, router)
+            for prefix, hop in pairs:
+                found = [
+                    r
+                    for r in ctx.index.rows(ROUTE, ("route", prefix, policy))
+                    if has_ref(lr, "static_routes", r)
+                ]
+                if found:
+                    if found[0].nexthop != hop:
+                        found[0].nexthop = hop
+                else:
+                    route = ctx.insert(ROUTE, ip_prefix=prefix, nexthop=hop, policy=[policy])
+                    ctx.add_ref(lr, "static_routes", route)
+
+        keys = frozenset(("route", router, prefix, policy) for prefix, _ in pairs)
+        self._transact("add_static_route", run, keys)
+
+    def delete_static_route(self, cidr: str, router: str, policy: str = "") -> None:
+        if not cidr:
+            return
+        prefixes = logic.route_prefixes(cidr)
+
+        def key(prefix: str) -> tuple[str, ...]:
+            return ("route", prefix, policy) if policy else ("prefix", prefix)
+
+        def present() -> bool:
+            lr = self._index.first(LR, ("name", router))
+            return lr is not None and any(
+                has_ref(lr, "static_routes", r)
+                for prefix in prefixes
+                for r in self._index.rows(ROUTE, key(prefix))
+            )
+
+        if not self._read(present):
+            # NOTE: every pod delete (and the migration of every routed pod) asks for this;
+            # an empty transaction would still cost a round trip through the IDL thread.
+            return
+
+        def run(ctx: VerbContext) -> None:
+            lr = ctx.named(LR, router)
+            if lr is None:
+                return
+            for prefix in prefixes:
+                for r in ctx.index.rows(ROUTE, key(prefix)):
+                    if has_ref(lr, "static_routes", r):
+                        ctx.delete(r, lr, "static_routes")
+
+        self._transact("delete_static_route", run)
+
+    def list_static_routes(self, router: str) -> list[StaticRoute]:
+        def read() -> list[StaticRoute]:
+            lr = self._index.first(LR, ("name", router))
+            if lr is None:
+                return []
+            return sorted(
+                (
+                    StaticRoute(router, r.ip_prefix, r.nexthop, opt_value(r.policy) or "dst-ip")
+                    for r in lr.static_routes
+                ),
+                key=lambda r: (r.ip_prefix, r.policy, r.nexthop),
+            )
+
+        result: list[StaticRoute] = self._read(read)
+        return result
+
+    # -- router policies -------------------------------------------------------------------
+
+    def _policy_rows(self, lr: Row, priority: int, match: str) -> list[Row]:
+        return [
+            r
+            for r in self._index.rows(POLICY, ("policy", priority, match))
+            if has_ref(lr, "policies", r)
+        ]
+
+    def add_router_policy(
+        self,
+        router: str,
+        priority: int,
+        match: str,
+        action: str,
+        nexthops: Sequence[str] = (),
+        external_ids: Mapping[str, str] | None = None,
+    ) -> None:
+        match, hops = logic.policy_args(priority, match, action, nexthops)
+        ids = dict(external_ids or {})
+
+        def same() -> bool:
+            lr = self._index.first(LR, ("name", router))
+            rows = self._policy_rows(lr, priority, match) if lr is not None else []
+            return len(rows) == 1 and _policy_is(rows[0], action, hops, ids)
+
+        if self._read(same):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            lr = router_row(ctx, router)
+            rows = [r for r in self._policy_rows(lr, priority, match) if r.uuid not in ctx.deleted]
+            for extra in rows[1:]:
+                ctx.delete(extra, lr, "policies")
+            if not rows:
+                row = ctx.insert(
+                    POLICY,
+                    priority=priority,
+                    match=match,
+                    action=action,
+                    nexthops=list(hops),
+                    external_ids=ids,
+                )
+                ctx.add_ref(lr, "policies", row)
+                return
+            row = rows[0]
+            if row.action != action:
+                row.action = action
+            if tuple(row.nexthops) != hops:
+                row.nexthops = list(hops)
+            ctx.set_keys(row, "external_ids", ids)
+
+        self._transact("add_router_policy", run)
+
+    def delete_router_policy(self, router: str, priority: int, match: str) -> None:
+        match = match.strip()
+
+        def present() -> bool:
+            lr = self._index.first(LR, ("name", router))
+            return lr is not None and bool(self._policy_rows(lr, priority, match))
+
+        if not self._read(present):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            lr = ctx.named(LR, router)
+            if lr is not None:
+                for r in self._policy_rows(lr, priority, match):
+                    ctx.delete(r, lr, "policies")
+
+        self._transact("delete_router_policy", run)
+
+    def list_router_policies(self, router: str) -> list[RouterPolicy]:
+        def read() -> list[RouterPolicy]:
+            lr = self._index.first(LR, ("name", router))
+            if lr is None:
+                return []
+            return sorted(
+                (
+                    RouterPolicy(
+                        router,
+                        r.priority,
+                        r.match,
+                        r.action,
+                        tuple(r.nexthops),
+                        dict(r.external_ids),
+                    )
+                    for r in lr.policies
+                ),
+                key=lambda p: (-p.priority, p.match),
+            )
+
+        result: list[RouterPolicy] = self._read(read)
+        return result
+
+    # -- address sets ----------------------------------------------------------------------
+
+    def add_address_set_addresses(
+        self, name: str, addresses: Sequence[str], external_ids: Mapping[str, str] | None = None
+    ) -> None:
+        logic.check_address_set_name(name)
+        entries = logic.address_set_entries(addresses)
+        ids = dict(external_ids or {})
+
+        def same() -> bool:
+            row = self._index.first(AS, ("name", name))
+            if row is None:
+                return False
+            return all(has_string(row, "addresses", e) for e in entries) and logic.ids_match(
+                committed(row, "external_ids"), ids
+            )
+
+        if self._read(same):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            row = ctx.named(AS, name)
+            if row is None:
+                ctx.insert(AS, name=name, addresses=entries, external_ids=ids)
+                return
+            for entry in entries:
+                # NOTE: one set per node grows with its pods; a membership test on the
+                # committed datum is O(log n), `row.addresses` would copy the whole set.
+                if row._data is None or not has_string(row, "addresses", entry):
+                    row.addvalue("addresses", entry)
+            ctx.set_keys(row, "external_ids", ids)
+
+        self._transact("add_address_set_addresses", run)
+
+    def remove_address_set_addresses(self, name: str, addresses: Sequence[str]) -> None:
+        entries = set(logic.address_set_entries(addresses))
+
+        def present() -> bool:
+            row = self._index.first(AS, ("name", name))
+            return row is not None and any(has_string(row, "addresses", e) for e in entries)
+
+        if not self._read(present):
+            return
+
+        def run(ctx: VerbContext) -> None:
+            row = ctx.named(AS, name)
+            if row is None:
+                return
+            for entry in sorted(entries):
+                if has_string(row, "addresses", entry):
+                    row.delvalue("addresses", entry)
+
+        self._transact("remove_address_set_addresses", run)
+
+    def delete_address_set(self, name: str) -> None:
+        if self._read(lambda: self._index.first(AS, ("name", name))) is None:
+            return
+
+        def run(ctx: VerbContext) -> None:
+            row = ctx.named(AS, name)
+            if row is not None:
+                row.delete()
+                ctx.deleted.add(row.uuid)
+
+        self._transact("delete_address_set", run)
+
+    def list_address_sets(self, external_ids: Mapping[str, str]) -> list[AddressSetInfo]:
+        def read() -> list[AddressSetInfo]:
+            out = []
+            for row in self._idl.tables[AS].rows.values():
+                ids = committed(row, "external_ids")
+                if logic.ids_match(ids, external_ids):
+                    addrs = tuple(sorted(committed(row, "addresses")))
+                    out.append(AddressSetInfo(committed(row, "name"), addrs, dict(ids)))
+            return sorted(out, key=lambda a: a.name)
+
+        result: list[AddressSetInfo] = self._read(read)
+        return result
+
+    # -- NAT -------------------------------------------------------------------------------
+
+    def update_nat_rule(
+        self,
+        policy: str,
+        logical_ip: str,
+        external_ip: str,
+        router: str,
+        logical_mac: str = "",
+        port: str = "",
+    ) -> None:
+        lip, eip = logic.nat_rule_args(policy, logical_ip, external_ip, logical_mac, port)
+        if not eip and self._read(lambda: self._nothing_to_remove(policy, lip, router)):
+            # NOTE: every routed pod without EIP/SNAT comes here twice; an empty transaction
+            # would still cost a round trip through the IDL thread.
+            return
+
+        def run(ctx: VerbContext) -> None:
+            lr = router_row(ctx, router)
+            rows = [r for r in ctx.index.rows(NAT, ("lip", policy, lip)) if has_ref(lr, "nat", r)]
+            keep = None
+            for r in rows:
+                if eip and r.external_ip == eip and keep is None:
+                    keep = r
+                else:
+                    ctx.delete(r, lr, "nat")
+            if not eip:
+                return
+            if keep is None:
+                clash = [
+                    r.logical_ip
+                    for r in ctx.index.rows(NAT, ("eip", policy, eip))
+                    if has_ref(lr, "nat", r)
+                ]
+                logic.check_nat_clash(router, policy, eip, clash)
+                extra = {"logical_port": [port], "external_mac": [logical_mac.lower()]}
+                keep = ctx.insert(
+                    NAT, type=policy, external_ip=eip, logical_ip=lip, **(extra if port else {})
+                )
+                ctx.add_ref(lr, "nat", keep)
+            elif port:
+                if opt_value(keep.logical_port) != port:
+                    keep.logical_port = [port]
+                if opt_value(keep.external_mac) != logical_mac.lower():
+                    keep.external_mac = [logical_mac.lower()]
+
+        keys = frozenset({("nat", router, policy, lip), ("nat-eip", router, policy, eip)})
+        self._transact("update_nat_rule", run, keys)
+
+    def _nothing_to_remove(self, policy: str, lip: str, router: str) -> bool:
+        """The router exists and has no `policy` NAT for `lip` (call under the IDL lock)."""
+        lr = self._index.first(LR, ("name", router))
+        return lr is not None and not any(
+            has_ref(lr, "nat", r) for r in self._index.rows(NAT, ("lip", policy, lip))
+        )
+
+    def delete_nat_rule(self, logical_ip: str, router: str) -> None:
+        lip = logic.canonical_prefix(logical_ip)
+
+        def run(ctx: VerbContext) -> None:
+            lr = ctx.named(LR, router)
+            if lr is None:
+                return
+            for nat_type in logic.NAT_TYPES:
+                for r in ctx.index.rows(NAT, ("lip", nat_type, lip)):
+                    if has_ref(lr, "nat", r):
+                        ctx.delete(r, lr, "nat")
+
+        self._transact("delete_nat_rule", run)
+
+    def list_nat_rules(self, router: str) -> list[NatRule]:
+        def read() -> list[NatRule]:
+            lr = self._index.first(LR, ("name", router))
+            if lr is None:
+                return []
+            return sorted(
+                (
+                    NatRule(
+                        router,
+                        r.type,
+                        r.external_ip,
+                        r.logical_ip,
+                        opt_value(r.logical_port),
+                        opt_value(r.external_mac),
+                    )
+                    for r in lr.nat
+                ),
+                key=lambda n: (n.type, n.logical_ip, n.external_ip),
+            )
+
+        result: list[NatRule] = self._read(read)
+        return result
+
+
+def _policy_is(row: Row, action: str, hops: tuple[str, ...], ids: Mapping[str, str]) -> bool:
+    return (
+        committed(row, "action") == action
+        and tuple(committed(row, "nexthops")) == hops
+        and logic.ids_match(committed(row, "external_ids"), ids)
+    )
