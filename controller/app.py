@@ -12,12 +12,10 @@ code; `run_controller(argv, environ)` parses and starts one.
 What `start()` builds: the `kubernetes` ApiClient (kubeconfig or in-cluster) behind `KubeClient`
 (also the `ClusterApi`); the OVN NB client (`OvsdbappNbClient`); one Prometheus registry with
 the `workqueue_*` family (`PrometheusMetricsProvider`), `ControllerMetrics` and a `MetricsServer`
-(`/metrics`, `/healthz`, `/readyz`) on `--metrics-port`; informers (all cached, nothing is fetched
-per pod) for pods, namespaces, nodes, subnets, IPs, vlans, vpcs, statefulsets, the ConfigMaps of
-KUBE_NAMESPACE (the external gateway ConfigMap), and network-attachment-definitions / kubevirt
-virtual machines only when their API group is served; the four pod queues named as kube-ovn's;
-IPAM, the key mutex, the Event recorder; the pod controller and the minimal subnet / namespace /
-node controllers (each switchable off by its flag).
+(`/metrics`, `/healthz`, `/readyz`) on `--metrics-port`; IPAM, the key mutex, the Event
+recorder; then, through `controller.wiring`, the informers (all cached, nothing is fetched per
+pod), the four pod queues named as kube-ovn's, the pod controller and the minimal subnet /
+namespace / node controllers (each switchable off by its flag).
 
 Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controller.go):
 
@@ -70,40 +68,17 @@ from controller.config import build_parser as build_config_parser
 from controller.controllers.bootstrap import init_default_vpc, init_ipam, init_ovn
 from controller.controllers.gc import GarbageCollector
 from controller.controllers.namespace import NamespaceController
-from controller.controllers.node import NodeController, NodeQueues
-from controller.controllers.security_group import (
-    QUEUE_DELETE_SG,
-    QUEUE_UPDATE_SG,
-    RESOURCE_SECURITY_GROUPS,
-    SecurityGroupController,
-    SecurityGroupQueues,
-)
-from controller.controllers.subnet import DEFAULT_STATUS_DELAY, SubnetController, SubnetQueues
-from controller.controllers.subnet_ipam import SubnetIpamTracker
+from controller.controllers.node import NodeController
+from controller.controllers.security_group import SecurityGroupController
+from controller.controllers.subnet import DEFAULT_STATUS_DELAY, SubnetController
 from controller.core.constants import (
     EVENT_COMPONENT,
-    KUBEOVN_GROUP,
-    KUBEOVN_VERSION,
     KUBEVIRT_GROUP,
     KUBEVIRT_VERSION,
     NAD_GROUP,
     NAD_VERSION,
-    QUEUE_ADD_NAMESPACE,
-    QUEUE_ADD_NODE,
-    QUEUE_ADD_POD,
-    QUEUE_ADD_SUBNET,
-    QUEUE_DELETE_NODE,
-    QUEUE_DELETE_POD,
-    QUEUE_DELETE_SUBNET,
-    QUEUE_UPDATE_POD,
-    QUEUE_UPDATE_POD_SECURITY,
-    QUEUE_UPDATE_SUBNET_STATUS,
     RESOURCE_IPS,
-    RESOURCE_NADS,
     RESOURCE_SUBNETS,
-    RESOURCE_VIRTUAL_MACHINES,
-    RESOURCE_VLANS,
-    RESOURCE_VPCS,
 )
 from controller.core.errors import ConfigError
 from controller.ipam import IPAM
@@ -114,24 +89,16 @@ from controller.kube.events import BackgroundEventRecorder
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod.controller import PodController, PodQueues
-from controller.queues import (
-    RateLimitingQueue,
-    default_controller_rate_limiter,
-)
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.keymutex import KeyMutex
-from controller.runtime.leaderelection import (
-    LeaderCallbacks,
-    LeaderElectionConfig,
-    LeaderElector,
-    LeaseLock,
-)
-from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock
+from controller.runtime.leaderelection import LeaderCallbacks, LeaderElector
 from controller.runtime.log import LogOutputs, set_verbosity, setup_logging
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
 from controller.runtime.startup import StartupError, wait_until_reachable
 from controller.view import CacheView
+from controller.wiring import add_informers, leader_elector, nb_ssl_kwargs, wire_controllers
 
 LOG = logging.getLogger(__name__)
 
@@ -360,7 +327,7 @@ class Controller:
                 cfg.ovn_nb_addr,
                 float(cfg.ovn_timeout),
                 on_request=observe_nb,
-                **_ssl_kwargs(cfg),
+                **nb_ssl_kwargs(cfg),
             ),
             timeout=float(cfg.ovn_timeout),
             stop=self._stop,
@@ -392,153 +359,35 @@ class Controller:
         factory = SharedInformerFactory(api_client)
         cm_factory = SharedInformerFactory(api_client, namespace=cfg.pod_namespace)
         self._factories = [factory, cm_factory]
-        inf = self.informers
-        inf["pods"] = factory.informer_for("", "v1", "pods")
-        inf["namespaces"] = factory.informer_for("", "v1", "namespaces", namespaced=False)
-        inf["nodes"] = factory.informer_for("", "v1", "nodes", namespaced=False)
-        for name in (RESOURCE_SUBNETS, RESOURCE_IPS, RESOURCE_VLANS, RESOURCE_VPCS):
-            inf[name] = factory.informer_for(KUBEOVN_GROUP, KUBEOVN_VERSION, name, namespaced=False)
-        inf[RESOURCE_SECURITY_GROUPS] = factory.informer_for(
-            KUBEOVN_GROUP, KUBEOVN_VERSION, RESOURCE_SECURITY_GROUPS, namespaced=False
+        add_informers(
+            self.informers,
+            factory,
+            cm_factory,
+            nad_served=nad_served,
+            kubevirt_served=kubevirt_served,
         )
-        inf["statefulsets"] = factory.informer_for("apps", "v1", "statefulsets")
-        inf["configmaps"] = cm_factory.informer_for("", "v1", "configmaps")
-        if nad_served:
-            inf["nads"] = factory.informer_for(NAD_GROUP, NAD_VERSION, RESOURCE_NADS)
-        else:
-            LOG.info("%s/%s is not served: no network attachments", NAD_GROUP, NAD_VERSION)
-        if kubevirt_served:
-            inf["vms"] = factory.informer_for(
-                KUBEVIRT_GROUP, KUBEVIRT_VERSION, RESOURCE_VIRTUAL_MACHINES
-            )
-        else:
-            LOG.info("%s/%s is not served: no KubeVirt VMs", KUBEVIRT_GROUP, KUBEVIRT_VERSION)
-
-        def idx(name: str) -> Indexer:
-            return inf[name].get_indexer()
-
-        def opt(name: str) -> Indexer | None:
-            return inf[name].get_indexer() if name in inf else None
-
-        self.pod_queues = PodQueues(
-            add=self._queue(QUEUE_ADD_POD),
-            update=self._queue(QUEUE_UPDATE_POD),
-            delete=self._queue(QUEUE_DELETE_POD),
-            security=self._queue(QUEUE_UPDATE_POD_SECURITY),
-        )
-        is_leader = self.is_leader
-        # One read view for the pod controller and the gc: each cached object parsed once.
-        self.view = CacheView(
+        wired = wire_controllers(
+            cfg=cfg,
+            inf=self.informers,
             kube=kube,
-            pods=idx("pods"),
-            namespaces=idx("namespaces"),
-            subnets=idx(RESOURCE_SUBNETS),
-            nodes=idx("nodes"),
-            ips=idx(RESOURCE_IPS),
-            vlans=idx(RESOURCE_VLANS),
-            vpcs=idx(RESOURCE_VPCS),
-            configmaps=idx("configmaps"),
-            statefulsets=opt("statefulsets"),
-            nads=opt("nads"),
-            vms=opt("vms"),
-        )
-        self.pod_controller = PodController(
-            config=cfg,
-            kube=kube,
+            cluster=cluster,
             nb=nb,
             ipam=self.ipam,
             recorder=self.recorder,
             key_mutex=self.key_mutex,
-            queues=self.pod_queues,
-            is_leader=is_leader,
             metrics=self.metrics,
-            view=self.view,
+            is_leader=self.is_leader,
+            queue=self._queue,
+            status_delay=self._status_delay,
         )
-        inf["pods"].add_event_handler(self.pod_controller)
-        if "nads" in inf:
-            # A pod waiting for its attachment definition converges as soon as it appears.
-            inf["nads"].add_event_handler(self.pod_controller.nad_event_handler())
-        self.gc = GarbageCollector(
-            config=cfg,
-            kube=kube,
-            nb=nb,
-            ipam=self.ipam,
-            metrics=self.metrics,
-            key_mutex=self.key_mutex,
-            ready=lambda: all(i.has_synced() for i in inf.values()),
-            view=self.view,
-            security_groups=idx(RESOURCE_SECURITY_GROUPS),
-        )
-
-        self.sg_controller = SecurityGroupController(
-            sgs=idx(RESOURCE_SECURITY_GROUPS),
-            kube=kube,
-            nb=nb,
-            recorder=self.recorder,
-            queues=SecurityGroupQueues(
-                update=self._queue(QUEUE_UPDATE_SG), delete=self._queue(QUEUE_DELETE_SG)
-            ),
-            is_leader=is_leader,
-        )
-        inf[RESOURCE_SECURITY_GROUPS].add_event_handler(self.sg_controller)
-        if cfg.enable_subnet_controller:
-            self.subnet_controller = SubnetController(
-                config=cfg,
-                subnets=idx(RESOURCE_SUBNETS),
-                vpcs=idx(RESOURCE_VPCS),
-                kube=kube,
-                cluster=cluster,
-                nb=nb,
-                ipam=self.ipam,
-                recorder=self.recorder,
-                queues=SubnetQueues(
-                    add=self._queue(QUEUE_ADD_SUBNET),
-                    delete=self._queue(QUEUE_DELETE_SUBNET),
-                    status=self._queue(QUEUE_UPDATE_SUBNET_STATUS),
-                ),
-                is_leader=is_leader,
-                metrics=self.metrics,
-                status_delay=self._status_delay,
-                on_ready=self.pod_controller.subnet_ready,
-                nodes=idx("nodes"),
-            )
-            inf[RESOURCE_SUBNETS].add_event_handler(self.subnet_controller)
-            inf[RESOURCE_IPS].add_event_handler(self.subnet_controller.ip_event_handler())
-        else:
-            # Another controller owns the Subnets; IPAM must still follow them.
-            inf[RESOURCE_SUBNETS].add_event_handler(
-                SubnetIpamTracker(self.ipam, is_leader, self.pod_controller.subnet_ready)
-            )
-        if cfg.enable_namespace_controller:
-            self.namespace_controller = NamespaceController(
-                config=cfg,
-                namespaces=idx("namespaces"),
-                subnets=idx(RESOURCE_SUBNETS),
-                kube=kube,
-                queue=self._queue(QUEUE_ADD_NAMESPACE),
-                is_leader=is_leader,
-                vpcs=idx(RESOURCE_VPCS),
-            )
-            inf["namespaces"].add_event_handler(self.namespace_controller)
-            inf[RESOURCE_VPCS].add_event_handler(self.namespace_controller.vpc_event_handler())
-            inf[RESOURCE_SUBNETS].add_event_handler(
-                self.namespace_controller.subnet_event_handler()
-            )
-        if cfg.enable_node_controller:
-            self.node_controller = NodeController(
-                config=cfg,
-                nodes=idx("nodes"),
-                subnets=idx(RESOURCE_SUBNETS),
-                ips=idx(RESOURCE_IPS),
-                kube=kube,
-                nb=nb,
-                ipam=self.ipam,
-                queues=NodeQueues(
-                    add=self._queue(QUEUE_ADD_NODE), delete=self._queue(QUEUE_DELETE_NODE)
-                ),
-                is_leader=is_leader,
-            )
-            inf["nodes"].add_event_handler(self.node_controller)
+        self.pod_queues = wired.pod_queues
+        self.view = wired.view
+        self.pod_controller = wired.pod_controller
+        self.gc = wired.gc
+        self.sg_controller = wired.sg_controller
+        self.subnet_controller = wired.subnet_controller
+        self.namespace_controller = wired.namespace_controller
+        self.node_controller = wired.node_controller
 
     def _queue(self, name: str) -> RateLimitingQueue[str]:
         queue = RateLimitingQueue[str](
@@ -556,22 +405,6 @@ class Controller:
     # --- leader election -------------------------------------------------------------------------
     def _start_election(self) -> None:
         cfg = self.config
-        # Both generations' locks: a kube-ovn-controller v1.8 (ConfigMap) or v1.12+ (Lease)
-        # still running waits instead of allocating beside us, and we wait for it.
-        lock = BothLocks(
-            LeaseLock(
-                self._api_client,
-                cfg.leader_elect_resource_namespace,
-                cfg.leader_elect_resource_name,
-                cfg.pod_name,
-            ),
-            ConfigMapLock(
-                self._api_client,
-                cfg.leader_elect_resource_namespace,
-                KUBE_OVN_V18_LOCK,
-                cfg.pod_name,
-            ),
-        )
 
         def started(lost: threading.Event) -> None:
             self._lead(lost)
@@ -587,16 +420,8 @@ class Controller:
             if identity and identity != cfg.pod_name:
                 LOG.info("new leader elected: %s", identity)
 
-        self._elector = LeaderElector(
-            LeaderElectionConfig(
-                lock=lock,
-                callbacks=LeaderCallbacks(started, stopped, new_leader),
-                lease_duration=cfg.leader_elect_lease_duration,
-                renew_deadline=cfg.leader_elect_renew_deadline,
-                retry_period=cfg.leader_elect_retry_period,
-                release_on_cancel=True,
-                name=f"{cfg.leader_elect_resource_namespace}/{cfg.leader_elect_resource_name}",
-            )
+        self._elector = leader_elector(
+            self._api_client, cfg, LeaderCallbacks(started, stopped, new_leader)
         )
         elector = self._elector
 
@@ -708,16 +533,6 @@ class Controller:
                 fn()
             except Exception:
                 LOG.exception("periodic %s failed", getattr(fn, "__name__", fn))
-
-
-def _ssl_kwargs(cfg: Config) -> dict[str, Any]:
-    if not any(r.startswith("ssl:") for r in cfg.ovn_nb_addr.split(",")):
-        return {}
-    return {
-        "ssl_private_key": cfg.ovn_nb_ssl_key,
-        "ssl_certificate": cfg.ovn_nb_ssl_cert,
-        "ssl_ca_cert": cfg.ovn_nb_ssl_ca,
-    }
 
 
 def run_controller(
