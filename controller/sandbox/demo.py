@@ -19,7 +19,7 @@ Contract:
 * Prints one table row per pod as it comes up: addresses, MAC, the logical switch port and its
   switch *as read back from the NB database*, the node, whether it is routed and how long it
   took. A pod is up when it is allocated and routed and its port exists in the NB. The join
-  subnet (the nodes' addresses) is IPv4 only, so `dual` is routed by its IPv4 src-ip route alone,
+  subnet (the nodes' addresses) is IPv4 only, so `dual` is routed by its IPv4 set entry alone,
   as kube-ovn routes a pod address only via a node address of its family; `check` expects the
   same and reports the demo's cluster clean.
 * With the data plane (the default when run as root with Debian's OVN/OVS packages; off with
