@@ -1,9 +1,9 @@
 """End-to-end throughput of the controller: pods created in the emulator, a real ovsdb-server.
 
 Usage, from the repo root: `python bench/e2e.py [--quick] [--pods 1000,5000] [--existing 20000]
-[--worker-num 3] [--workdir DIR] [--py-spy DIR]` (`--quick`: 200 pods, 2,000 existing, ~20 s;
-`--workdir` keeps the controller and emulator logs; `--py-spy` samples the controller, see
-`_py_spy`).
+[--worker-num 3] [--control-plane emulator|real|both] [--workdir DIR] [--py-spy DIR]`
+(`--quick`: 200 pods, 2,000 existing, ~20 s; `--workdir` keeps the controller and emulator
+logs; `--py-spy` samples the controller, see `_py_spy`).
 
 What runs where (each in its own process, so their CPU and memory are measured apart and no two
 of them share a GIL):
@@ -44,6 +44,14 @@ from /readyz until the controller has replaced the last of them is printed too),
 and the phases read from its log: process start to leading (imports, NB connection and initial
 sync), informer sync and bootstrap, IPAM rebuild ("take X seconds to initialize IPAM"), start-up
 gc, workers. An empty cluster's start-up (from run 1) is printed beside it as the baseline.
+
+With `--control-plane real` the throughput runs (1 and 2) go to the real Kubernetes control plane
+instead (bench/realplane.py: a fresh etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler per run, the chart's CRDs and RBAC, the controller as its ServiceAccount, the
+nodes registered Ready by the sandbox kubelet), the per-pod requests read from kube-apiserver's
+audit log and the API limit replayed against kube-apiserver; with `both` each N runs on both
+planes and a table puts them side by side. The start-up with existing pods stays on the
+emulator. The real plane needs its binaries (`bash .ci/build-control-plane`).
 
 The machine may be shared: figures vary by run; compare ratios from the same run.
 """

@@ -93,7 +93,9 @@ class RealApi:
             core = client.CoreV1Api(api)
             for o in seed:
                 if o["kind"] == "Namespace":
-                    core.create_namespace({"metadata": {"name": o["metadata"]["name"]}})
+                    core.create_namespace(
+                        client.V1Namespace(metadata=client.V1ObjectMeta(name=o["metadata"]["name"]))
+                    )
             kubelet = SandboxKubelet(api, nodes)
             for node in nodes:
                 kubelet.register_node(node)
