@@ -1,9 +1,9 @@
 """End-to-end throughput of the controller: pods created in the emulator, a real ovsdb-server.
 
 Usage, from the repo root: `python bench/e2e.py [--quick] [--pods 1000,5000] [--existing 20000]
-[--worker-num 3] [--workdir DIR] [--py-spy DIR]` (`--quick`: 200 pods, 2,000 existing, ~20 s;
-`--workdir` keeps the controller and emulator logs; `--py-spy` samples the controller, see
-`_py_spy`).
+[--worker-num 3] [--control-plane emulator|real|both] [--workdir DIR] [--py-spy DIR]`
+(`--quick`: 200 pods, 2,000 existing, ~20 s; `--workdir` keeps the controller and emulator
+logs; `--py-spy` samples the controller, see `_py_spy`).
 
 What runs where (each in its own process, so their CPU and memory are measured apart and no two
 of them share a GIL):
@@ -45,6 +45,14 @@ and the phases read from its log: process start to leading (imports, NB connecti
 sync), informer sync and bootstrap, IPAM rebuild ("take X seconds to initialize IPAM"), start-up
 gc, workers. An empty cluster's start-up (from run 1) is printed beside it as the baseline.
 
+With `--control-plane real` the throughput runs (1 and 2) go to the real Kubernetes control plane
+instead (bench/realplane.py: a fresh etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler per run, the chart's CRDs and RBAC, the controller as its ServiceAccount, the
+nodes registered Ready by the sandbox kubelet), the per-pod requests read from kube-apiserver's
+audit log and the API limit replayed against kube-apiserver; with `both` each N runs on both
+planes and a table puts them side by side. The start-up with existing pods stays on the
+emulator. The real plane needs its binaries (`bash .ci/build-control-plane`).
+
 The machine may be shared: figures vary by run; compare ratios from the same run.
 """
 
@@ -67,7 +75,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 # Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +97,7 @@ from controller.core.constants import (  # noqa: E402
 from controller.ovn.api import PortSpec  # noqa: E402
 from controller.ovn.impl_idl import OvsdbappNbClient  # noqa: E402
 from controller.pod_logic import build_ip_cr  # noqa: E402
-from controller.sandbox.ovsdb import NbServer, free_tcp_ports  # noqa: E402
+from controller.sandbox.ovsdb import NbServer, SandboxError, free_tcp_ports  # noqa: E402
 from tests.e2e.helpers import node as node_obj  # noqa: E402
 from tests.e2e.helpers import pod as pod_obj  # noqa: E402
 
@@ -103,6 +111,7 @@ JOIN = "join"
 JOIN_CIDR = "100.64.0.0/16"
 JOIN_GATEWAY = "100.64.0.1"
 CREATORS = 4
+REAL_NAME = "kube-apiserver+etcd"  # bench/realplane.py RealApi.name
 DEADLINE = 600.0  # seconds, the bound of every wait of a run
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z")
@@ -146,8 +155,39 @@ def serve_emulator(seed: Path | None, kubeconfig: Path) -> int:
     return 0
 
 
+class ApiPlane(Protocol):
+    """The API side of a run: the emulator child, or the real control plane (bench/realplane.py)."""
+
+    name: str
+    url: str
+    kubeconfig: Path
+
+    def counts(self) -> dict[str, int]: ...
+
+    def reset(self) -> None: ...
+
+    def cpu_seconds(self) -> float: ...
+
+    def stop(self) -> None: ...
+
+
+#: TLS of an https API URL for the bench's own pools: url -> (CA file, bearer token)
+_TLS: dict[str, tuple[str, str]] = {}
+
+
+def real_plane(workdir: Path, seed: list[dict[str, Any]]) -> ApiPlane:
+    """A fresh real control plane seeded like an emulator (bench/realplane.py)."""
+    from bench.realplane import RealApi  # the kubernetes client: only when asked
+
+    api = RealApi(workdir, seed)
+    _TLS[api.url] = api.tls
+    return api
+
+
 class Emulator:
     """The emulator child process, its URL and its request counts."""
+
+    name = "emulator"
 
     def __init__(self, workdir: Path, seed: list[dict[str, Any]]) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -185,6 +225,9 @@ class Emulator:
 
     def counts(self) -> dict[str, int]:
         return self._ask("counts")
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.proc.pid)
 
     def reset(self) -> None:
         self._ask("reset")
@@ -411,7 +454,29 @@ def existing_pod(i: int) -> tuple[dict[str, Any], dict[str, Any]]:
 # --- the bench's HTTP side -----------------------------------------------------------------------
 
 
+class _TokenPool(urllib3.HTTPSConnectionPool):
+    """An https pool whose every request carries its bearer token (a request's own headers
+    replace a pool's in urllib3)."""
+
+    def urlopen(self, method: str, url: str, *args: Any, **kw: Any) -> Any:
+        kw["headers"] = {**self.headers, **(kw.get("headers") or {})}
+        return super().urlopen(method, url, *args, **kw)
+
+
 def _pool(url: str, maxsize: int = 1) -> urllib3.HTTPConnectionPool:
+    if url in _TLS:
+        ca, token = _TLS[url]
+        host, port = url.removeprefix("https://").split(":")
+        return _TokenPool(
+            host,
+            int(port),
+            maxsize=maxsize,
+            retries=False,
+            timeout=urllib3.Timeout(connect=5, read=60),
+            headers={"Authorization": f"Bearer {token}"},
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=ca,
+        )
     host, port = url.removeprefix("http://").split(":")
     return urllib3.HTTPConnectionPool(
         host,
@@ -616,10 +681,18 @@ class ControllerRun:
 
 
 def run_controller(
-    n: int, workdir: Path, worker_num: int, profile: Path | None = None
+    n: int,
+    workdir: Path,
+    worker_num: int,
+    profile: Path | None = None,
+    plane: Callable[[Path, list[dict[str, Any]]], ApiPlane] = Emulator,
 ) -> ControllerRun:
     nb = NbServer(workdir / "nb").start()
-    emulator = Emulator(workdir / "api", base_seed())
+    try:
+        emulator = plane(workdir / "api", base_seed())
+    except BaseException:
+        nb.stop()
+        raise
     controller = ControllerProcess(workdir, emulator.kubeconfig, nb.remote, worker_num)
     try:
         ready = controller.wait_ready()
@@ -630,14 +703,14 @@ def run_controller(
         watch.opened.wait(30)
         emulator.reset()
         spy = _py_spy(controller.pid, profile)
-        (user0, sys0), emu0 = cpu_times(controller.pid), cpu_seconds(emulator.proc.pid)
+        (user0, sys0), emu0 = cpu_times(controller.pid), emulator.cpu_seconds()
         sent: dict[str, float] = {}
         create_pods(emulator.url, names, sent)
         watch.wait()
         _py_spy_stop(spy)
         user1, sys1 = cpu_times(controller.pid)
         cpu = user1 + sys1 - user0 - sys0
-        emu_cpu = cpu_seconds(emulator.proc.pid) - emu0
+        emu_cpu = emulator.cpu_seconds() - emu0
         rss, hwm = memory_mib(controller.pid)
         counts = emulator.counts()
         watch.close()
@@ -650,7 +723,7 @@ def run_controller(
                 "controller CPU % of wall": 100 * cpu / result.wall,
                 "controller RSS MiB": rss,
                 "controller peak RSS MiB": hwm,
-                "emulator CPU ms/pod": 1000 * emu_cpu / n,
+                f"{emulator.name} CPU ms/pod": 1000 * emu_cpu / n,
             }
         )
         # The bench's own requests are not the controller's: its POSTs and its watch.
@@ -694,8 +767,14 @@ def _spread(rate: float, i: int) -> int:
     return int((i + 1) * rate) - int(i * rate)
 
 
-def run_emulator_limit(n: int, workdir: Path, worker_num: int, ctl: ControllerRun) -> Throughput:
-    emulator = Emulator(workdir / "api-limit", base_seed())
+def run_emulator_limit(
+    n: int,
+    workdir: Path,
+    worker_num: int,
+    ctl: ControllerRun,
+    plane: Callable[[Path, list[dict[str, Any]]], ApiPlane] = Emulator,
+) -> Throughput:
+    emulator = plane(workdir / "api-limit", base_seed())
     rates = {k: v for k, v in ctl.per_pod.items() if k in REPLAYED}
     pod_patches = rates.pop("PATCH pods 200", 2.0)
     index: dict[str, int] = {}
@@ -788,16 +867,16 @@ def run_emulator_limit(n: int, workdir: Path, worker_num: int, ctl: ControllerRu
         watch = PodWatch(emulator.url, n, on_added)
         watch.start()
         watch.opened.wait(30)
-        emu0 = cpu_seconds(emulator.proc.pid)
+        emu0 = emulator.cpu_seconds()
         sent: dict[str, float] = {}
         create_pods(emulator.url, names, sent)
         watch.wait()
-        emu_cpu = cpu_seconds(emulator.proc.pid) - emu0
+        emu_cpu = emulator.cpu_seconds() - emu0
         watch.close()
         if errors:
             raise RuntimeError(f"{len(errors)} replayed calls failed, first: {errors[0]}")
         result = throughput(sent, watch)
-        result.extra["emulator CPU ms/pod"] = 1000 * emu_cpu / n
+        result.extra[f"{emulator.name} CPU ms/pod"] = 1000 * emu_cpu / n
         return result
     finally:
         for _ in range(worker_num):
@@ -1041,16 +1120,24 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "-"
 
 
-def print_throughput(n: int, ctl: ControllerRun, emu: Throughput, ovn: Throughput) -> None:
+def print_throughput(
+    n: int,
+    ctl: ControllerRun,
+    emu: Throughput,
+    ovn: Throughput,
+    plane: str = "emulator",
+) -> None:
+    """One N's table; `plane` names the API side ("emulator", or "real" for kube-apiserver)."""
     c = ctl.result
+    where = "" if plane == "emulator" else ", on the real control plane"
     print(
         f"\n== {n} pods (controller: startup to ready {ctl.ready_seconds:.2f}s, "
-        f"RSS then {ctl.ready_rss:.0f} MiB)"
+        f"RSS then {ctl.ready_rss:.0f} MiB{where})"
     )
-    print(
-        f"{'':34}{'controller':>12}{'emulator limit':>16}{'OVN limit':>12}"
-        f"{'ctl/emu':>9}{'ctl/ovn':>9}"
+    limit, short = (
+        ("emulator limit", "ctl/emu") if plane == "emulator" else ("API limit", "ctl/api")
     )
+    print(f"{'':34}{'controller':>12}{limit:>16}{'OVN limit':>12}{short:>9}{'ctl/ovn':>9}")
     rows = [
         ("pods/s to allocated", c.to_allocated, emu.to_allocated, ovn.to_allocated),
         ("pods/s to routed", c.to_routed, emu.to_routed, ovn.to_routed),
@@ -1072,10 +1159,38 @@ def print_throughput(n: int, ctl: ControllerRun, emu: Throughput, ovn: Throughpu
         other = emu.extra.get(key)
         tail = f"{other:16.2f}" if other is not None else ""
         print(f"{key:34}{value:12.2f}{tail}")
-    print("controller API requests per pod (replayed in the emulator limit unless marked):")
+    print(f"controller API requests per pod (replayed in the {limit} unless marked):")
     for key, rate in ctl.per_pod.items():
         mark = "" if key in REPLAYED else "  (not replayed)"
         print(f"    {key:40}{rate:8.3f}{mark}")
+
+
+def print_planes(
+    n: int, emu: tuple[ControllerRun, Throughput], real: tuple[ControllerRun, Throughput]
+) -> None:
+    """The same burst on both API planes side by side, each with its own API limit."""
+    (ectl, elim), (rctl, rlim) = emu, real
+    e, r = ectl.result, rctl.result
+    print(f"\n== {n} pods, both control planes (each limit measured on its own plane)")
+    print(f"{'':40}{'emulator':>12}{'real plane':>12}{'real/emu':>10}")
+    rows = [
+        ("controller pods/s to allocated", e.to_allocated, r.to_allocated),
+        ("controller pods/s to routed", e.to_routed, r.to_routed),
+        ("API limit pods/s to allocated", elim.to_allocated, rlim.to_allocated),
+        ("API limit pods/s to routed", elim.to_routed, rlim.to_routed),
+        ("controller / API limit (routed)", e.to_routed / elim.to_routed,
+         r.to_routed / rlim.to_routed),
+        ("p50 POST->routed ms", e.p50_routed * 1000, r.p50_routed * 1000),
+        ("p99 POST->routed ms", e.p99_routed * 1000, r.p99_routed * 1000),
+        ("controller CPU ms/pod", e.extra["controller CPU ms/pod"],
+         r.extra["controller CPU ms/pod"]),
+        ("API server CPU ms/pod (controller run)", e.extra["emulator CPU ms/pod"],
+         r.extra[f"{REAL_NAME} CPU ms/pod"]),
+        ("controller startup to ready s", ectl.ready_seconds, rctl.ready_seconds),
+    ]  # fmt: skip
+    for label, a, b in rows:
+        print(f"{label:40}{a:12.2f}{b:12.2f}{_ratio(b, a):>10}")
+    print(f"(API server CPU on the real plane: {REAL_NAME})")
 
 
 def print_startup(s: Startup, baseline: float | None) -> None:
@@ -1119,6 +1234,14 @@ def main(argv: list[str] | None = None) -> int:
         help="v18: the existing pods also carry kube-ovn v1.8's src-ip routes (time the "
         "migration); policies: they carry the router policies and address-set entries",
     )
+    parser.add_argument(
+        "--control-plane",
+        choices=("emulator", "real", "both"),
+        default="emulator",
+        help="the API side of the throughput runs: the emulator, the real Kubernetes control "
+        "plane (needs its binaries: bash .ci/build-control-plane), or both side by side; the "
+        "start-up with existing pods runs on the emulator only",
+    )
     parser.add_argument("--worker-num", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")
     parser.add_argument(
@@ -1148,15 +1271,39 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         baseline = None
+        emulated = args.control_plane in ("emulator", "both")
+        real = args.control_plane in ("real", "both")
         for n in sizes:
             profile = args.py_spy / f"controller-{n}.txt" if args.py_spy else None
-            ctl = run_controller(n, root / f"ctl-{n}", args.worker_num, profile)
-            baseline = baseline or ctl.ready_seconds
-            emu = run_emulator_limit(n, root / f"emu-{n}", args.worker_num, ctl)
-            ovn = run_ovn_limit(n, root / f"ovn-{n}", args.worker_num)
-            print_throughput(n, ctl, emu, ovn)
+            ovn = run_ovn_limit(n, root / f"ovn-{n}", args.worker_num) if real else None
+            planes: dict[str, tuple[ControllerRun, Throughput]] = {}
+            if emulated:
+                ctl = run_controller(n, root / f"ctl-{n}", args.worker_num, profile)
+                baseline = baseline or ctl.ready_seconds
+                emu = run_emulator_limit(n, root / f"emu-{n}", args.worker_num, ctl)
+                ovn = ovn or run_ovn_limit(n, root / f"ovn-{n}", args.worker_num)
+                print_throughput(n, ctl, emu, ovn)
+                planes["emulator"] = ctl, emu
+                sys.stdout.flush()
+            if real:
+                assert ovn is not None
+                rprofile = args.py_spy / f"controller-real-{n}.txt" if args.py_spy else None
+                try:
+                    ctl = run_controller(
+                        n, root / f"real-ctl-{n}", args.worker_num, rprofile, real_plane
+                    )
+                    lim = run_emulator_limit(
+                        n, root / f"real-api-{n}", args.worker_num, ctl, real_plane
+                    )
+                except SandboxError as e:
+                    print(f"bench/e2e.py: real control plane: {e}", file=sys.stderr)
+                    return 1
+                print_throughput(n, ctl, lim, ovn, plane="real")
+                planes["real"] = ctl, lim
+            if len(planes) == 2:
+                print_planes(n, planes["emulator"], planes["real"])
             sys.stdout.flush()
-        if args.existing:
+        if args.existing and emulated:
             profile = args.py_spy / "controller-startup.txt" if args.py_spy else None
             print_startup(
                 run_startup(

@@ -1,0 +1,43 @@
+"""Smoke run of bench/e2e.py --control-plane real on a few pods: it must finish on the real
+Kubernetes control plane and print positive figures for the controller and the API limit
+measured there. Skipped without the control-plane binaries (failed under CI=true, as the
+fixture does). No timing assertion (figures depend on the machine).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.sandbox.controlplane import Binaries
+from tests.bench.test_bench_smoke import _row
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.realcp, pytest.mark.timeout(240)]
+
+
+def test_real_plane_run_prints_controller_and_api_limit(
+    control_plane_binaries: Binaries,
+) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable, "bench/e2e.py", "--control-plane", "real", "--pods", "20",
+            "--existing", "0",
+        ],
+        check=False, cwd=ROOT, capture_output=True, text=True, timeout=200,
+    )  # fmt: skip
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    assert "on the real control plane" in out
+    for label in ("pods/s to allocated", "pods/s to routed"):
+        controller, api_limit, ovn_limit, *ratios = _row(out, label)
+        assert min(controller, api_limit, ovn_limit) > 0
+        assert len(ratios) == 2
+    assert _row(out, "kube-apiserver+etcd CPU ms/pod")[0] > 0
+    assert "POST ips 201" in out  # the controller's requests were read from the audit log
+    assert not re.search(r"start-up with \d+ existing pods", out)
