@@ -39,11 +39,21 @@ def controller_api(
             api.close()
 
 
-def lease_name(chart_manifests: list[dict[str, Any]]) -> str:
+def lock_name(chart_manifests: list[dict[str, Any]], resource: str) -> str:
+    """The one name the Role grants get/update of for `resource` (the Lease, the ConfigMap)."""
     role = next(m for m in chart_manifests if m["kind"] == "Role")
-    names = [n for rule in role["rules"] for n in rule.get("resourceNames", [])]
-    assert len(names) == 1
+    names = [
+        n
+        for rule in role["rules"]
+        if resource in rule.get("resources", [])
+        for n in rule.get("resourceNames", [])
+    ]
+    assert len(names) == 1, names
     return str(names[0])
+
+
+def lease_name(chart_manifests: list[dict[str, Any]]) -> str:
+    return lock_name(chart_manifests, "leases")
 
 
 def status_of(call: Any, *args: Any, **kwargs: Any) -> int:
@@ -78,6 +88,11 @@ def test_what_the_chart_grants_succeeds(
     coordination = client.CoordinationV1Api(controller_api)
     assert status_of(coordination.create_namespaced_lease, NAMESPACE, lease) in (200, 409)
     assert status_of(coordination.read_namespaced_lease, name, NAMESPACE) == 200
+    # kube-ovn v1.8's lock, held beside the Lease so that an old kube-ovn-controller waits
+    cm_name = lock_name(chart_manifests, "configmaps")
+    lock = {"metadata": {"name": cm_name, "namespace": NAMESPACE}}
+    assert status_of(core.create_namespaced_config_map, NAMESPACE, lock) in (200, 409)
+    assert status_of(core.read_namespaced_config_map, cm_name, NAMESPACE) == 200
 
 
 def test_what_the_chart_does_not_grant_is_forbidden(

@@ -121,6 +121,10 @@ def _touch_and_settle(cluster: Cluster, ctl: Controller, name: str) -> None:
     quiet(ctl)
 
 
+@pytest.mark.emulator_only(
+    "a hand-made StatefulSet (no pod template) and the emulator's fault injection; the real-plane "
+    "side is tests/controlplane/test_correctness.py"
+)
 def test_running_statefulset_pod_keeps_network_when_owner_cache_lags(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -150,6 +154,10 @@ def test_running_vm_pod_keeps_network_when_owner_cache_lags(
     assert cluster.server.store.get("ips", None, f"vm1.{NS}")
 
 
+@pytest.mark.emulator_only(
+    "holds the allocation patch with the emulator's latency fault; the real-plane side of the "
+    "UID precondition is tests/controlplane/test_correctness.py"
+)
 def test_allocation_patch_only_applies_to_the_pod_it_was_computed_for(
     cluster: Cluster, start_controller: StartController
 ) -> None:
