@@ -7,9 +7,11 @@ security group's port group and address set, the deny-all group, the pods' src-i
 API server holds its CRs (Vpc, Subnets with status, IPs, a Vlan) and pods and nodes with
 kube-ovn's annotations. Then this controller starts on it and:
 
-* deletes no row that was there, and changes no column of rows it does not manage (load
+* replaces kube-ovn v1.8's src-ip static route of each existing pod by the pod's entry in an
+  address set of the node's reroute policy (`controller/pod/migration.py`), and otherwise
+  deletes no row that was there, and changes no column of rows it does not manage (load
   balancers, NetworkPolicy and security-group port groups, ACLs and address sets, localnet
-  ports, routes); rows it manages (switches, router ports, pod and node ports) may gain keys
+  ports, other routes); rows it manages (switches, router ports, pod and node ports) may gain keys
   in their maps but keep every value kube-ovn wrote;
 * keeps every existing pod's address, MAC and port;
 * gives new pods addresses no existing pod, node or gateway holds;
@@ -381,17 +383,64 @@ def _grown(old: Any, new: Any) -> bool:
     return False
 
 
+def _members(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value in (None, "") else [value]
+
+
+def _pod_src_ip_routes(snapshot: dict[str, dict[str, dict[str, Any]]]) -> dict[str, str]:
+    """uuid -> pod address of kube-ovn v1.8's src-ip host routes of the pods in `PODS`."""
+    pod_ips = {ip for ip, _ in PODS.values()}
+    router = next(r for r in snapshot["Logical_Router"].values() if r["name"] == "ovn-cluster")
+    routes = snapshot["Logical_Router_Static_Route"]
+    out = {}
+    for uuid in _members(router["static_routes"]):
+        route = routes[str(uuid)]
+        ip = str(route["ip_prefix"]).removesuffix("/32")
+        if route.get("policy") == "src-ip" and ip in pod_ips and route["nexthop"] == NODE_JOIN_IP:
+            out[str(uuid)] = ip
+    return out
+
+
+def _rerouted(after: dict[str, dict[str, dict[str, Any]]], ip: str) -> bool:
+    """`ip` is in an address set that a reroute policy of ovn-cluster sends to the node."""
+    router = next(r for r in after["Logical_Router"].values() if r["name"] == "ovn-cluster")
+    sets = {str(a["name"]) for a in after["Address_Set"].values() if ip in _members(a["addresses"])}
+    for uuid in _members(router["policies"]):
+        policy = after["Logical_Router_Policy"][str(uuid)]
+        hops = _members(policy.get("nexthops")) + _members(policy.get("nexthop"))
+        names = (f"${name}" for name in sets)
+        if (
+            policy["action"] == "reroute"
+            and NODE_JOIN_IP in hops
+            and any(name in str(policy["match"]) for name in names)
+        ):
+            return True
+    return False
+
+
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    # the one sanctioned removal: the src-ip host routes of the pods this controller manages,
+    # each replaced by the pod's address-set entry under the node's reroute policy
+    migrated = _pod_src_ip_routes(before)
     out = []
+    for uuid, ip in migrated.items():
+        if uuid in after["Logical_Router_Static_Route"]:
+            out.append(f"src-ip route of {ip}: not migrated")
+        if not _rerouted(after, ip):
+            out.append(f"{ip}: in no address set of a reroute policy to {NODE_JOIN_IP}")
     for table, rows in before.items():
         for uuid, row in rows.items():
             new = after[table].get(uuid)
             label = f"{table} {row.get('name', uuid)}"
             if new is None:
-                out.append(f"{label}: deleted")
+                if uuid not in migrated:
+                    out.append(f"{label}: deleted")
                 continue
-            for col, value in row.items():
-                now = new.get(col)
+            for col, was in row.items():
+                value, now = was, new.get(col)
+                if table == "Logical_Router" and col == "static_routes":
+                    value = [r for r in _members(was) if str(r) not in migrated]
+                    now = _members(now)
                 if now == value:
                     continue
                 if table in MANAGED_TABLES and _grown(value, now):
@@ -414,6 +463,12 @@ def test_a_kube_ovn_v18_cluster_is_adopted(
         lambda: (p := allocated_pods(store)) and len(p) == 6 and p, message="new pods allocated"
     )
     wait_for(lambda: audit_clean(cluster.argv()) is None, message="audit clean", interval=0.3)
+    # the migration of the existing pods' src-ip routes to policies must finish
+    wait_for(
+        lambda: not _pod_src_ip_routes(_snapshot(cluster.nb_server.remote)),
+        message="src-ip routes migrated",
+        interval=0.3,
+    )
     after = _snapshot(cluster.nb_server.remote)
 
     changes = _changes(before, after)

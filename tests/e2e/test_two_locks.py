@@ -7,6 +7,7 @@ stand-in takes over at once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import IO
 import pytest
 
 from controller.runtime.locks import LEADER_ANNOTATION
+from controller.sandbox import ApiError
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, allocated_pods, get_or_none, http_get, pod, running, wait_for
 
@@ -30,7 +32,13 @@ class Standin:
     def __init__(self, cluster: Cluster, kind: str, out: Path, *, release: bool) -> None:
         self.cluster = cluster
         self.out = out
-        args = [str(cluster.kubeconfig), kind, STANDIN, *(["--release"] if release else [])]
+        # The stand-in is another generation's controller with its own identity and grants, so
+        # it runs as admin: on the real plane the chart's ServiceAccount (`cluster.kubeconfig`)
+        # may not create the `standin-writes` ConfigMap, and its requests must not count in the
+        # audit of what our controller's ServiceAccount uses.
+        kubeconfig = cluster.server.write_kubeconfig(out.parent / "standin.kubeconfig")
+        self.forget_writes()
+        args = [str(kubeconfig), kind, STANDIN, *(["--release"] if release else [])]
         log: IO[bytes]
         with out.open("wb") as log:
             self.proc = subprocess.Popen(
@@ -46,6 +54,11 @@ class Standin:
     def writes(self) -> int:
         cm = get_or_none(self.cluster.server, "configmaps", "kube-system", "standin-writes")
         return int(((cm or {}).get("metadata") or {}).get("annotations", {}).get("writes", 0))
+
+    def forget_writes(self) -> None:
+        """Delete the counter: the real plane keeps ConfigMaps from one test to the next."""
+        with contextlib.suppress(ApiError):
+            self.cluster.server.store.delete("configmaps", "kube-system", "standin-writes")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -63,7 +76,10 @@ def standins(tmp_path: Path) -> Iterator[list[Standin]]:
     started: list[Standin] = []
     yield started
     for s in started:
-        s.stop()
+        try:
+            s.stop()
+        finally:
+            s.forget_writes()
 
 
 def _holder(cluster: Cluster, kind: str) -> str:
