@@ -201,7 +201,12 @@ class GarbageCollector:
             count=self._count,
         )
         self._routing = RoutingSweeper(
-            nb=nb, ipam=ipam, view=self._view, router=self._router, count=self._count
+            nb=nb,
+            ipam=ipam,
+            view=self._view,
+            router=self._router,
+            present_keys=lambda: self._snapshot().present_keys,
+            count=self._count,
         )
         # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
         self._sg_gc = None

@@ -5,8 +5,10 @@ Contract:
 
 * Only rows with the controller's `kube-ovn-route` mark are ever looked at; policies, sets and
   routes of other owners are never touched.
-* Orphans: a routing-set entry whose address no IPAM key holds, or whose holder is a pod
-  scheduled on another node; a per-pod reroute policy (29250) whose address no IPAM key holds;
+* Orphans: a routing-set entry whose address no IPAM key holds, or only the key of a pod that
+  is gone (a kept StatefulSet / VM address keeps its IP CR and port, not its routing: the same
+  rule as `gc_routes`), or whose holder is a pod scheduled on another node; a per-pod reroute
+  policy (29250) whose address no IPAM key holds, or only keys of pods that are gone;
   a node's policies and sets once the node is gone; a subnet's policies and sets once the
   subnet is gone (not in the cache). A row is deleted only when it was an orphan in the
   previous pass too, and is re-checked just before (an address allocated meanwhile stays).
@@ -44,9 +46,12 @@ class RoutingSweeper:
         ipam: IPAM,
         view: CacheView,
         router: str,
+        present_keys: Callable[[], frozenset[str]],
         count: Callable[[str, int], None],
     ) -> None:
+        """`present_keys`: the keys of every pod in the cache now, kept or not."""
         self._nb = nb
+        self._present_keys = present_keys
         self._ipam = ipam
         self._view = view
         self._router = router
@@ -65,14 +70,17 @@ class RoutingSweeper:
             if p.external_ids.get(rp.ROUTE_KIND_KEY)
         ]
         orphans: dict[tuple[Any, ...], Any] = {}
+        present = self._present_keys()
         for aset in sets:
             if self._owner_gone(aset.external_ids):
                 orphans[("set", aset.name)] = aset
             for ip in aset.addresses:
-                if self._entry_orphan(ip, aset.external_ids):
+                if self._entry_orphan(ip, aset.external_ids, present):
                     orphans[("entry", aset.name, ip)] = aset
         for p in policies:
-            if self._owner_gone(p.external_ids) or self._pod_policy_orphan(p.match, p.external_ids):
+            if self._owner_gone(p.external_ids) or self._pod_policy_orphan(
+                p.match, p.external_ids, present
+            ):
                 orphans[("policy", p.priority, p.match)] = p
         due = [k for k in orphans if k in self._last]
         self._last = set(orphans)
@@ -104,22 +112,31 @@ class RoutingSweeper:
         subnet = ids.get(rp.SUBNET_KEY, "")
         return bool(subnet) and self._view.subnet(subnet) is None
 
-    def _entry_orphan(self, ip: str, ids: Any) -> bool:
+    def _entry_orphan(self, ip: str, ids: Any, present: frozenset[str]) -> bool:
         subnet = ids.get(rp.SUBNET_KEY, "")
         owner = self._ipam.get_ip_owner(ip, subnet) if subnet else None
         if owner is None:
             return not self._ipam.contain_address(ip) or bool(subnet)
+        if _pod_gone(owner, present):
+            return True
         raw = self._view.pod_raw(owner)
         node = ((raw or {}).get("spec") or {}).get("nodeName") or ""
         # NOTE: the address now belongs to a pod on another node: this entry would send its
         # traffic through the wrong node (the right set gets it from the pod's own update).
         return bool(node) and node != ids.get(rp.NODE_KEY, node)
 
-    def _pod_policy_orphan(self, match: str, ids: Any) -> bool:
+    def _pod_policy_orphan(self, match: str, ids: Any, present: frozenset[str]) -> bool:
         if ids.get(rp.ROUTE_KIND_KEY) != rp.KIND_POD:
             return False
         ip = match.split("==", 1)[-1].strip()
-        return not self._ipam.contain_address(ip)
+        if not self._ipam.contain_address(ip):
+            return True
+        owners = {
+            owner
+            for subnet in self._ipam.subnet_names()
+            if (owner := self._ipam.get_ip_owner(ip, subnet)) is not None
+        }
+        return bool(owners) and all(_pod_gone(o, present) for o in owners)
 
     # -- deletion ------------------------------------------------------------------------------
 
@@ -127,7 +144,7 @@ class RoutingSweeper:
         kind = key[0]
         if kind == "entry":
             _, name, ip = key
-            if not self._entry_orphan(ip, row.external_ids):
+            if not self._entry_orphan(ip, row.external_ids, self._present_keys()):
                 return False
             LOG.info("gc address set %s entry %s", name, ip)
             self._nb.remove_address_set_addresses(name, [ip])
@@ -137,7 +154,7 @@ class RoutingSweeper:
             _, priority, match = key
             if not (
                 self._owner_gone(row.external_ids)
-                or self._pod_policy_orphan(match, row.external_ids)
+                or self._pod_policy_orphan(match, row.external_ids, self._present_keys())
             ):
                 return False
             LOG.info("gc router policy %s %r on %s", priority, match, self._router)
@@ -151,3 +168,8 @@ class RoutingSweeper:
         self._nb.delete_address_set(name)
         self._count(RESOURCE_SET, 1)
         return True
+
+
+def _pod_gone(owner: str, present: frozenset[str]) -> bool:
+    """`owner` is a pod key (node join keys have no '/') whose pod is not in the cache."""
+    return "/" in owner and owner not in present

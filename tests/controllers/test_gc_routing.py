@@ -35,6 +35,7 @@ def test_an_entry_nobody_holds_goes_in_the_second_pass() -> None:
     w = World()
     w.kube.add_node({"metadata": {"name": "n1"}})
     w.network("alive", A_IP, A_MAC, route=False)
+    w.kube.add_pod({"metadata": {"name": "alive", "namespace": "default"}, "spec": {}})
     route(w, A_IP)
     route(w, B_IP)  # its pod is gone and its address released
     w.sync()
@@ -56,6 +57,18 @@ def test_an_entry_allocated_again_between_the_passes_stays() -> None:
     w.sync()
     assert w.gc.gc_routing() == []
     assert entries(w) == [B_IP]
+
+
+def test_the_entry_of_a_kept_address_whose_pod_is_gone_goes() -> None:
+    # a StatefulSet address outlives its pod in IPAM (and its IP CR), not its routing
+    w = World()
+    w.kube.add_node({"metadata": {"name": "n1"}})
+    w.network("kept-0", A_IP, A_MAC, route=False)
+    route(w, A_IP)
+    w.sync()
+    assert w.gc.gc_routing() == []
+    assert w.gc.gc_routing() == [f"entry {SET} {A_IP}"]
+    assert w.ipam.get_ip_owner(A_IP, LS) == "default/kept-0"
 
 
 def test_an_entry_of_a_pod_now_on_another_node_goes() -> None:

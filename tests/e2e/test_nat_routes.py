@@ -20,6 +20,7 @@ from controller.core.constants import (
     ROUTED_ANNOTATION,
     SNAT_ANNOTATION,
 )
+from controller.testing.wait import WaitTimeout
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
@@ -37,6 +38,15 @@ GW_CONFIG = {
 
 def routes(cluster: Cluster, ip: str) -> set[tuple[str, str, str]]:
     return {r for r in egress_routes(cluster.nb) if r[0] == ip}
+
+
+def routes_become(cluster: Cluster, ip: str, want: set[tuple[str, str, str]]) -> None:
+    """Waits (with a deadline) for `ip`'s egress to be `want`: the routed annotation can reach
+    the test before the test's own NB replica has the controller's policy and set rows."""
+    try:
+        wait_for(lambda: routes(cluster, ip) == want, message=f"egress of {ip}")
+    except WaitTimeout:
+        assert routes(cluster, ip) == want  # the difference, in pytest's words
 
 
 def nats(cluster: Cluster, ip: str) -> set[tuple[str, str]]:
@@ -75,7 +85,7 @@ def test_eip_snat_pod_gets_nat_and_external_gateway_route(
     # ... and is, once the ConfigMap appears (retried by the update queue)
     store.create("configmaps", GW_CONFIG)
     ann = routed(cluster, "exposed")
-    assert routes(cluster, ip) == {(ip, "172.56.0.1", "src-ip")}
+    routes_become(cluster, ip, {(ip, "172.56.0.1", "src-ip")})
     assert nats(cluster, ip) == {("dnat_and_snat", "172.56.0.100"), ("snat", "172.56.0.200")}
     dnat = [n for n in nb_rows(cluster.nb_server.remote, "NAT") if n["type"] == "dnat_and_snat"]
     assert dnat[0]["logical_ip"] == ip
@@ -88,7 +98,7 @@ def test_eip_snat_pod_gets_nat_and_external_gateway_route(
     store.create("pods", pod("plain", node_name=NODE))
     plain_ip = routed(cluster, "plain")[IP_ADDRESS_ANNOTATION]
     node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
-    assert routes(cluster, plain_ip) == {(plain_ip, node_ip, "src-ip")}
+    routes_become(cluster, plain_ip, {(plain_ip, node_ip, "src-ip")})
     assert nats(cluster, plain_ip) == set()
     audit_clean(cluster.argv())
 
@@ -109,7 +119,7 @@ def test_north_gateway_route(cluster: Cluster, start_controller: StartController
     )
     ip = routed(cluster, "northern")[IP_ADDRESS_ANNOTATION]
     # the north gateway replaces the node route of a distributed subnet
-    assert routes(cluster, ip) == {(ip, "10.16.0.254", "src-ip")}
+    routes_become(cluster, ip, {(ip, "10.16.0.254", "src-ip")})
     assert nats(cluster, ip) == set()
     audit_clean(cluster.argv())
     store.delete("pods", NS, "northern")
@@ -126,7 +136,7 @@ def test_eip_snat_disabled(cluster: Cluster, start_controller: StartController) 
     )
     ip = routed(cluster, "ignored")[IP_ADDRESS_ANNOTATION]
     node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
-    assert routes(cluster, ip) == {(ip, node_ip, "src-ip")}
+    routes_become(cluster, ip, {(ip, node_ip, "src-ip")})
     assert nats(cluster, ip) == set()
     audit_clean(cluster.argv("--enable-eip-snat=false"))
     store.delete("pods", NS, "ignored")
