@@ -84,9 +84,18 @@ class StaticRouteSweeper:
         come back), but not its route: the delete handler removes the route of every pod it
         sees go, kept or not, so the route of such a pod deleted while no controller ran is
         stale as well. Keys without a '/' (node join addresses) are never judged by pods."""
-        owners = {
-            owner
-            for subnet in self._ipam.subnet_names()
-            if (owner := self._ipam.get_ip_owner(ip, subnet)) is not None
-        }
-        return all("/" in owner and owner not in present for owner in owners)
+        return all(pod_gone(owner, present) for owner in ip_owners(self._ipam, ip))
+
+
+def ip_owners(ipam: IPAM, ip: str) -> set[str]:
+    """The IPAM keys holding `ip`, over every subnet."""
+    return {
+        owner
+        for subnet in ipam.subnet_names()
+        if (owner := ipam.get_ip_owner(ip, subnet)) is not None
+    }
+
+
+def pod_gone(owner: str, present: frozenset[str]) -> bool:
+    """`owner` is a pod key (node join keys have no '/') whose pod is not in the cache."""
+    return "/" in owner and owner not in present

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from controller.controllers.gc_routes import ip_owners, pod_gone
 from controller.core import router_policy as rp
 from controller.ipam import IPAM
 from controller.ovn.api import NbClient, OvnError
@@ -117,7 +118,7 @@ class RoutingSweeper:
         owner = self._ipam.get_ip_owner(ip, subnet) if subnet else None
         if owner is None:
             return not self._ipam.contain_address(ip) or bool(subnet)
-        if _pod_gone(owner, present):
+        if pod_gone(owner, present):
             return True
         raw = self._view.pod_raw(owner)
         node = ((raw or {}).get("spec") or {}).get("nodeName") or ""
@@ -131,12 +132,8 @@ class RoutingSweeper:
         ip = match.split("==", 1)[-1].strip()
         if not self._ipam.contain_address(ip):
             return True
-        owners = {
-            owner
-            for subnet in self._ipam.subnet_names()
-            if (owner := self._ipam.get_ip_owner(ip, subnet)) is not None
-        }
-        return bool(owners) and all(_pod_gone(o, present) for o in owners)
+        owners = ip_owners(self._ipam, ip)
+        return bool(owners) and all(pod_gone(o, present) for o in owners)
 
     # -- deletion ------------------------------------------------------------------------------
 
@@ -168,8 +165,3 @@ class RoutingSweeper:
         self._nb.delete_address_set(name)
         self._count(RESOURCE_SET, 1)
         return True
-
-
-def _pod_gone(owner: str, present: frozenset[str]) -> bool:
-    """`owner` is a pod key (node join keys have no '/') whose pod is not in the cache."""
-    return "/" in owner and owner not in present
