@@ -351,9 +351,10 @@ class ControllerProcess:
 
 def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
     """Sample `pid` with py-spy (a one-off `pip install py-spy`, not a dependency): collapsed
-    stacks of the GIL holder in `profile`."""
+    stacks of every thread that is on a CPU (not idle) in `profile`."""
     if profile is None:
         return None
+    profile.parent.mkdir(parents=True, exist_ok=True)
     spy = subprocess.Popen(
         [
             "py-spy",
@@ -363,7 +364,6 @@ def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
             "--rate",
             "100",
             "--nonblocking",
-            "--gil",
             "--format",
             "raw",
             "-o",

@@ -43,6 +43,12 @@ _MAC_DOT = re.compile(r"^[0-9A-Fa-f]{4}(\.[0-9A-Fa-f]{4})*$")
 _MAC_OVN = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
 
+# The same few addresses are parsed over and over (every policy match, NAT rule and pod
+# annotation names them); ipaddress's parser is pure Python and its objects are immutable.
+_PARSED_IPS = 1 << 14
+
+
+@functools.lru_cache(maxsize=_PARSED_IPS)
 def parse_ip(text: str) -> IPAddress | None:
     """Go `net.ParseIP`: the address, or None when `text` is not a bare IPv4/IPv6 address."""
     if not text or "%" in text or text.strip() != text:
@@ -78,6 +84,7 @@ def is_valid_mac(text: str) -> bool:
     return octets in (6, 8, 20)
 
 
+@functools.lru_cache(maxsize=_PARSED_IPS)
 def check_protocol(address: str) -> str:
     """kube-ovn `CheckProtocol` of an address or CIDR (or a "v4,v6" pair of them).
 

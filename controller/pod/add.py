@@ -3,7 +3,10 @@
 For each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
 interrupted add left behind), the IP CR, and for OVN networks the logical switch port and its
 security groups; then one merge patch of every annotation that changed, with the pod's UID as
-a precondition. An add that finds its pod re-created undoes what it allocated anew
+a precondition. A pod already bound to a node is routed in the same pass (update.py's
+`_route_pod`) and that patch carries `routed` too, as kube-ovn v1.12's AddOrUpdatePod; an unbound
+pod, or one whose routing fails here, is left to handleUpdatePod. An add that finds its pod
+re-created undoes what it allocated (and routed) anew
 (`_roll_back_add`); one that fails keeps it for its retry and remembers it, and the retry
 undoes what the pod no longer asks for, so a key never holds two subnets for one network. A
 pod that vanished before the patch is handed to the delete queue (`_enqueue_vanished`).
@@ -13,21 +16,25 @@ AcquireAddressFailed, CreateOVNPortFailed).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from controller import pod_logic as pl
 from controller.core import annotations as ann
 from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
+    OVN_PROVIDER,
     REASON_ACQUIRE_ADDRESS_FAILED,
     REASON_CREATE_OVN_PORT_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
+    ROUTED_ANNOTATION,
 )
 from controller.core.errors import (
     ControllerError,
     InvalidPodNetworkError,
     ResourceNotReadyError,
 )
-from controller.core.model import Pod, PodNet, ProviderType, Subnet
+from controller.core.model import FrozenDict, Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
 from controller.ipam.errors import IPAMError
 from controller.kube.api import KubeObject
@@ -47,7 +54,7 @@ class AddHandlers(PodControllerBase):
             raw = self._view.pod_raw(key)
             if raw is None:
                 return
-            self._add_pod(key, raw, to_pod(raw))
+            self._add_pod(key, raw, to_pod(raw, self._view.pod_model))
 
     def _add_pod(self, key: str, raw: KubeObject, pod: Pod) -> None:
         try:
@@ -72,6 +79,8 @@ class AddHandlers(PodControllerBase):
             changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
             if not changes:
                 return
+            if self._route_with_add(pod, nets, annotations):
+                changes[ROUTED_ANNOTATION] = ann.TRUE
             self._kube.patch_pod_annotations(
                 pod.namespace,
                 pod.name,
@@ -101,6 +110,22 @@ class AddHandlers(PodControllerBase):
                 self._unfinished[key] = [*self._unfinished.get(key, []), *leftover, *taken]
             raise
         LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
+
+    def _route_with_add(self, pod: Pod, nets: list[PodNet], annotations: dict[str, str]) -> bool:
+        """Route a bound pod in its add's own pass (`pod_logic.routes_with_add`), so that one
+        patch carries `allocated` and `routed` and no UpdatePod round follows. False when the
+        pod is left to handleUpdatePod: not bound yet, or its routing failed (a gateway node
+        not ready, the NB refusing), which that handler retries with its backoff. What this
+        wrote for an address the add then gives back is undone by `_roll_back_add`."""
+        allocated = replace(pod, annotations=FrozenDict(annotations))
+        if not pl.routes_with_add(allocated, self._now()):
+            return False
+        try:
+            self._route_pod(allocated, nets)
+        except (ControllerError, OvnError) as exc:
+            LOG.info("pod %s: routing left to its update: %s", pod.key, exc)
+            return False
+        return True
 
     def _allocate_net(
         self,
@@ -284,6 +309,11 @@ class AddHandlers(PodControllerBase):
         for net, subnet in taken:
             port = pod_name_to_port_name(pod_name, pod.namespace, net.provider_name)
             try:
+                if net.is_default and net.provider_name == OVN_PROVIDER:
+                    # the add may have routed the address in its own pass
+                    for address in self._ipam.get_pod_address(key):
+                        if address.subnet == subnet:
+                            self._unroute_address(pod, subnet, address.ip)
                 if net.type is not ProviderType.IPAM:
                     self._nb.delete_port(port)
                 self._kube.delete_ip(port)

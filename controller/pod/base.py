@@ -95,6 +95,12 @@ class PodControllerBase:
     def migrate_static_routes(self) -> int:
         raise NotImplementedError  # controller/pod/migration.py
 
+    def _route_pod(self, pod: Pod, nets: list[PodNet]) -> None:
+        raise NotImplementedError  # controller/pod/update.py
+
+    def _unroute_address(self, pod: Pod, subnet: str, address: str) -> None:
+        raise NotImplementedError  # controller/pod/delete.py
+
     def _pod_nets(
         self,
         raw: KubeObject,
@@ -177,19 +183,20 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def pod_or_none(obj: Any) -> Pod | None:
-    """The model of an informer object; None (logged) for anything that is not a valid pod."""
+def pod_or_none(obj: Any, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod | None:
+    """The model of an informer object (`parse`: the view's `pod_model`, which parses each
+    version once); None (logged) for anything that is not a valid pod."""
     try:
-        return Pod.from_dict(obj)
+        return parse(obj)
     except MalformedObjectError as exc:
         LOG.error("ignoring malformed pod: %s", exc)
         return None
 
 
-def to_pod(raw: KubeObject) -> Pod:
+def to_pod(raw: KubeObject, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod:
     """The model of a cached pod; a malformed pod is permanent until the pod itself changes."""
     try:
-        return Pod.from_dict(raw)
+        return parse(raw)
     except MalformedObjectError as exc:
         raise PermanentError(str(exc)) from None
 

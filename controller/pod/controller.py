@@ -11,9 +11,11 @@ cache read goes through one `controller.view.CacheView`.
   once when this replica is not the leader, and accept `DeletedFinalStateUnknown` tombstones.
   They only enqueue keys ("ns/name").
 * `handle_add_pod`: allocate every unallocated network (IPAM), write its IP CR and, for OVN
-  networks, its logical switch port, then patch all annotations at once.
-* `handle_update_pod`: the default network's router policies and address-set entry
-  (distributed gateway, north gateway, or the EIP/SNAT external gateway) and NAT rules, the
+  networks, its logical switch port; a pod bound to a node is routed in the same pass; then
+  patch all annotations at once.
+* `handle_update_pod`: for a pod its add did not route, the default network's router policies
+  and address-set entry (distributed gateway, north gateway, or the EIP/SNAT external gateway)
+  and NAT rules, the
   removal of a v1.8 src-ip route, then `routed=true` (controller/pod/migration.py re-routes
   routed pods that still have such a route).
 * `handle_delete_pod`: routes and NAT, ports, IP CRs, IPAM release, with the StatefulSet / VM
@@ -135,7 +137,7 @@ class PodController(
             guard("delete", self._on_delete, obj)
 
     def _on_add(self, obj: Any) -> None:
-        pod = pod_or_none(obj)
+        pod = pod_or_none(obj, self._view.pod_model)
         if pod is None:
             return
         decision = pl.classify_add(
@@ -147,7 +149,10 @@ class PodController(
         self._dispatch(pod.key, obj, decision)
 
     def _on_update(self, old: Any, new: Any) -> None:
-        old_pod, new_pod = pod_or_none(old), pod_or_none(new)
+        old_pod, new_pod = (
+            pod_or_none(old, self._view.pod_model),
+            pod_or_none(new, self._view.pod_model),
+        )
         if old_pod is None or new_pod is None:
             return
         now = self._now()
@@ -172,7 +177,7 @@ class PodController(
                 LOG.warning("pod %s deleted while unwatched, cleaning up by name", obj.key)
                 raw = {"metadata": {"namespace": namespace, "name": name}}
             obj = raw
-        pod = pod_or_none(obj)
+        pod = pod_or_none(obj, self._view.pod_model)
         if pod is None:
             return
         self._dispatch(pod.key, obj, pl.classify_delete(pod))

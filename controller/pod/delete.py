@@ -48,6 +48,18 @@ class DeleteHandlers(PodControllerBase):
             if self._deleting.get(key) is entry:
                 del self._deleting[key]
 
+    def _unroute_address(self, pod: Pod, subnet: str, address: str) -> None:
+        """Every routing and NAT row of the pod's `address` ("v4,v6") in `subnet`: its static
+        routes, NAT rules, node address-set entries and own reroute policies."""
+        if not address.strip():
+            return
+        router = self._view.router_of(subnet, self._config.cluster_router)
+        self._nb.delete_static_route(address, router)
+        self._nb.delete_nat_rule(address, router)
+        for ip in address.split(","):
+            if ip.strip():
+                self._unroute(pod, subnet, ip.strip(), router)
+
     def _unroute(self, pod: Pod, subnet: str, ip: str, router: str) -> None:
         """The pod's routing rows of `ip`: its entry in its node's set, its own reroute policy
         (both free when absent)."""
@@ -64,7 +76,9 @@ class DeleteHandlers(PodControllerBase):
 
     def _delete_pod(self, key: str, pod: Pod) -> None:
         current_raw = self._view.pod_raw(key)
-        current = pod_or_none(current_raw) if current_raw is not None else None
+        current = (
+            pod_or_none(current_raw, self._view.pod_model) if current_raw is not None else None
+        )
         if pl.is_replaced_by(pod, current):
             LOG.info(
                 "pod %s was re-created (uid %s), skipping the cleanup of uid %s",
@@ -76,14 +90,7 @@ class DeleteHandlers(PodControllerBase):
         pod_name = pl.get_name_by_pod(pod, self._keep_vm_ip)
         ipam_key = pl.get_pod_key(pod, self._keep_vm_ip)
         for address in self._ipam.get_pod_address(ipam_key):
-            if not address.ip.strip():
-                continue
-            router = self._view.router_of(address.subnet, self._config.cluster_router)
-            self._nb.delete_static_route(address.ip, router)
-            self._nb.delete_nat_rule(address.ip, router)
-            for ip in address.ip.split(","):
-                if ip.strip():
-                    self._unroute(pod, address.subnet, ip.strip(), router)
+            self._unroute_address(pod, address.subnet, address.ip)
         listed = self._nb.list_pod_ports(pod_name, pod.namespace)
         owner = OwnerLookup(self._view, pod)
         decision = pl.decide_delete(

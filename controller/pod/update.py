@@ -34,48 +34,14 @@ class UpdateHandlers(PodControllerBase):
             raw = self._view.pod_raw(key)
             if raw is None:
                 return
-            pod = to_pod(raw)
+            pod = to_pod(raw, self._view.pod_model)
             rerouting = self._reroute_requested(key)
             if not pl.needs_update(pod, self._now()) and not (
                 rerouting and pl.needs_reroute(pod, self._now())
             ):
                 self._reroute_done(key)
                 return
-            plan = pl.plan_update_pod(
-                pod,
-                self._pod_nets(raw, pod),
-                node=self._view.node(pod.node_name),
-                external_gw_config=self._view.external_gw_config(),
-                cluster_router=self._config.cluster_router,
-                enable_eip_snat=self._config.enable_eip_snat,
-                keep_vm_ip=self._keep_vm_ip,
-                join=self._view.subnet(self._config.node_switch),
-            )
-            for route in plan.routes:
-                self._nb.add_static_route(route.policy, route.prefix, route.nexthop, route.router)
-            for policy in plan.policies:
-                self._nb.add_router_policy(
-                    policy.router,
-                    policy.priority,
-                    policy.match,
-                    policy.action,
-                    policy.nexthops,
-                    policy.external_ids,
-                )
-            for member in plan.members:
-                self._nb.add_address_set_addresses(member.name, [member.ip], member.external_ids)
-            for nat in plan.nats:
-                self._nb.update_nat_rule(
-                    nat.policy,
-                    nat.logical_ip,
-                    nat.external_ip,
-                    nat.router,
-                    nat.logical_mac,
-                    nat.port,
-                )
-            for ip in plan.replaced_routes:
-                # the v1.8 route of this address; its replacement is in place by now
-                self._nb.delete_static_route(ip, plan.router, POLICY_SRC_IP)
+            self._route_pod(pod, self._pod_nets(raw, pod))
             self._reroute_done(key)
             if ann.is_routed(pod.annotations):
                 return
@@ -87,12 +53,51 @@ class UpdateHandlers(PodControllerBase):
                 LOG.info("pod %s deleted during its update, cleaning up", key)
                 self._enqueue_vanished(key, raw)
 
+    def _route_pod(self, pod: Pod, nets: list[PodNet]) -> None:
+        """Write the routing and NAT of `plan_update_pod` for `pod` (its annotations carry the
+        allocation), then drop its v1.8 src-ip routes; raises what the plan or the NB raise."""
+        plan = pl.plan_update_pod(
+            pod,
+            nets,
+            node=self._view.node(pod.node_name),
+            external_gw_config=self._view.external_gw_config(),
+            cluster_router=self._config.cluster_router,
+            enable_eip_snat=self._config.enable_eip_snat,
+            keep_vm_ip=self._keep_vm_ip,
+            join=self._view.subnet(self._config.node_switch),
+        )
+        for route in plan.routes:
+            self._nb.add_static_route(route.policy, route.prefix, route.nexthop, route.router)
+        for policy in plan.policies:
+            self._nb.add_router_policy(
+                policy.router,
+                policy.priority,
+                policy.match,
+                policy.action,
+                policy.nexthops,
+                policy.external_ids,
+            )
+        for member in plan.members:
+            self._nb.add_address_set_addresses(member.name, [member.ip], member.external_ids)
+        for nat in plan.nats:
+            self._nb.update_nat_rule(
+                nat.policy,
+                nat.logical_ip,
+                nat.external_ip,
+                nat.router,
+                nat.logical_mac,
+                nat.port,
+            )
+        for ip in plan.replaced_routes:
+            # the v1.8 route of this address; its replacement is in place by now
+            self._nb.delete_static_route(ip, plan.router, POLICY_SRC_IP)
+
     def handle_update_pod_security(self, key: str) -> None:
         with self._key_mutex.locked(key):
             raw = self._view.pod_raw(key)
             if raw is None:
                 return
-            pod = to_pod(raw)
+            pod = to_pod(raw, self._view.pod_model)
             name = pl.get_name_by_pod(pod, self._keep_vm_ip)
             for net in self._pod_nets(raw, pod):
                 if net.type is ProviderType.IPAM:

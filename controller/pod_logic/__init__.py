@@ -110,6 +110,7 @@ from controller.pod_logic.routing import (
     needs_routing,
     needs_update,
     plan_update_pod,
+    routes_with_add,
     src_ip_route_pairs,
     subnet_allow_policies,
 )
@@ -175,6 +176,7 @@ __all__ = [
     "plan_update_pod",
     "pod_attachment_requests",
     "ports_to_delete",
+    "routes_with_add",
     "security_changed",
     "security_groups_to_sync",
     "src_ip_route_pairs",

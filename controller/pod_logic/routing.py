@@ -176,6 +176,19 @@ def needs_update(pod: Pod, now: datetime) -> bool:
     return not ann.is_routed(pod.annotations)
 
 
+def routes_with_add(pod: Pod, now: datetime) -> bool:
+    """May the add of `pod` (its model with the annotations the add is about to patch) route it
+    in the same pass: bound to a node, alive, not terminating, allocated and not yet routed.
+
+    NOTE: kube-ovn v1.8 always routes in a second handler round (UpdatePod, queued by the
+    allocation's own update event) and a second patch; kube-ovn v1.12 merged the two
+    (AddOrUpdatePod). A pod this says no to is routed by handleUpdatePod as before.
+    """
+    if not pod.node_name or not pod.annotations.get(ALLOCATED_ANNOTATION):
+        return False
+    return needs_update(pod, now)
+
+
 def plan_update_pod(
     pod: Pod,
     nets: Iterable[PodNet],

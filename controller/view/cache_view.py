@@ -13,8 +13,9 @@ The reconcilers read cluster state through this view instead of their own `get_b
   else one GET through `KubeApi` (the owner informers are optional); API errors propagate.
   `from_api=True` GETs even when an informer runs (what a lagging cache says is confirmed).
 * Pods and IP CRs stay raw (`pod_raw`, `pods_raw`, `ip_crs_raw`): handlers need the object
-  itself (Events, the delete map, IP CR diffs); they parse pods with `Pod.from_dict` or a
-  pass-scoped `ParseCache`.
+  itself (Events, the delete map, IP CR diffs); `pod_model` parses a pod object once per
+  resourceVersion (the informer callbacks and the handlers read the same versions), other
+  passes use `Pod.from_dict` or a pass-scoped `ParseCache`.
 
 A kind whose indexer is not given reads as empty. No method writes anything.
 """
@@ -45,6 +46,9 @@ from controller.core.model import (
 )
 from controller.kube.api import KubeObject
 from controller.view.parse_cache import ParseCache, ParsedSubnet, parse_subnet
+
+# pod versions kept parsed: a burst's versions live from their informer event to their handler
+POD_PARSE_ENTRIES = 8192
 
 
 class OwnerGets(Protocol):
@@ -93,6 +97,9 @@ class CacheView:
         self._parsed_nodes: ParseCache[Node] = ParseCache(Node.from_dict)
         self._parsed_vlans: ParseCache[Vlan] = ParseCache(Vlan.from_dict)
         self._parsed_vpcs: ParseCache[Vpc] = ParseCache(Vpc.from_dict)
+        # every pod version is read by its informer event (twice for an update: old and new)
+        # and by its handler; a burst of new pods must not evict versions still queued
+        self._parsed_pods: ParseCache[Pod] = ParseCache(Pod.from_dict, POD_PARSE_ENTRIES)
 
     @classmethod
     def given_or_over(
@@ -114,6 +121,11 @@ class CacheView:
 
     def pods_raw(self) -> list[KubeObject]:
         return self._pods.list()
+
+    def pod_model(self, raw: KubeObject) -> Pod:
+        """The model of a pod object (a cached one, an informer event's old or new object),
+        parsed once per resourceVersion; MalformedObjectError for a malformed pod."""
+        return self._parsed_pods.get(raw)
 
     # --- namespaces, nodes, VLANs, VPCs, config --------------------------------------------------
 

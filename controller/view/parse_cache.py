@@ -6,8 +6,8 @@ and answers every later read of that version from memory. An object without a re
 (or without a name) is parsed on every read. A malformed object is remembered as malformed and
 raises a fresh `MalformedObjectError` with the same message on every read.
 
-The cache is bounded: when it holds `max_entries` versions it is emptied (old versions are never
-read again, so dropping them all costs one re-parse of the live ones). `max_entries=None` is for
+The cache is bounded: when it holds `max_entries` versions the older half is dropped (old
+versions are rarely read again; a live one dropped costs one re-parse). `max_entries=None` is for
 a cache that lives only for one bounded pass (e.g. the start-up garbage collection).
 Thread-safe: the parse runs outside the lock, so two threads may parse the same version once
 each; both get equal models.
@@ -15,6 +15,7 @@ each; both get equal models.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -69,7 +70,9 @@ class ParseCache(Generic[T]):
         outcome = self._run(raw)
         with self._lock:
             if self._max is not None and len(self._entries) >= self._max:
-                self._entries.clear()
+                # dicts keep insertion order: the first half holds the oldest versions
+                for old in list(itertools.islice(self._entries, max(1, self._max // 2))):
+                    del self._entries[old]
             self._entries[key] = outcome
         return outcome
 

@@ -31,11 +31,12 @@ def test_inspection_recreates_a_lost_port_with_the_same_address(env: Env) -> Non
 
 
 def test_inspection_reroutes_an_unrouted_pod(env: Env) -> None:
-    env.create_pod(raw_pod("web", node=NODE))
+    env.create_pod(raw_pod("web"))  # not scheduled: its add allocates, nothing routes it yet
     env.process(env.queues.add)
-    env.drain(env.queues.update)  # the update event was lost (leader change)
     env.sync_all()
-    env.drain(env.queues.update)
+    env.edit_pod("default/web", lambda o: o["spec"].__setitem__("nodeName", NODE))
+    env.drain(env.queues.update)  # the update event was lost (leader change)
+    assert "ovn.kubernetes.io/routed" not in env.annotations("default/web")
     env.controller.inspect_pods()
     assert env.drain(env.queues.update) == ["default/web"]
 
@@ -73,7 +74,12 @@ def test_metrics_handler_durations_and_inspection() -> None:
     )
     try:
         env.create_pod(raw_pod("web", node=NODE, annotations={"ovn.kubernetes.io/ip_address": "x"}))
+        # bound at once: its add routes it too; "late" is bound after its add, so routing is
+        # left to UpdatePod
         env.create_pod(raw_pod("ok", node=NODE))
+        env.create_pod(raw_pod("late"))
+        env.converge()
+        env.edit_pod("default/late", lambda o: o["spec"].__setitem__("nodeName", NODE))
         env.converge()
         env.controller.inspect_pods()
 
@@ -84,12 +90,12 @@ def test_metrics_handler_durations_and_inspection() -> None:
             )
             return value or 0.0
 
-        assert count("AddPod", "success") == 1
+        assert count("AddPod", "success") == 2
         assert count("AddPod", "drop") == 1
         assert count("UpdatePod", "success") == 1
         assert registry.get_sample_value("kube_ovn_controller_pod_inspection_runs_total") == 1
         # client-go's workqueue family, by kube-ovn's queue names, on the same registry.
-        assert registry.get_sample_value("workqueue_adds_total", {"name": "AddPod"}) == 2
+        assert registry.get_sample_value("workqueue_adds_total", {"name": "AddPod"}) == 3
         assert registry.get_sample_value("workqueue_adds_total", {"name": "UpdatePod"}) == 1
         assert registry.get_sample_value("workqueue_depth", {"name": "AddPod"}) == 0
     finally:

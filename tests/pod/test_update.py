@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.kube.errors import ConflictError, ServerError
 from controller.ovn import external_ids as ext
 from tests.pod.env import (
     NODE,
@@ -38,6 +39,65 @@ def test_scheduled_pod_gets_src_ip_route_to_its_node(env: Env) -> None:
     assert env.nats() == []  # no eip/snat annotation: stale NAT only would be removed
     env.converge()  # the routed pod is quiet
     assert env.queues.update.pending() == 0 and len(env.queues.update) == 0
+
+
+def patches(env: Env) -> list[str]:
+    return [c for c in env.kube.calls if c.startswith("patch_pod_annotations")]
+
+
+def test_bound_pod_is_allocated_and_routed_in_one_pass(env: Env) -> None:
+    env.create_pod(raw_pod("web", node=NODE))
+    env.process(env.queues.add)
+    got = env.annotations("default/web")
+    assert got["ovn.kubernetes.io/allocated"] == "true" and got[ROUTED] == "true"
+    assert env.routes() == [("src-ip", "10.16.0.2", NODE_JOIN_IP)]
+    assert patches(env) == ["patch_pod_annotations default/web"]
+    env.sync_all()  # the allocation's own update event asks for nothing more
+    assert len(env.queues.update) == 0 and env.queues.update.pending() == 0
+
+
+def test_add_leaves_routing_to_the_update_when_it_cannot_route(env: Env) -> None:
+    # bound to a node the cache does not hold yet: a distributed gateway has no next hop
+    env.create_pod(raw_pod("web", node="node2"))
+    env.process(env.queues.add)
+    got = env.annotations("default/web")
+    assert got["ovn.kubernetes.io/allocated"] == "true" and ROUTED not in got
+    assert env.routes() == []
+    env.sync_all()
+    assert env.drain(env.queues.update) == ["default/web"]
+    env.add_node("node2", "172.18.0.3", "100.64.0.3")
+    env.queues.update.add("default/web")
+    env.converge()
+    assert env.annotations("default/web")[ROUTED] == "true"
+    assert env.routes() == [("src-ip", "10.16.0.2", "100.64.0.3")]
+
+
+def test_add_that_finds_its_pod_re_created_undoes_its_routing(env: Env) -> None:
+    env.kube.fail_next("patch_pod_annotations", ConflictError(409, "Conflict", "uid differs"))
+    env.create_pod(raw_pod("web", node=NODE))
+    env.process(env.queues.add)
+    assert env.routes() == [] and env.ipam.get_pod_address("default/web") == []
+    assert env.nb.get_port("web.default") is None
+
+
+def test_failed_add_that_moves_subnet_on_retry_leaves_no_route_of_its_old_address(
+    env: Env,
+) -> None:
+    env.add_subnet(raw_subnet("s2", "10.17.0.0/16", gateway="10.17.0.1"))
+    env.kube.fail_next("patch_pod_annotations", ServerError(500, "InternalError", "etcd"))
+    env.create_pod(raw_pod("web", node=NODE))
+    env.process(env.queues.add)  # routed 10.16.0.2, then the patch failed
+    assert env.routes() == [("src-ip", "10.16.0.2", NODE_JOIN_IP)]
+    env.edit_pod(
+        "default/web",
+        lambda o: o["metadata"].setdefault("annotations", {}).__setitem__(
+            "ovn.kubernetes.io/logical_switch", "s2"
+        ),
+    )
+    env.advance(60)
+    env.converge()
+    assert env.annotations("default/web")["ovn.kubernetes.io/logical_switch"] == "s2"
+    assert env.routes() == [("src-ip", "10.17.0.2", NODE_JOIN_IP)]
 
 
 def test_update_before_allocation_is_an_error_and_retried(env: Env) -> None:

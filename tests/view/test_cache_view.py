@@ -12,6 +12,7 @@ import pytest
 from controller.cache import Indexer
 from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.model import Namespace, Node, Pod, Subnet
+from controller.kube.api import KubeObject
 from controller.testing import builders
 from controller.view import CacheView, OwnerLookup, ParseCache, parse_subnet
 
@@ -109,13 +110,24 @@ def test_a_malformed_object_raises_the_models_error_on_every_read_and_is_parsed_
     assert len(seen) == 1
 
 
-def test_the_cache_is_emptied_when_full() -> None:
-    cache = ParseCache(Node.from_dict, max_entries=2)
+def test_a_full_cache_drops_its_older_half() -> None:
+    parsed: list[str] = []
+
+    def parse(raw: KubeObject) -> Node:
+        parsed.append(raw["metadata"]["name"])
+        return Node.from_dict(raw)
+
+    cache = ParseCache(parse, max_entries=4)
+    for name in "abcd":
+        cache.get(_node(name, "1"))
+    assert len(cache) == 4
+    cache.get(_node("e", "1"))  # a and b go
+    assert len(cache) == 3
+    for name in "cde":
+        cache.get(_node(name, "1"))
+    assert parsed == ["a", "b", "c", "d", "e"]
     cache.get(_node("a", "1"))
-    cache.get(_node("b", "1"))
-    assert len(cache) == 2
-    cache.get(_node("c", "1"))
-    assert len(cache) == 1
+    assert parsed[-1] == "a"
 
 
 def test_parse_subnet_tells_a_model_error_from_a_refused_spec() -> None:
