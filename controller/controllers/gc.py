@@ -57,7 +57,8 @@ Safety rules (the "older than" guard):
 Ordering requirement: `run_startup_gc` must run AFTER the IPAM rebuild (InitIPAM) and after the
 informer caches have synced, and BEFORE the pod workers start. It runs two passes back to back
 (as kube-ovn's `gc()` does), so the two-pass guard collapses to "orphaned twice in a row"; that is
-safe only because no handler is running yet. Run before the rebuild, it would find every route
+safe only because no handler is running yet. The second pass runs only when the first marked an
+orphan (it could delete nothing else). Run before the rebuild, it would find every route
 stale and release nothing that the rebuild then re-allocates.
 
 Errors: a failing object is logged and stays marked so the next pass retries it; a failing step
@@ -217,16 +218,32 @@ class GarbageCollector:
     # -- entry points ------------------------------------------------------------------------
 
     def run_startup_gc(self) -> None:
-        """kube-ovn's `gc()` at start: two full passes in a row (see "Ordering requirement")."""
+        """kube-ovn's `gc()` at start: two full passes in a row (see "Ordering requirement"),
+        the second one only when the first marked an orphan."""
         LOG.info("start garbage collection at startup")
         # NOTE: the two passes read the same pods (nothing has started to change them yet):
         # parse each one once. An updated pod has a new resourceVersion and is parsed again.
         self._pod_memo = ParseCache(Pod.from_dict, max_entries=None)
         try:
             self.run_once()
-            self.run_once()
+            # The second pass deletes only what the first one marked (nothing changes between
+            # them): after a clean shutdown nothing is, and the pass would only read again.
+            if self._marked():
+                self.run_once()
+            else:
+                LOG.info("start-up garbage collection: no orphan found, one pass is enough")
         finally:
             self._pod_memo = None
+
+    def _marked(self) -> bool:
+        """Did the last pass mark anything, in any of the collectors?"""
+        return bool(
+            self._last_lsp_orphans
+            or self._last_ip_orphans
+            or self._routes.marked()
+            or self._routing.marked()
+            or (self._sg_gc is not None and self._sg_gc.marked())
+        )
 
     def run(self, stop: threading.Event, interval: float | None = None) -> None:
         """Run `run_once` every `interval` seconds (default --gc-interval) until `stop` is set.

@@ -47,6 +47,10 @@ class StaticRouteSweeper:
         self._count = count
         self._last_orphans: set[str] = set()
 
+    def marked(self) -> bool:
+        """Did the last pass find an orphan (which the next pass may delete)?"""
+        return bool(self._last_orphans)
+
     def sweep(self) -> list[str]:
         if not self._ipam.subnet_names():
             LOG.warning("skip static route gc: IPAM has no subnet (not rebuilt yet?)")

@@ -59,6 +59,10 @@ class RoutingSweeper:
         self._count = count
         self._last: set[tuple[Any, ...]] = set()
 
+    def marked(self) -> bool:
+        """Did the last pass find an orphan (which the next pass may delete)?"""
+        return bool(self._last)
+
     def sweep(self) -> list[str]:
         """Returns a description of every row deleted."""
         if not self._ipam.subnet_names():

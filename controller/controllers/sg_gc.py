@@ -46,6 +46,10 @@ class SecurityGroupGc:
         self._count = count
         self._last: set[tuple[str, str]] = set()
 
+    def marked(self) -> bool:
+        """Did the last pass find an orphan (which the next pass may delete)?"""
+        return bool(self._last)
+
     def orphans(self, ports: Sequence[PortInfo]) -> set[tuple[str, str]]:
         """(group, action) pairs due to this pass's rules (no two-pass guard)."""
         rows = self._nb.list_security_groups()

@@ -223,21 +223,27 @@ class RoutingVerbs:
         entries = logic.address_set_entries(addresses)
         ids = dict(external_ids or {})
 
-        def same() -> bool:
+        def state() -> str:
             row = self._index.first(AS, ("name", name))
             if row is None:
-                return False
-            return all(has_string(row, "addresses", e) for e in entries) and logic.ids_match(
+                return "missing"
+            done = all(has_string(row, "addresses", e) for e in entries) and logic.ids_match(
                 committed(row, "external_ids"), ids
             )
+            return "same" if done else "exists"
 
-        if self._read(same):
+        found = self._read(state)
+        if found == "same":
             return
 
         def run(ctx: VerbContext) -> None:
             row = ctx.named(AS, name)
             if row is None:
                 ctx.insert(AS, name=name, addresses=entries, external_ids=ids)
+                return
+            if row._data is None:  # inserted by an earlier verb of this transaction
+                row.addresses = sorted({*row.addresses, *entries})
+                row.external_ids = {**row.external_ids, **ids}
                 return
             for entry in entries:
                 # NOTE: one set per node grows with its pods; a membership test on the
@@ -246,7 +252,13 @@ class RoutingVerbs:
                     row.addvalue("addresses", entry)
             ctx.set_keys(row, "external_ids", ids)
 
-        self._transact("add_address_set_addresses", run)
+        # NOTE: adding entries to a set is commutative (mutations), so the verbs of pods of one
+        # node may share a transaction when they add different entries; a verb that may
+        # create the set is kept apart from every other verb on that set.
+        keys: set[Hashable] = {(AS, name, e) for e in entries}
+        if found == "missing":
+            keys.add((AS, name))
+        self._transact("add_address_set_addresses", run, frozenset(keys))
 
     def remove_address_set_addresses(self, name: str, addresses: Sequence[str]) -> None:
         entries = set(logic.address_set_entries(addresses))

@@ -6,9 +6,10 @@ every caller's verb is pending, so which verbs share a transaction is determinis
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 
@@ -35,8 +36,35 @@ def held_idl(nb: OvsdbappNbClient) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def busy_idl_thread(nb: OvsdbappNbClient) -> Iterator[None]:
+    """Keep the IDL thread in a transaction of its own, without the connection lock, so verbs
+    that read the cache first (under that lock) still reach the group's pending list."""
+    started, release = threading.Event(), threading.Event()
+
+    class Blocker:
+        results: queue.Queue[object] = queue.Queue()
+
+        def do_commit(self) -> None:
+            nb._conn.lock.release()  # taken by the IDL loop around every do_commit
+            try:
+                started.set()
+                release.wait(30)
+            finally:
+                nb._conn.lock.acquire()
+
+    nb._conn.txns.put(Blocker())
+    assert started.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+
+
 def run_concurrently(
-    nb: OvsdbappNbClient, calls: list[Callable[[], object]]
+    nb: OvsdbappNbClient,
+    calls: list[Callable[[], object]],
+    hold: Callable[[OvsdbappNbClient], AbstractContextManager[None]] = held_idl,
 ) -> list[BaseException | None]:
     """Run each call in its own thread while the IDL thread is held; their outcomes in order."""
     outcomes: list[BaseException | None] = [None] * len(calls)
@@ -50,7 +78,7 @@ def run_concurrently(
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
     group = nb._group
     assert group is not None
-    with held_idl(nb):
+    with hold(nb):
         for t in threads:
             t.start()
         wait_for(lambda: len(group._pending) == len(calls), 10, "every verb pending")
@@ -111,6 +139,48 @@ def test_conflicting_verbs_see_each_other_as_if_sequential(nb: OvsdbappNbClient)
     assert outcomes[0] is None and outcomes[2] is None
     assert isinstance(outcomes[1], DuplicateAddressError)
     assert nb.list_pod_ports("p2", "ns") == ["p2.ns"]
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["set exists", "set missing"])
+def test_entries_of_one_address_set_share_a_transaction(nb: OvsdbappNbClient, exists: bool) -> None:
+    # Pods of one node add their addresses to the node's set: mutations, so several may go in
+    # one transaction; a verb that may create the set goes alone (two would create two sets).
+    ids = {"kube-ovn-route": "gateway"}
+    if exists:
+        nb.add_address_set_addresses("node1_ip4", ["10.16.0.1"], ids)
+    assert nb._group is not None
+    before = nb._group.transactions
+    ips = ["10.16.0.2", "10.16.0.3", "10.16.0.4"]
+    outcomes = run_concurrently(
+        nb,
+        [lambda ip=ip: nb.add_address_set_addresses("node1_ip4", [ip], ids) for ip in ips],
+        busy_idl_thread,
+    )
+    assert outcomes == [None, None, None]
+    # missing: the three verbs all read "missing" and each may create the set: one each
+    assert nb._group.transactions == before + (1 if exists else 3)
+    (got,) = nb.list_address_sets(ids)
+    assert set(got.addresses) == {*ips, *(["10.16.0.1"] if exists else [])}
+
+
+def test_an_address_set_created_earlier_in_the_batch_takes_later_entries(
+    nb: OvsdbappNbClient,
+) -> None:
+    ids = {"kube-ovn-route": "gateway"}
+    assert nb._group is not None
+    before = nb._group.transactions
+    outcomes = run_concurrently(
+        nb,
+        [
+            lambda: nb.add_address_set_addresses("node1_ip4", ["10.16.0.2"], ids),
+            lambda: nb.add_address_set_addresses("node2_ip4", ["10.16.0.3"], ids),
+        ],
+        busy_idl_thread,
+    )
+    assert outcomes == [None, None]
+    assert nb._group.transactions == before + 1  # two sets, two keys: one transaction
+    got = {a.name: set(a.addresses) for a in nb.list_address_sets(ids)}
+    assert got == {"node1_ip4": {"10.16.0.2"}, "node2_ip4": {"10.16.0.3"}}
 
 
 def test_group_commit_can_be_turned_off(nb_server: NbServer) -> None:
