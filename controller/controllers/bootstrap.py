@@ -248,6 +248,7 @@ def init_ipam(
                 str(cr_spec.get("ipAddress") or ""),
                 str(cr_spec.get("macAddress") or ""),
                 str(cr_spec.get("subnet") or ""),
+                quiet=True,
             )
             n_ips += 1
         except IPAMError as exc:
@@ -291,6 +292,7 @@ def init_ipam(
                 node_ann.get(IP_ADDRESS_ANNOTATION, ""),
                 node_ann.get(MAC_ADDRESS_ANNOTATION, ""),
                 node_ann.get(LOGICAL_SWITCH_ANNOTATION, config.node_switch),
+                quiet=True,
             )
             n_nodes += 1
         except IPAMError as exc:
@@ -298,7 +300,17 @@ def init_ipam(
             LOG.error("init ipam: node %s: %s", name, exc)
 
     seconds = time.monotonic() - start
-    LOG.info("take %.3f seconds to initialize IPAM", seconds)
+    LOG.info(
+        "take %.3f seconds to initialize IPAM: %d subnets, addresses of %d pod networks, %d "
+        "kept IP CRs and %d nodes restored, %d IP CRs written, %d errors",
+        seconds,
+        n_subnets,
+        n_pods,
+        n_ips,
+        n_nodes,
+        written,
+        errors,
+    )
     return IpamInitReport(n_subnets, n_ips, n_pods, n_nodes, written, errors, seconds)
 
 
@@ -332,7 +344,11 @@ def _reserve_interrupted_adds(
             continue  # its annotations were restored: they win over a stale CR
         try:
             ipam.get_static_address(
-                key, str(spec.get("ipAddress") or ""), str(spec.get("macAddress") or ""), subnet
+                key,
+                str(spec.get("ipAddress") or ""),
+                str(spec.get("macAddress") or ""),
+                subnet,
+                quiet=True,
             )
         except IPAMError as exc:
             cr_name = _meta(ip_cr).get("name")
@@ -360,7 +376,7 @@ def _restore_pod_net(
         return 0, 0, 0
     key = get_pod_key(pod, config.enable_keep_vm_ip)
     try:
-        ipam.get_static_address(key, ip, mac, switch)
+        ipam.get_static_address(key, ip, mac, switch, quiet=True)
     except IPAMError as exc:
         LOG.error("init ipam: pod %s net %s: %s", pod.key, provider, exc)
         return 0, 0, 1

@@ -156,7 +156,7 @@ class IPAM:
         return result
 
     def get_static_address(
-        self, pod_key: str, ip: str, mac: str | None, subnet_name: str
+        self, pod_key: str, ip: str, mac: str | None, subnet_name: str, *, quiet: bool = False
     ) -> Address:
         """The requested address(es) for `pod_key`: ip is "v4", "v6" or "v4,v6"; mac may be ""
         or None (then the key's current MAC is kept, or a random one generated).
@@ -165,7 +165,8 @@ class IPAM:
         family. Excluded addresses (the gateway included) may be taken; the network and broadcast
         addresses may not (NoAvailableError). Raises OutOfRangeError outside the CIDR,
         ConflictError when another key holds the address or the MAC, InvalidAddressError for
-        text that does not parse.
+        text that does not parse. `quiet` logs the allocation at debug level (the rebuild at
+        start-up restores every address and logs one summary line instead).
         """
         ips = parse_ip_list(ip, subnet=subnet_name)
         wanted_mac = normalize_mac(mac, subnet=subnet_name) if mac and mac.strip() else ""
@@ -174,7 +175,8 @@ class IPAM:
             got, got_mac = subnet.get_static_address(pod_key, ips, wanted_mac)
             self._index(pod_key, subnet_name)
         result = _address(got, got_mac)
-        LOG.info(
+        LOG.log(
+            logging.DEBUG if quiet else logging.INFO,
             "allocate static v4 %s v6 %s mac %s for %s from subnet %s",
             *result,
             pod_key,
