@@ -593,12 +593,19 @@ class RawWatch(threading.Thread):
             return
 
 
-def create_pods(url: str, names: list[str], sent: dict[str, float]) -> None:
-    """POST the pods from CREATORS threads; `sent[name]` = monotonic time just before the POST."""
+def create_pods(
+    url: str, names: list[str], sent: dict[str, float], rate: float | None = None
+) -> None:
+    """POST the pods from CREATORS threads; `sent[name]` = monotonic time just before the POST.
+
+    With `rate` (pods/s) pod i is POSTed at start + i / rate, not earlier (a steady arrival
+    rate, as a deployment scaling up would make): the latency then is the controller's own, not
+    the time a pod waited behind a burst."""
     work: queue.SimpleQueue[tuple[int, str]] = queue.SimpleQueue()
     for item in enumerate(names):
         work.put(item)
     errors: list[str] = []
+    start = time.monotonic() + 0.1
 
     def creator() -> None:
         pool = _pool(url)
@@ -608,6 +615,9 @@ def create_pods(url: str, names: list[str], sent: dict[str, float]) -> None:
             except queue.Empty:
                 return
             body = json.dumps(pod_obj(name, NS, node_name=f"node-{i % NODES}")).encode()
+            if rate is not None:
+                # pacing a load generator is what this wait is for (not synchronisation)
+                time.sleep(max(0.0, start + i / rate - time.monotonic()))
             sent[name] = time.monotonic()
             resp = pool.request(
                 "POST",
@@ -686,7 +696,9 @@ def run_controller(
     worker_num: int,
     profile: Path | None = None,
     plane: Callable[[Path, list[dict[str, Any]]], ApiPlane] = Emulator,
+    rate: float | None = None,
 ) -> ControllerRun:
+    """The controller's run for `n` pods, POSTed in a burst or at `rate` pods/s."""
     nb = NbServer(workdir / "nb").start()
     try:
         emulator = plane(workdir / "api", base_seed())
@@ -705,7 +717,7 @@ def run_controller(
         spy = _py_spy(controller.pid, profile)
         (user0, sys0), emu0 = cpu_times(controller.pid), emulator.cpu_seconds()
         sent: dict[str, float] = {}
-        create_pods(emulator.url, names, sent)
+        create_pods(emulator.url, names, sent, rate)
         watch.wait()
         _py_spy_stop(spy)
         user1, sys1 = cpu_times(controller.pid)
@@ -1165,6 +1177,22 @@ def print_throughput(
         print(f"    {key:40}{rate:8.3f}{mark}")
 
 
+def print_paced(runs: list[tuple[str, float, ControllerRun]]) -> None:
+    """The paced runs: (plane, rate, run) each, the latency a pod sees when not queued."""
+    print("\n== paced at half the controller's own maximum (pods/s to routed above)")
+    print(
+        f"{'':12}{'pods/s':>8}{'p50 alloc':>11}{'p99 alloc':>11}{'p50 routed':>12}"
+        f"{'p99 routed':>12}{'CPU ms/pod':>12}"
+    )
+    for plane, rate, run in runs:
+        c = run.result
+        print(
+            f"{plane:12}{rate:8.1f}{c.p50_allocated * 1000:9.0f}ms{c.p99_allocated * 1000:9.0f}ms"
+            f"{c.p50_routed * 1000:10.0f}ms{c.p99_routed * 1000:10.0f}ms"
+            f"{c.extra['controller CPU ms/pod']:12.2f}"
+        )
+
+
 def print_planes(
     n: int, emu: tuple[ControllerRun, Throughput], real: tuple[ControllerRun, Throughput]
 ) -> None:
@@ -1243,6 +1271,12 @@ def main(argv: list[str] | None = None) -> int:
         "start-up with existing pods runs on the emulator only",
     )
     parser.add_argument("--worker-num", type=int, default=3)
+    parser.add_argument(
+        "--no-paced",
+        dest="paced",
+        action="store_false",
+        help="skip the paced runs (pods at half the controller's measured maximum)",
+    )
     parser.add_argument("--workdir", type=Path, help="keep logs here (default: a temp dir)")
     parser.add_argument(
         "--py-spy",
@@ -1302,6 +1336,20 @@ def main(argv: list[str] | None = None) -> int:
                 planes["real"] = ctl, lim
             if len(planes) == 2:
                 print_planes(n, planes["emulator"], planes["real"])
+            if args.paced:
+                paced = []
+                for name, (run, _) in planes.items():
+                    rate = run.result.to_routed / 2
+                    where = real_plane if name == "real" else Emulator
+                    try:
+                        got = run_controller(
+                            n, root / f"paced-{name}-{n}", args.worker_num, None, where, rate
+                        )
+                    except SandboxError as e:
+                        print(f"bench/e2e.py: real control plane: {e}", file=sys.stderr)
+                        return 1
+                    paced.append((name, rate, got))
+                print_paced(paced)
             sys.stdout.flush()
         if args.existing and emulated:
             profile = args.py_spy / "controller-startup.txt" if args.py_spy else None

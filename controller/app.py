@@ -81,6 +81,7 @@ from controller.core.constants import (
     RESOURCE_SUBNETS,
 )
 from controller.core.errors import ConfigError
+from controller.core.model import Pod
 from controller.ipam import IPAM
 from controller.kube.client import KubeClient, load_api_client
 from controller.kube.cluster import ClusterApi
@@ -97,7 +98,7 @@ from controller.runtime.log import LogOutputs, set_verbosity, setup_logging
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
 from controller.runtime.startup import StartupError, wait_until_reachable
-from controller.view import CacheView
+from controller.view import CacheView, ParseCache
 from controller.wiring import add_informers, leader_elector, nb_ssl_kwargs, wire_controllers
 
 LOG = logging.getLogger(__name__)
@@ -461,6 +462,8 @@ class Controller:
         assert self.nb is not None
         init_default_vpc(cfg, self.cluster)
         bootstrapped = init_ovn(cfg, self.kube, self.indexer(RESOURCE_SUBNETS), self.nb)
+        # every pod is parsed once for the IPAM rebuild and the start-up gc together
+        startup_pods: ParseCache[Pod] = ParseCache(Pod.from_dict, max_entries=None)
         init_ipam(
             config=cfg,
             ipam=self.ipam,
@@ -469,8 +472,10 @@ class Controller:
             ips=self.indexer(RESOURCE_IPS),
             pods=self.indexer("pods"),
             nodes=self.indexer("nodes"),
+            parse_pod=startup_pods.get,
         )
-        self.gc.run_startup_gc()
+        self.gc.run_startup_gc(startup_pods)
+        del startup_pods  # the models of every pod: not kept past the start-up
         if stop.is_set():
             return
         self._start_workers(stop)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -62,7 +62,7 @@ from controller.core.model import Pod
 from controller.core.naming import node_port_name, pod_key
 from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, IPAMError
-from controller.kube.api import KubeApi, desired_ip, ip_update
+from controller.kube.api import KubeApi, KubeObject, desired_ip, ip_update
 from controller.kube.cluster import ClusterApi
 from controller.kube.errors import AlreadyExistsError, KubeApiError
 from controller.ovn.api import NbClient
@@ -216,8 +216,10 @@ def init_ipam(
     pods: Indexer,
     nodes: Indexer,
     now: datetime | None = None,
+    parse_pod: Callable[[KubeObject], Pod] = Pod.from_dict,
 ) -> IpamInitReport:
-    """kube-ovn InitIPAM (see the module docstring). Never raises for bad data."""
+    """kube-ovn InitIPAM (see the module docstring). Never raises for bad data. `parse_pod`
+    may be a start-up parse cache the garbage collection then reads the pods from."""
     start = time.monotonic()
     now = now or datetime.now(UTC)
     errors = n_subnets = n_ips = n_pods = n_nodes = written = 0
@@ -259,7 +261,7 @@ def init_ipam(
     annotated: set[str] = set()  # names of the IP CRs whose network the annotations restored
     for raw in pods.list():
         try:
-            pod = Pod.from_dict(raw)
+            pod = parse_pod(raw)
         except MalformedObjectError as exc:
             errors += 1
             LOG.error("init ipam: %s", exc)

@@ -198,7 +198,7 @@ class GarbageCollector:
             nb=nb,
             ipam=ipam,
             router=self._router,
-            present_keys=lambda: self._snapshot().present_keys,
+            present_keys=self._present_keys,
             count=self._count,
         )
         self._routing = RoutingSweeper(
@@ -206,7 +206,7 @@ class GarbageCollector:
             ipam=ipam,
             view=self._view,
             router=self._router,
-            present_keys=lambda: self._snapshot().present_keys,
+            present_keys=self._present_keys,
             count=self._count,
         )
         # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
@@ -217,13 +217,14 @@ class GarbageCollector:
 
     # -- entry points ------------------------------------------------------------------------
 
-    def run_startup_gc(self) -> None:
+    def run_startup_gc(self, pods: ParseCache[Pod] | None = None) -> None:
         """kube-ovn's `gc()` at start: two full passes in a row (see "Ordering requirement"),
-        the second one only when the first marked an orphan."""
+        the second one only when the first marked an orphan. `pods`: the start-up's parse
+        cache of the pods (the IPAM rebuild just parsed every one of them)."""
         LOG.info("start garbage collection at startup")
         # NOTE: the two passes read the same pods (nothing has started to change them yet):
         # parse each one once. An updated pod has a new resourceVersion and is parsed again.
-        self._pod_memo = ParseCache(Pod.from_dict, max_entries=None)
+        self._pod_memo = pods if pods is not None else ParseCache(Pod.from_dict, max_entries=None)
         try:
             self.run_once()
             # The second pass deletes only what the first one marked (nothing changes between
@@ -478,6 +479,18 @@ class GarbageCollector:
             return self._routing.sweep()
 
     # -- what the caches account for -------------------------------------------------------------
+
+    def _present_keys(self) -> frozenset[str]:
+        """The keys of every cached pod, kept or not (as `_snapshot().present_keys`, without
+        judging each pod: the route and routing sweeps ask for it on every pass)."""
+        present: set[str] = set()
+        for raw in self._view.pods_raw():
+            meta = _meta(raw)
+            present.add(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
+            if self._keep_vm_ip:  # a VM's pods hold their addresses under the VM's key
+                with contextlib.suppress(MalformedObjectError):
+                    present.add(get_pod_key(self._parse_pod(raw), True))
+        return frozenset(present)
 
     def _snapshot(self) -> _Snapshot:
         now = self._utcnow()

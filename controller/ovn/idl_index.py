@@ -7,7 +7,9 @@ Contract:
 * `NbIndex` is fed by the IDL's row notifications (`on_row`, `reset` on a reconnect's clear) and
   maps port names, pods, vendors, security groups, IPs, route prefixes and NAT addresses to rows,
   so no verb scans a table. It is only touched from the IDL thread or under the connection lock.
-* `has_ref` and `committed` read a row's committed datum without copying a parent's big sets.
+* `has_ref` and `committed` read a row's committed datum without copying a parent's big sets;
+  `text`, `texts` and `text_map` read string, string-set and string-map columns off the datum
+  (no round trip through Python values: the initial sync and the gc's listing read every port).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def opt_value(value: Any) -> str:
     return str(value)
 
 
-def _text(row: Row, column: str) -> str:
+def text(row: Row, column: str) -> str:
     """A string column's committed value, read off the datum (no Python-value round trip: the
     initial sync of 50k ports reads three columns of each)."""
     datum = row._data.get(column) if row._data is not None else None
@@ -71,16 +73,16 @@ def _text(row: Row, column: str) -> str:
     return ""
 
 
-def _texts(row: Row, column: str) -> list[str]:
-    """A set-of-strings column's committed members (see `_text`)."""
+def texts(row: Row, column: str) -> list[str]:
+    """A set-of-strings column's committed members (see `text`)."""
     datum = row._data.get(column) if row._data is not None else None
     if datum is None:
         return list(getattr(row, column))
     return [atom.value for atom in datum.values]
 
 
-def _text_map(row: Row, column: str) -> dict[str, str]:
-    """A string-to-string map column's committed value (see `_text`)."""
+def text_map(row: Row, column: str) -> dict[str, str]:
+    """A string-to-string map column's committed value (see `text`)."""
     datum = row._data.get(column) if row._data is not None else None
     if datum is None:
         return dict(getattr(row, column))
@@ -90,8 +92,8 @@ def _text_map(row: Row, column: str) -> dict[str, str]:
 def row_keys(table: str, row: Row) -> set[Hashable]:
     """Index keys of one row; only the row's own columns, never a parent's big sets."""
     if table == LSP:
-        ids = _text_map(row, "external_ids")
-        keys: set[Hashable] = {("name", _text(row, "name"))}
+        ids = text_map(row, "external_ids")
+        keys: set[Hashable] = {("name", text(row, "name"))}
         if ext.POD_KEY in ids:
             keys.add(("pod", ids[ext.POD_KEY]))
         if ext.VENDOR_KEY in ids:
@@ -99,7 +101,7 @@ def row_keys(table: str, row: Row) -> set[Hashable]:
         keys.update(("sg", sg) for sg in ext.associated_sgs(ids))
         if ids.get(ext.SECURITY_GROUPS_KEY):
             keys.add(("has_sg",))
-        keys.update(("ip", ip) for ip in logic.address_ips(_texts(row, "addresses")))
+        keys.update(("ip", ip) for ip in logic.address_ips(texts(row, "addresses")))
         return keys
     if table == ROUTE:
         if opt_value(row.route_table):
@@ -119,7 +121,7 @@ def row_keys(table: str, row: Row) -> set[Hashable]:
         return {("policy", row.priority, row.match.strip())}
     if table == ACL:
         return set()  # reached through their port group only
-    return {("name", _text(row, "name"))}
+    return {("name", text(row, "name"))}
 
 
 class NbIndex:

@@ -73,8 +73,10 @@ from controller.ovn.idl_index import (
     PG,
     NbIndex,
     Row,
-    committed,
     has_ref,
+    text,
+    text_map,
+    texts,
 )
 from controller.ovn.idl_routing import RoutingVerbs
 from controller.ovn.idl_txn import NbApi, VerbCommand, idl_connected, release_sync_garbage
@@ -273,17 +275,17 @@ class OvsdbappNbClient(RoutingVerbs):
     def _port_info(self, lsp: Row) -> PortInfo:
         # NOTE: list_ports reads every port (the gc, twice at start-up): committed datums are
         # read directly, Row.__getattr__ rebuilds a set column's datum on every access.
-        ids = committed(lsp, "external_ids")
+        ids = text_map(lsp, "external_ids")
         ls = self._index.first(LS, ("name", ids.get(ext.LS_KEY, "")))
         if ls is None or not has_ref(ls, "ports", lsp):
             ls = VerbContext(self._index, None).switch_of(lsp)
         return PortInfo(
-            name=committed(lsp, "name"),
-            switch=committed(ls, "name") if ls is not None else "",
-            addresses=tuple(committed(lsp, "addresses")),
-            port_security=tuple(committed(lsp, "port_security")),
-            external_ids=dict(ids),
-            type=str(committed(lsp, "type")),
+            name=text(lsp, "name"),
+            switch=text(ls, "name") if ls is not None else "",
+            addresses=tuple(texts(lsp, "addresses")),
+            port_security=tuple(texts(lsp, "port_security")),
+            external_ids=ids,
+            type=text(lsp, "type"),
         )
 
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
@@ -296,7 +298,9 @@ class OvsdbappNbClient(RoutingVerbs):
             # Pod, node and router ports only: a localnet (or vtep, l2gateway) port carries
             # kube-ovn's vendor too but wires a switch to the fabric; kube-ovn's own listing
             # (ListLogicalSwitchPort, type="") never offers it to the garbage collection.
-            rows = [r for r in self._index.rows(LSP, ("vendor", vendor)) if r.type in _LISTED]
+            rows = [
+                r for r in self._index.rows(LSP, ("vendor", vendor)) if text(r, "type") in _LISTED
+            ]
             return sorted((self._port_info(r) for r in rows), key=lambda p: p.name)
 
         result: list[PortInfo] = self._read(read)

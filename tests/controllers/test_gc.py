@@ -423,6 +423,26 @@ def test_startup_gc_is_immediate() -> None:
     assert w.runs_metric() == 2
 
 
+def test_startup_gc_of_a_clean_state_is_one_pass() -> None:
+    # Nothing orphaned after a clean shutdown: the second pass could delete nothing.
+    w = World()
+    live = live_pod(w, "alive", B_IP, B_MAC)
+    w.sync()
+    w.gc.run_startup_gc()
+    assert live in w.ports() and w.held("default/alive") == [B_IP]
+    assert w.runs_metric() == 1
+
+
+def test_startup_gc_runs_a_second_pass_for_an_orphan_route_alone() -> None:
+    w = World()
+    live_pod(w, "alive", B_IP, B_MAC)
+    w.nb.add_static_route("src-ip", "10.16.0.99", "100.64.0.2", LR)
+    w.sync()
+    w.gc.run_startup_gc()
+    assert w.routes() == {B_IP}
+    assert w.runs_metric() == 2
+
+
 def test_run_passes_every_interval_on_the_injected_clock() -> None:
     clock = FakeClock()
     w = World(clock=clock)
