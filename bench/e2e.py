@@ -351,7 +351,8 @@ class ControllerProcess:
 
 def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
     """Sample `pid` with py-spy (a one-off `pip install py-spy`, not a dependency): collapsed
-    stacks of every thread that is on a CPU (not idle) in `profile`."""
+    stacks of the thread holding the GIL in `profile` (without `--gil` py-spy counts threads
+    blocked in socket reads and condition waits as busy, which hides where the CPU goes)."""
     if profile is None:
         return None
     profile.parent.mkdir(parents=True, exist_ok=True)
@@ -364,6 +365,7 @@ def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
             "--rate",
             "100",
             "--nonblocking",
+            "--gil",
             "--format",
             "raw",
             "-o",
