@@ -90,8 +90,10 @@ def test_failed_add_that_moves_subnet_on_retry_leaves_no_route_of_its_old_addres
     assert env.routes() == [("src-ip", "10.16.0.2", NODE_JOIN_IP)]
     env.edit_pod(
         "default/web",
-        lambda o: o["metadata"].setdefault("annotations", {}).__setitem__(
-            "ovn.kubernetes.io/logical_switch", "s2"
+        lambda o: (
+            o["metadata"]
+            .setdefault("annotations", {})
+            .__setitem__("ovn.kubernetes.io/logical_switch", "s2")
         ),
     )
     env.advance(60)
