@@ -15,7 +15,7 @@ from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
 pytestmark = [pytest.mark.e2e, pytest.mark.emulator_only("counts requests in the emulator's log")]
 
 
-def test_a_new_pod_costs_one_ip_create_and_two_pod_patches(
+def test_a_new_bound_pod_costs_one_ip_create_and_one_pod_patch(
     cluster: Cluster, start_controller: StartController
 ) -> None:
     running(start_controller())
@@ -33,5 +33,6 @@ def test_a_new_pod_costs_one_ip_create_and_two_pod_patches(
         for r in seen
         if r.resource in ("pods", "ips") and r.verb not in ("watch", "list")
     )
-    # no GET of the IP CR first: the informer cache says it is new
-    assert per_pod == {("POST", "ips", 201): 1, ("PATCH", "pods", 200): 2}
+    # no GET of the IP CR first: the informer cache says it is new; a pod bound at creation is
+    # allocated and routed by one patch
+    assert per_pod == {("POST", "ips", 201): 1, ("PATCH", "pods", 200): 1}
