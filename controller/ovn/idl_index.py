@@ -65,9 +65,11 @@ def opt_value(value: Any) -> str:
 def text(row: Row, column: str) -> str:
     """A string column's committed value, read off the datum (no Python-value round trip: the
     initial sync of 50k ports reads three columns of each)."""
-    datum = row._data.get(column) if row._data is not None else None
-    if datum is None:
+    if row._data is None:  # inserted in the open transaction
         return str(getattr(row, column))
+    datum = row._data.get(column)
+    if datum is None:  # python-ovs leaves a default value out (made on demand)
+        return ""
     for atom in datum.values:
         return str(atom.value)
     return ""
@@ -75,17 +77,21 @@ def text(row: Row, column: str) -> str:
 
 def texts(row: Row, column: str) -> list[str]:
     """A set-of-strings column's committed members (see `text`)."""
-    datum = row._data.get(column) if row._data is not None else None
-    if datum is None:
+    if row._data is None:  # inserted in the open transaction
         return list(getattr(row, column))
+    datum = row._data.get(column)
+    if datum is None:  # python-ovs leaves a default value out (made on demand)
+        return []
     return [atom.value for atom in datum.values]
 
 
 def text_map(row: Row, column: str) -> dict[str, str]:
     """A string-to-string map column's committed value (see `text`)."""
-    datum = row._data.get(column) if row._data is not None else None
-    if datum is None:
+    if row._data is None:  # inserted in the open transaction
         return dict(getattr(row, column))
+    datum = row._data.get(column)
+    if datum is None:  # python-ovs leaves a default value out (made on demand)
+        return {}
     return {k.value: v.value for k, v in datum.values.items()}
 
 

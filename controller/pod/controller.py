@@ -199,6 +199,8 @@ class PodController(
             namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
             now = self._now()
             for raw in self._view.pods_raw():
+                if not pl.may_wait_for_network(raw):
+                    continue
                 pod = pod_or_none(raw)
                 if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
                     self.queues.add.add(pod.key)
@@ -222,6 +224,8 @@ class PodController(
             return
         now = self._now()
         for raw in self._view.pods_raw():
+            if not pl.may_wait_for_network(raw):
+                continue
             pod = pod_or_none(raw)
             if pod is not None and pl.waits_for_subnet(pod, name, now):
                 self.queues.add.add(pod.key)

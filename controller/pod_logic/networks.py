@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from controller.core import annotations as ann
 from controller.core.constants import (
@@ -146,6 +147,22 @@ def waits_for_nad(pod: Pod, namespace: str, name: str, now: datetime) -> bool:
         if not any(ann.is_allocated(pod.annotations, p) for p in providers):
             return True
     return False
+
+
+def may_wait_for_network(raw: Mapping[str, Any]) -> bool:
+    """A test on a raw pod object, before it is parsed: False when its annotations say its
+    default network is allocated and it asks for no multus network, so that neither
+    `waits_for_subnet` nor `waits_for_nad` can hold for it. A registered subnet or NAD is
+    checked against every cached pod, nearly all of which are such pods."""
+    meta = raw.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return True
+    return not (
+        ann.is_allocated(annotations)
+        and not annotations.get(DEFAULT_NETWORK_ANNOTATION)
+        and not annotations.get(ATTACHMENT_NETWORK_ANNOTATION)
+    )
 
 
 def waits_for_subnet(pod: Pod, subnet: str, now: datetime) -> bool:
