@@ -22,16 +22,20 @@ produces (User-Agent, default headers, the bearer token) and the parsed host are
 and each request goes straight to the connection pool of the client's own `rest_client` pool
 manager (`urlopen` with the body as compact JSON bytes), skipping the per-request URL parsing,
 header sanitising and content-type matching of `rest_client.request` while keeping its pool
-(TLS, keep-alive connections, retries). Clients whose credentials may be refreshed per request
-(`refresh_api_key_hook`), that carry a cookie, or that go through a proxy keep the generic path
-through `call_api`.
+(TLS, keep-alive connections, retries). A client whose credentials refresh
+(`refresh_api_key_hook`: the in-cluster service-account token, which the kubelet rotates, and
+kubeconfig exec plugins) has its headers resolved again, through the hook, at most every
+`CREDENTIAL_RECHECK_SECONDS` and after every 401 answer. Clients that carry a cookie or go
+through a proxy keep the generic path through `call_api`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import threading
+import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -55,6 +59,15 @@ MERGE_PATCH = "application/merge-patch+json"
 Timeout = float | tuple[float, float | None] | None
 
 
+#: How long the resolved headers of a client with a credential refresh hook are reused. The
+#: in-cluster loader re-reads its token file only once a minute, and a token the kubelet
+#: rotates stays valid well past its successor's arrival; an expired one answers 401, after
+#: which the next request resolves again at once.
+CREDENTIAL_RECHECK_SECONDS = 1.0
+
+_monotonic = time.monotonic  # tests replace it
+
+
 @dataclass(frozen=True)
 class _Direct:
     """What every request of one ApiClient shares on the direct path."""
@@ -64,6 +77,7 @@ class _Direct:
     port: int | None
     base_path: str  # the server URL's own path prefix, if any ("" usually)
     headers: dict[str, str]  # Accept, User-Agent, default headers, Authorization
+    recheck_at: float = math.inf  # when to resolve the headers again (monotonic clock)
 
 
 _DIRECT: weakref.WeakKeyDictionary[Any, _Direct | None] = weakref.WeakKeyDictionary()
@@ -75,15 +89,18 @@ def _direct(api_client: Any) -> _Direct | None:
     """The shared request parts of `api_client`, or None when it needs the generic path."""
     cfg = api_client.configuration
     if (
-        getattr(cfg, "refresh_api_key_hook", None) is not None
-        or getattr(api_client, "cookie", None)
+        getattr(api_client, "cookie", None)
         or type(api_client.rest_client.pool_manager) is not urllib3.PoolManager
     ):
         return None
     try:
-        return _DIRECT[api_client]
+        cached = _DIRECT[api_client]
+        if cached is None or _monotonic() < cached.recheck_at:
+            return cached
     except (KeyError, TypeError):
         pass
+    refreshes = getattr(cfg, "refresh_api_key_hook", None) is not None
+    # param_serialize runs the refresh hook (it may read a new token) while adding the auth
     _, url, headers, _, _ = api_client.param_serialize(
         "GET", "", header_params={"Accept": JSON}, auth_settings=["BearerToken"]
     )
@@ -96,6 +113,7 @@ def _direct(api_client: Any) -> _Direct | None:
             parsed.port,
             (parsed.path or "").rstrip("/"),
             {str(k): str(v) for k, v in headers.items()},
+            _monotonic() + CREDENTIAL_RECHECK_SECONDS if refreshes else math.inf,
         )
     # An ApiClient that is not weak-referenceable is resolved on every request.
     with _DIRECT_LOCK, contextlib.suppress(TypeError):
@@ -205,6 +223,10 @@ def _send_direct(
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise transport_error(exc) from exc
     if not 200 <= raw.status <= 299:
+        if raw.status == 401 and direct.recheck_at != math.inf:
+            # the credentials may have rotated: the next request asks the hook again
+            with _DIRECT_LOCK, contextlib.suppress(KeyError, TypeError):
+                del _DIRECT[api_client]
         raise error_from_response(raw.status, read_all(raw))
     return raw
 
