@@ -30,13 +30,14 @@ def time_wait_on(port: int) -> bool:
     return False
 
 
-def leave_time_wait() -> int:
-    """The port of a stopped `MetricsServer` whose last probe connection sits in TIME-WAIT.
+def leave_time_wait(port: int = 0) -> int:
+    """The port (`port`, or a free one) of a stopped `MetricsServer` whose last probe
+    connection sits in TIME-WAIT.
 
     As a demo run leaves it: the server answered a readiness probe and closed its side first
     (HTTP/1.0), then stopped; nothing listens on the port any more.
     """
-    server = MetricsServer(CollectorRegistry(), 0, host="127.0.0.1")
+    server = MetricsServer(CollectorRegistry(), port, host="127.0.0.1")
     server.start()
     port = server.port
     try:
