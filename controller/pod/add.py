@@ -22,6 +22,7 @@ from controller import pod_logic as pl
 from controller.core import annotations as ann
 from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     OVN_PROVIDER,
     REASON_ACQUIRE_ADDRESS_FAILED,
@@ -79,7 +80,7 @@ class AddHandlers(PodControllerBase):
             changes = {k: v for k, v in annotations.items() if pod.annotations.get(k) != v}
             if not changes:
                 return
-            if self._route_with_add(pod, nets, annotations):
+            if self._route_with_add(raw, pod, nets, annotations):
                 changes[ROUTED_ANNOTATION] = ann.TRUE
             self._kube.patch_pod_annotations(
                 pod.namespace,
@@ -111,7 +112,9 @@ class AddHandlers(PodControllerBase):
             raise
         LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
 
-    def _route_with_add(self, pod: Pod, nets: list[PodNet], annotations: dict[str, str]) -> bool:
+    def _route_with_add(
+        self, raw: KubeObject, pod: Pod, nets: list[PodNet], annotations: dict[str, str]
+    ) -> bool:
         """Route a bound pod in its add's own pass (`pod_logic.routes_with_add`), so that one
         patch carries `allocated` and `routed` and no UpdatePod round follows. False when the
         pod is left to handleUpdatePod: not bound yet, or its routing failed (a gateway node
@@ -121,6 +124,13 @@ class AddHandlers(PodControllerBase):
         if not pl.routes_with_add(allocated, self._now()):
             return False
         try:
+            default = pl.default_ovn_net(nets)
+            if default is not None and default.subnet.name != allocated.annotations.get(
+                LOGICAL_SWITCH_ANNOTATION, default.subnet.name
+            ):
+                # a static address found in another of the namespace's subnets: route that
+                # one, as UpdatePod would from the annotated pod
+                nets = self._pod_nets(raw, allocated, record=False)
             self._route_pod(allocated, nets)
         except (ControllerError, OvnError) as exc:
             LOG.info("pod %s: routing left to its update: %s", pod.key, exc)

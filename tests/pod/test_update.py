@@ -102,6 +102,28 @@ def test_failed_add_that_moves_subnet_on_retry_leaves_no_route_of_its_old_addres
     assert env.routes() == [("src-ip", "10.17.0.2", NODE_JOIN_IP)]
 
 
+def test_add_routes_the_subnet_it_allocated_from_not_the_first_it_tried() -> None:
+    # A static address in the namespace's second subnet: the pod's network resolves to the
+    # first, the address comes from the second, whose node address set must hold it.
+    env = Env()
+    try:
+        env.add_subnet(raw_subnet("a", "10.17.0.0/16", gateway="10.17.0.1"))
+        env.add_subnet(raw_subnet("ovn-default", "10.16.0.0/16", gateway="10.16.0.1"))
+        env.add_namespace("default", "a,ovn-default")
+        env.add_node(NODE, "172.18.0.2", NODE_JOIN_IP)
+        static = {"ovn.kubernetes.io/ip_address": "10.16.0.50"}
+        env.create_pod(raw_pod("web", node=NODE, annotations=static))
+        env.process(env.queues.add)
+        got = env.annotations("default/web")
+        assert (got["ovn.kubernetes.io/logical_switch"], got[ROUTED]) == ("ovn-default", "true")
+        sets = {
+            a.name: a.addresses for a in env.nb.list_address_sets({"kube-ovn-route": "gateway"})
+        }
+        assert sets == {f"kubeovn.ovn.default.{NODE}_ip4": ("10.16.0.50",)}
+    finally:
+        env.close()
+
+
 def test_update_before_allocation_is_an_error_and_retried(env: Env) -> None:
     env.pods.add(raw_pod("web", node=NODE))
     env.queues.update.add("default/web")
