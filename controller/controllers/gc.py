@@ -481,8 +481,9 @@ class GarbageCollector:
     # -- what the caches account for -------------------------------------------------------------
 
     def _present_keys(self) -> frozenset[str]:
-        """The keys of every cached pod, kept or not (as `_snapshot().present_keys`, without
-        judging each pod: the route and routing sweeps ask for it on every pass)."""
+        """The keys of every cached pod, kept or not (a pod's own key, and its VM's key under
+        --keep-vm-ip); the route and routing sweeps ask for it on every pass without judging
+        each pod as `_snapshot` does."""
         present: set[str] = set()
         for raw in self._view.pods_raw():
             meta = _meta(raw)
@@ -496,7 +497,6 @@ class GarbageCollector:
         now = self._utcnow()
         kept_keys: set[str] = set()
         kept_names: set[str] = set()
-        present: set[str] = set()
         expected: dict[str, str] = {}
         for raw in self._view.pods_raw():
             try:
@@ -507,10 +507,8 @@ class GarbageCollector:
                 key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
                 LOG.warning("gc keeps the resources of malformed pod %s: %s", key, exc)
                 kept_keys.add(key)
-                present.add(key)
                 continue
             key = get_pod_key(pod, self._keep_vm_ip)
-            present.update((key, pod.key))
             if pod.host_network or not self._pod_kept(pod, now):
                 continue
             kept_keys.add(key)
@@ -526,9 +524,9 @@ class GarbageCollector:
             for vm in self._view.virtual_machines():
                 if vm.deletion_timestamp is None:
                     kept_keys.add(f"{vm.namespace}/{vm.name}")
-        return _Snapshot(
-            frozenset(kept_keys), frozenset(kept_names), frozenset(present), expected, nodes
-        )
+        # read after the pods above: a pod cached meanwhile only counts as present (kept)
+        present = self._present_keys()
+        return _Snapshot(frozenset(kept_keys), frozenset(kept_names), present, expected, nodes)
 
     def _parse_pod(self, raw: Any) -> Pod:
         memo = self._pod_memo
