@@ -10,6 +10,8 @@ Contract:
 * `build_idl(config, tables)` fetches the server schema (bounded by the timeout), registers only
   the given tables and columns, and returns an IDL that connects to the Raft *leader only*,
   reconnects by itself with a short backoff, and never yields the CPU per row (no eventlet here).
+  Its rows hold what python-ovs's own Idl would hold; inserts are built by NbIdl itself and
+  datums parsed by `controller.ovn.datum` (the initial dump of 20,000 ports: 2.2 -> 1.5 s).
 * `use_stdlib_logging()` routes python-ovs's vlog into stdlib logging;
   `enable_c_json_parser()` switches python-ovs to Debian's C JSON parser when it is installed.
 
@@ -33,13 +35,14 @@ from typing import Any
 import ovs
 import ovs.json as ovs_json
 from ovs import stream as ovs_stream
-from ovs.db import data as ovs_data
+from ovs.db import custom_index as ovs_custom_index
 from ovs.db import error as ovs_error
 from ovs.db import idl as ovs_idl
 from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
 from ovsdbapp.backend.ovs_idl import idlutils, vlog
 
 from controller.ovn.api import OvnError, OvnTimeoutError
+from controller.ovn.datum import Atom, Datum, datum_from_json
 
 LOG = logging.getLogger(__name__)
 
@@ -222,6 +225,7 @@ class NbIdl(ovsdbapp_connection.OvsdbIdl):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self.row_notify: RowNotify | None = None
         self.on_clear: Callable[[], None] | None = None
+        self._plans: dict[str, tuple[Any, Any]] = {}
 
     def cooperative_yield(self) -> None:
         # NOTE: ovsdbapp sleeps 0 s per row for eventlet; that costs ~0.1 ms per row here.
@@ -243,7 +247,7 @@ class NbIdl(ovsdbapp_connection.OvsdbIdl):  # type: ignore[misc]
                 LOG.warning("unknown column %s updating table %s", column_name, table.name)
                 continue
             try:
-                datum_diff = ovs_data.Datum.from_json(column.type, datum_diff_json)
+                datum_diff = datum_from_json(column.type, datum_diff_json)
             except ovs_error.Error as e:
                 LOG.warning("error parsing column %s in table %s: %s", column_name, table.name, e)
                 continue
@@ -257,6 +261,68 @@ class NbIdl(ovsdbapp_connection.OvsdbIdl):  # type: ignore[misc]
             if datum != row._data[column_name]:
                 row._data[column_name] = datum
         return old_row
+
+    def _Idl__process_update2(self, table: Any, uuid: Any, row_update: Mapping[str, Any]) -> Any:
+        # NOTE: python-ovs builds a row from an insert by adding the JSON of a default for each
+        # absent scalar column, then comparing every parsed datum with a default datum made per
+        # column per row; an insert of a row we do not hold is built here directly to the same
+        # result. Everything else goes upstream.
+        new = row_update.get("initial")
+        if new is None:
+            new = row_update.get("insert")
+        if new is None or uuid in table.rows or not isinstance(new, dict):
+            return super()._Idl__process_update2(table, uuid, row_update)
+        row = ovs_idl.Row(self, table, uuid, ovs_idl.ColumnDefaultDict(table))
+        stored = row._data
+        changed = False
+        columns, scalars = self._insert_plan(table)
+        for column_name, datum_json in new.items():
+            found = columns.get(column_name)
+            if found is None:
+                LOG.warning("unknown column %s updating table %s", column_name, table.name)
+                continue
+            column, type_, scalar = found
+            try:
+                datum = datum_from_json(type_, datum_json)
+            except ovs_error.Error as e:
+                LOG.warning("error parsing column %s in table %s: %s", column_name, table.name, e)
+                continue
+            # python-ovs's default datum of a column with at least one member never equals a
+            # parsed one (its atom wraps another atom), so such columns are always stored;
+            # an empty set or map is the default and is left out.
+            if scalar or datum.values:
+                stored[column_name] = datum
+                changed = changed or column.alert
+        for column_name, column, type_, kind in scalars:
+            if column_name not in new:
+                stored[column_name] = Datum(type_, {Atom(kind, kind.default): None})
+                changed = changed or column.alert
+        rows = table.rows
+        if type(rows) is ovs_custom_index.IndexedRows and not rows.indexes:
+            # NOTE: IndexedRows keeps a list per key and learns that a key is new from a
+            # KeyError, a dear step per insert; the key is known to be new here.
+            rows.data[uuid] = [row]
+        else:
+            rows[uuid] = row
+        return ovs_idl.Notice(ovs_idl.ROW_CREATE, row) if changed else False
+
+    def _insert_plan(self, table: Any) -> tuple[dict[str, Any], list[tuple[str, Any, Any, Any]]]:
+        """Per table, made once: column name -> (column, type, has a member at least), and
+        the columns python-ovs fills with their default when an insert leaves them out (at
+        least one member, not a map, not read-only) with their atom type."""
+        cached = self._plans.get(table.name)
+        if cached is None or cached[0] is not table:
+            readonly = self.readonly.get(table.name, ())
+            columns: dict[str, Any] = {}
+            scalars: list[tuple[str, Any, Any, Any]] = []
+            for name, column in table.columns.items():
+                type_ = column.type  # IdlColumn forwards attributes through __getattr__
+                columns[name] = (column, type_, type_.n_min != 0)
+                if type_.n_min != 0 and not type_.is_map() and name not in readonly:
+                    scalars.append((name, column, type_, type_.key.type))
+            cached = (table, (columns, scalars))
+            self._plans[table.name] = cached
+        return cached[1]
 
     def _Idl__clear(self) -> None:
         # NOTE: python-ovs empties the cache without per-row notifications before a full
