@@ -41,6 +41,10 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _MAC_COLON = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2})*$")
 _MAC_DOT = re.compile(r"^[0-9A-Fa-f]{4}(\.[0-9A-Fa-f]{4})*$")
 _MAC_OVN = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+# An IPv4 address already in canonical form (octets 0-255, no leading zeros): it is its own
+# canonical text, which is most of what the NB and the pods carry.
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_CANONICAL_V4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 
 
 # The same few addresses are parsed over and over (every policy match, NAT rule and pod
@@ -92,6 +96,8 @@ def check_protocol(address: str) -> str:
     counts as Dual and "v6,v4" does not: dual-stack strings are always v4 first). Otherwise the
     mask is stripped and the family decides; "" when nothing parses.
     """
+    if _CANONICAL_V4.fullmatch(address):
+        return PROTOCOL_IPV4
     parts = address.split(",")
     if len(parts) == 2:
         first = parse_ip(parts[0].split("/")[0])
@@ -186,7 +192,10 @@ def get_gw_by_cidr(cidr: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)
 def canonical_ip(text: str) -> str | None:
     """The canonical form of one address (surrounding whitespace stripped), None if invalid."""
-    ip = parse_ip(text.strip())
+    text = text.strip()
+    if _CANONICAL_V4.fullmatch(text):
+        return text
+    ip = parse_ip(text)
     return None if ip is None else str(ip)
 
 

@@ -279,6 +279,12 @@ class Pod:
 
     @classmethod
     def from_dict(cls, raw: object) -> Pod:
+        fast = _pod_fast(raw)
+        return fast if fast is not None else cls.read(raw)
+
+    @classmethod
+    def read(cls, raw: object) -> Pod:
+        """`from_dict` through the general reader only (which names any malformed field)."""
         r = _Reader("Pod", raw)
         owners = []
         for index, item in enumerate(r.items("metadata.ownerReferences")):
@@ -330,6 +336,116 @@ class Pod:
 
     def vm_owner(self) -> OwnerReference | None:
         return self.owner(KIND_VM_INSTANCE, "kubevirt.io")
+
+
+_STR_TYPES = {str}
+
+
+def _section(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """A nested object of a raw pod for the fast path: {} when absent, None when not a dict."""
+    value = raw.get(key)
+    if value is None:
+        return {}
+    return value if type(value) is dict else None
+
+
+def _pod_fast(raw: object) -> Pod | None:
+    """`Pod.from_dict` for a well-formed pod of plain dicts, lists and strings, read without
+    the general reader; None when anything is unusual (then the reader parses, or names what
+    is wrong). Every pod is parsed on every start-up, and every pod event once."""
+    if type(raw) is not dict:
+        return None
+    meta, spec, status = _section(raw, "metadata"), _section(raw, "spec"), _section(raw, "status")
+    if meta is None or spec is None or status is None or meta.get("deletionTimestamp") is not None:
+        return None
+    texts = (
+        meta.get("namespace"),
+        meta.get("name"),
+        meta.get("uid"),
+        meta.get("resourceVersion"),
+        spec.get("nodeName"),
+        status.get("phase"),
+        status.get("reason"),
+        status.get("podIP"),
+        status.get("hostIP"),
+    )
+    if not {type(t) for t in texts} <= {str, type(None)}:
+        return None
+    namespace, name, uid, version, node_name, phase, reason, pod_ip, host_ip = (
+        t or "" for t in texts
+    )
+    maps = []
+    for key in ("annotations", "labels"):
+        value = meta.get(key)
+        if value is None:
+            maps.append(EMPTY)
+            continue
+        if (
+            type(value) is not dict
+            or not (set(map(type, value)) | set(map(type, value.values()))) <= _STR_TYPES
+        ):
+            return None
+        maps.append(FrozenDict(value))
+    owners: list[OwnerReference] = []
+    refs = meta.get("ownerReferences")
+    if refs is not None:
+        if type(refs) is not list:
+            return None
+        for ref in refs:
+            if type(ref) is not dict:
+                return None
+            fields = (ref.get("apiVersion"), ref.get("kind"), ref.get("name"), ref.get("uid"))
+            controller = ref.get("controller")
+            if not {type(f) for f in fields} <= {str, type(None)} or type(controller) not in (
+                bool,
+                type(None),
+            ):
+                return None
+            api_version, kind, ref_name, ref_uid = (f or "" for f in fields)
+            owners.append(OwnerReference(api_version, kind, ref_name, ref_uid, controller is True))
+    pod_ips: list[str] = []
+    listed = status.get("podIPs")
+    if listed is not None:
+        if type(listed) is not list:
+            return None
+        for item in listed:
+            ip = item.get("ip", "") if type(item) is dict else None
+            if type(ip) is not str:
+                return None
+            pod_ips.append(ip)
+    grace, termination = (
+        meta.get("deletionGracePeriodSeconds"),
+        spec.get("terminationGracePeriodSeconds"),
+    )
+    if type(grace) not in (int, type(None)) or type(termination) not in (int, type(None)):
+        return None
+    host_network = spec.get("hostNetwork")
+    restart_policy = spec.get("restartPolicy")
+    if type(host_network) not in (bool, type(None)) or type(restart_policy) not in (
+        str,
+        type(None),
+    ):
+        return None
+    return Pod(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        resource_version=version,
+        annotations=maps[0],
+        labels=maps[1],
+        owner_references=tuple(owners),
+        deletion_timestamp=None,
+        deletion_grace_period_seconds=grace,
+        node_name=node_name,
+        host_network=host_network is True,
+        restart_policy="Always" if restart_policy is None else restart_policy,
+        termination_grace_period_seconds=termination,
+        phase=phase,
+        reason=reason,
+        pod_ip=pod_ip,
+        pod_ips=tuple(pod_ips),
+        host_ip=host_ip,
+    )
 
 
 @dataclass(frozen=True, slots=True)

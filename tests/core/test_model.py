@@ -125,6 +125,58 @@ def test_pod_malformed_values_raise_clear_errors(raw: object, message: str) -> N
     assert message in str(info.value)
 
 
+def _variants() -> list[object]:
+    """FULL_POD with each leaf replaced by odd values, each section nulled, emptied or broken."""
+    base = copy.deepcopy(FULL_POD)
+    del base["metadata"]["deletionTimestamp"]  # type: ignore[attr-defined]
+    out: list[object] = [base, FULL_POD, {}, {"metadata": {}}, []]
+    odd: list[object] = [None, "", "x", 0, 5, True, False, [], {}, ["x"], {"a": 1}, 1.5]
+    for section in ("metadata", "spec", "status"):
+        for value in (None, {}, [], "x"):
+            v = copy.deepcopy(base)
+            v[section] = value  # type: ignore[index]
+            out.append(v)
+        for key in list(base[section]):  # type: ignore[index]
+            for value in odd:
+                v = copy.deepcopy(base)
+                v[section][key] = value  # type: ignore[index]
+                out.append(v)
+    for i, ref_value in enumerate(odd):
+        for key in ("apiVersion", "kind", "name", "uid", "controller"):
+            v = copy.deepcopy(base)
+            v["metadata"]["ownerReferences"][0][key] = ref_value  # type: ignore[index]
+            out.append(v)
+        v = copy.deepcopy(base)
+        v["status"]["podIPs"] = [{"ip": ref_value}, ref_value]  # type: ignore[index]
+        out.append(v)
+        v = copy.deepcopy(base)
+        v["metadata"]["annotations"] = {f"k{i}": ref_value}  # type: ignore[index]
+        out.append(v)
+    return out
+
+
+def _outcome(parse: object, raw: object) -> tuple[str, object]:
+    try:
+        return "pod", parse(raw)  # type: ignore[operator]
+    except MalformedObjectError as e:
+        return "error", str(e)
+
+
+@pytest.mark.parametrize("raw", _variants())
+def test_pod_fast_path_equals_the_general_reader(raw: object) -> None:
+    assert _outcome(Pod.from_dict, raw) == _outcome(Pod.read, raw)
+
+
+def test_pod_fast_path_takes_well_formed_pods() -> None:
+    from controller.core import model
+
+    pod = copy.deepcopy(FULL_POD)
+    del pod["metadata"]["deletionTimestamp"]  # type: ignore[attr-defined]
+    fast = model._pod_fast(pod)
+    assert fast is not None and fast == Pod.read(pod)
+    assert model._pod_fast({"metadata": {"name": "p", "namespace": "ns"}}) is not None
+
+
 def test_malformed_error_names_the_object() -> None:
     with pytest.raises(MalformedObjectError, match="Pod 'web-0'"):
         Pod.from_dict({"metadata": {"name": "web-0"}, "spec": {"nodeName": 1}})
