@@ -91,6 +91,7 @@ from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod.controller import PodController, PodQueues
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
+from controller.runtime import pygc
 from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.leaderelection import LeaderCallbacks, LeaderElector
@@ -129,12 +130,16 @@ class Controller:
         cache_sync_timeout: float = CACHE_SYNC_TIMEOUT,
         startup_wait: float = STARTUP_WAIT,
         status_delay: float = DEFAULT_STATUS_DELAY,
+        on_loaded: Callable[[], object] | None = None,
     ) -> None:
+        """`on_loaded` runs once in the leading thread when the start-up has loaded the caches,
+        rebuilt the IPAM and run its gc, right before the workers start."""
         prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         self.config = config
         self._cache_sync_timeout = cache_sync_timeout
         self._startup_wait = startup_wait
         self._status_delay = status_delay
+        self._on_loaded = on_loaded
         self.registry = CollectorRegistry()
         # built in start(): they need the API client
         self.metrics: ControllerMetrics
@@ -446,6 +451,19 @@ class Controller:
                 self.stop(EXIT_FAILURE)
 
     def _run_startup(self, lost: threading.Event) -> None:
+        # Every pod is read by its informer add, the IPAM rebuild and the start-up gc: each
+        # version is parsed once for all three, and the models are not kept past the start-up.
+        with self.view.all_pod_models_kept() as pod_models:
+            if not self._load(lost, pod_models):
+                return
+        if self._stop.is_set():
+            return
+        if self._on_loaded is not None:
+            self._on_loaded()
+        self._start_workers(self._stop)
+
+    def _load(self, lost: threading.Event, pod_models: ParseCache[Pod]) -> bool:
+        """Caches synced, bootstrap, IPAM rebuilt, start-up gc run; False if not to go on."""
         cfg = self.config
         stop = self._stop
         for factory in self._factories:
@@ -456,14 +474,12 @@ class Controller:
             if not stop.is_set():
                 LOG.error("caches did not sync within %ss: %s", self._cache_sync_timeout, failed)
                 self.stop(EXIT_FAILURE)
-            return
+            return False
         if lost.is_set() or stop.is_set():
-            return
+            return False
         assert self.nb is not None
         init_default_vpc(cfg, self.cluster)
         bootstrapped = init_ovn(cfg, self.kube, self.indexer(RESOURCE_SUBNETS), self.nb)
-        # every pod is parsed once for the IPAM rebuild and the start-up gc together
-        startup_pods: ParseCache[Pod] = ParseCache(Pod.from_dict, max_entries=None)
         init_ipam(
             config=cfg,
             ipam=self.ipam,
@@ -472,13 +488,10 @@ class Controller:
             ips=self.indexer(RESOURCE_IPS),
             pods=self.indexer("pods"),
             nodes=self.indexer("nodes"),
-            parse_pod=startup_pods.get,
+            parse_pod=pod_models.get,
         )
-        self.gc.run_startup_gc(startup_pods)
-        del startup_pods  # the models of every pod: not kept past the start-up
-        if stop.is_set():
-            return
-        self._start_workers(stop)
+        self.gc.run_startup_gc(pod_models)
+        return True
 
     def _start_workers(self, stop: threading.Event) -> None:
         cfg = self.config
@@ -521,9 +534,12 @@ class Controller:
 
     def _wait(self, what: str, cond: Callable[[], bool]) -> None:
         deadline = time.monotonic() + self._startup_wait
+        # short polls first: these conditions usually hold within milliseconds of the start
+        poll = 0.005
         while not cond():
-            if self._stop.wait(0.1):
+            if self._stop.wait(poll):
                 return
+            poll = min(poll * 2, 0.1)
             if time.monotonic() > deadline:
                 LOG.warning("still waiting for %s after %ss; going on", what, self._startup_wait)
                 return
@@ -549,6 +565,7 @@ def run_controller(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    pygc.tune()
     args = list(sys.argv[1:] if argv is None else argv)
     # The leader-election identity is POD_NAME, else the host name (a pod's is its name).
     environ = {"HOSTNAME": socket.gethostname(), **os.environ}
@@ -577,7 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if config.command == COMMAND_CHECK:
         return run_check(config, strict=config.strict)
     LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
-    controller = Controller(config)
+    controller = Controller(config, on_loaded=pygc.freeze_loaded)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         LOG.info("received %s, shutting down", signal.Signals(signum).name)

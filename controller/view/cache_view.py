@@ -15,14 +15,16 @@ The reconcilers read cluster state through this view instead of their own `get_b
 * Pods and IP CRs stay raw (`pod_raw`, `pods_raw`, `ip_crs_raw`): handlers need the object
   itself (Events, the delete map, IP CR diffs); `pod_model` parses a pod object once per
   resourceVersion (the informer callbacks and the handlers read the same versions), other
-  passes use `Pod.from_dict` or a pass-scoped `ParseCache`.
+  passes use `Pod.from_dict` or a pass-scoped `ParseCache`; `all_pod_models_kept` lifts the
+  bound for the start-up, which reads every pod in three passes.
 
 A kind whose indexer is not given reads as empty. No method writes anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from controller import pod_logic as pl
@@ -126,6 +128,17 @@ class CacheView:
         """The model of a pod object (a cached one, an informer event's old or new object),
         parsed once per resourceVersion; MalformedObjectError for a malformed pod."""
         return self._parsed_pods.get(raw)
+
+    @contextmanager
+    def all_pod_models_kept(self) -> Iterator[ParseCache[Pod]]:
+        """The pod parse cache, unbounded until the block ends (then bounded again, the oldest
+        versions dropped): for the start-up, whose informer callbacks, IPAM rebuild and
+        garbage collection each read every pod, so each version is parsed once in all."""
+        self._parsed_pods.resize(None)
+        try:
+            yield self._parsed_pods
+        finally:
+            self._parsed_pods.resize(POD_PARSE_ENTRIES)
 
     # --- namespaces, nodes, VLANs, VPCs, config --------------------------------------------------
 

@@ -8,7 +8,8 @@ raises a fresh `MalformedObjectError` with the same message on every read.
 
 The cache is bounded: when it holds `max_entries` versions the older half is dropped (old
 versions are rarely read again; a live one dropped costs one re-parse). `max_entries=None` is for
-a cache that lives only for one bounded pass (e.g. the start-up garbage collection).
+a cache that lives only for one bounded pass (e.g. the start-up garbage collection); `resize`
+lifts or restores the bound of a long-lived one around such a pass.
 Thread-safe: the parse runs outside the lock, so two threads may parse the same version once
 each; both get equal models.
 """
@@ -54,6 +55,15 @@ class ParseCache(Generic[T]):
         if outcome.error is not None:
             raise MalformedObjectError(outcome.error)
         return outcome.value  # type: ignore[return-value]
+
+    def resize(self, max_entries: int | None) -> None:
+        """Bound the cache anew (None: unbounded); when it holds more, the oldest go now."""
+        with self._lock:
+            self._max = max_entries
+            if max_entries is not None and len(self._entries) > max_entries:
+                excess = len(self._entries) - max_entries
+                for old in list(itertools.islice(self._entries, excess)):
+                    del self._entries[old]
 
     def __len__(self) -> int:
         with self._lock:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from controller.app import Controller
+from controller.config import parse_args
 from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION,
@@ -209,3 +211,54 @@ def test_support_controllers_can_be_switched_off(
     )
     assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "nodes", None, NODE)
     assert ctl.registry.get_sample_value("workqueue_adds_total", {"name": "AddNamespace"}) is None
+
+
+def test_on_loaded_runs_once_after_the_ipam_rebuild_and_before_the_workers(
+    cluster: Cluster,
+) -> None:
+    # the process freezes its heap here (controller.runtime.pygc): the caches must be loaded
+    # and the start-up's addresses held, and no worker may have started yet
+    store = cluster.server.store
+    held = {
+        "metadata": {
+            "name": "kept",
+            "namespace": "default",
+            "annotations": {
+                ALLOCATED_ANNOTATION: "true",
+                LOGICAL_SWITCH_ANNOTATION: "ovn-default",
+                IP_ADDRESS_ANNOTATION: "10.16.0.9",
+                MAC_ADDRESS_ANNOTATION: "00:00:00:00:00:09",
+                CIDR_ANNOTATION: "10.16.0.0/16",
+                GATEWAY_ANNOTATION: "10.16.0.1",
+            },
+        },
+        "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "i"}]},
+    }
+    store.create("pods", held)
+    seen: list[tuple[bool, list[str], int]] = []
+    holder: list[Controller] = []
+
+    def on_loaded() -> None:
+        ctl = holder[0]
+        seen.append(
+            (
+                ctl.workers_started.is_set(),
+                ctl.ipam.subnet_names(),
+                len(ctl.ipam.get_pod_address("default/kept")),
+            )
+        )
+
+    env = {"POD_NAME": "controller-a", "KUBE_NAMESPACE": "kube-system", "KUBE_NODE_NAME": NODE}
+    ctl = Controller(
+        parse_args(cluster.argv(), env), startup_wait=10.0, status_delay=0.1, on_loaded=on_loaded
+    )
+    holder.append(ctl)
+    try:
+        running(ctl.start())
+        assert len(seen) == 1
+        started, subnets, addresses = seen[0]
+        assert not started
+        assert {"join", "ovn-default"} <= set(subnets)
+        assert addresses == 1
+    finally:
+        ctl.stop()

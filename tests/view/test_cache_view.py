@@ -130,6 +130,43 @@ def test_a_full_cache_drops_its_older_half() -> None:
     assert parsed[-1] == "a"
 
 
+def test_resize_lifts_the_bound_and_restores_it_dropping_the_oldest() -> None:
+    parse, seen = _counting(Node.from_dict)
+    cache = ParseCache(parse, max_entries=2)
+    cache.resize(None)
+    for name in "abcde":
+        cache.get(_node(name, "1"))
+    assert len(cache) == 5
+    cache.resize(2)
+    assert len(cache) == 2
+    for name in "de":  # the newest stay parsed
+        cache.get(_node(name, "1"))
+    assert len(seen) == 5
+    cache.get(_node("a", "1"))
+    assert len(seen) == 6
+
+
+def test_all_pod_models_kept_for_one_pass_then_bounded_again() -> None:
+    from controller.view import cache_view
+
+    parse, seen = _counting(Pod.from_dict)
+    view = CacheView(kube=_Gets(), pods=Indexer())
+    view._parsed_pods = ParseCache(parse, max_entries=cache_view.POD_PARSE_ENTRIES)
+    n = cache_view.POD_PARSE_ENTRIES + 10
+    pods = [
+        {"metadata": {"namespace": "ns", "name": f"p{i}", "resourceVersion": "1"}} for i in range(n)
+    ]
+    with view.all_pod_models_kept() as models:
+        for raw in pods:  # the informer adds
+            view.pod_model(raw)
+        for raw in pods:  # the IPAM rebuild, then the gc
+            models.get(raw)
+        assert len(seen) == n
+    assert len(models) == cache_view.POD_PARSE_ENTRIES
+    view.pod_model(pods[-1])
+    assert len(seen) == n
+
+
 def test_parse_subnet_tells_a_model_error_from_a_refused_spec() -> None:
     wrong_type = parse_subnet(_subnet("s", "1", cidr=["10.1.0.0/24"]))
     assert wrong_type.subnet is None
