@@ -382,25 +382,23 @@ def _restore_pod_net(
     except IPAMError as exc:
         LOG.error("init ipam: pod %s net %s: %s", pod.key, provider, exc)
         return 0, 0, 1
-    cr = desired_ip(
-        build_ip_cr(
-            pod_name=get_name_by_pod(pod, config.enable_keep_vm_ip),
-            ip=ip,
-            mac=mac,
-            subnet=switch,
-            namespace=pod.namespace,
-            node_name=pod.node_name,
-            provider=provider,
-            pod_type=get_pod_type(pod),
-            node_switch=config.node_switch,
-        )
+    cr = build_ip_cr(
+        pod_name=get_name_by_pod(pod, config.enable_keep_vm_ip),
+        ip=ip,
+        mac=mac,
+        subnet=switch,
+        namespace=pod.namespace,
+        node_name=pod.node_name,
+        provider=provider,
+        pod_type=get_pod_type(pod),
+        node_switch=config.node_switch,
     )
     annotated.add(cr["metadata"]["name"])
     cached = ips.get_by_key(cr["metadata"]["name"])
     if cached is not None and ip_update(cached, cr) is None:
-        return 1, 0, 0
+        return 1, 0, 0  # nearly every pod after a restart: validated only when written
     try:
-        kube.create_or_update_ip(cr)
+        kube.create_or_update_ip(desired_ip(cr))
     except KubeApiError as exc:
         LOG.error("init ipam: IP CR of pod %s: %s", pod.key, exc)
         return 1, 0, 1

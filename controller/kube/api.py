@@ -327,10 +327,11 @@ def ip_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> KubeOb
     ours.add(str((existing.get("spec") or {}).get("subnet") or ""))
     want_labels = {k: v for k, v in have_labels.items() if k not in ours}
     want_labels.update(desired["metadata"].get("labels") or {})
-    have_spec = dict(existing.get("spec") or {})
-    want_spec = {**have_spec, **dict(desired["spec"])}
-    if have_labels == want_labels and _meaningful(have_spec) == _meaningful(want_spec):
+    have_spec = existing.get("spec") or {}
+    if have_labels == want_labels and _same_fields(have_spec, desired["spec"]):
         return None
+    have_spec = dict(have_spec)
+    want_spec = {**have_spec, **dict(desired["spec"])}
     updated: KubeObject = dict(existing)
     updated["metadata"] = {**dict(meta), "labels": want_labels}
     updated["spec"] = want_spec
@@ -339,6 +340,15 @@ def ip_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> KubeOb
     return updated
 
 
-def _meaningful(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The spec without the fields whose value is empty (absent, null, "", [] or {})."""
-    return {k: v for k, v in spec.items() if v not in (None, "", [], {})}
+def _same_fields(have: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """Does `have` carry every field of `desired`, an empty value (absent, null, "", [] or
+    {}) counting as the field's absence? (Fields only `have` has are kept by an update.)"""
+    for key, want in desired.items():
+        got = have.get(key)
+        if got != want and not (_empty(got) and _empty(want)):
+            return False
+    return True
+
+
+def _empty(value: Any) -> bool:
+    return value in (None, "", [], {})

@@ -14,6 +14,7 @@ Contract:
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Hashable, Mapping
 from typing import Any
@@ -53,6 +54,8 @@ MONITORED: dict[str, tuple[str, ...]] = {
 }
 
 Row = Any  # python-ovs ovs.db.idl.Row: untyped
+
+_UUID_INT = operator.attrgetter("int")
 
 
 def opt_value(value: Any) -> str:
@@ -194,7 +197,8 @@ class NbIndex:
         if not isinstance(found, set):
             row = rows.get(found)
             return [] if row is None else [row]
-        return [rows[u] for u in sorted(found) if u in rows]
+        # by UUID, compared as integers (UUID.__lt__ is a Python call per comparison)
+        return [rows[u] for u in sorted(found, key=_UUID_INT) if u in rows]
 
     def first(self, table: str, key: Hashable) -> Row | None:
         found = self.rows(table, key)

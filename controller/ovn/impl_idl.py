@@ -272,11 +272,18 @@ class OvsdbappNbClient(RoutingVerbs):
         result: PortInfo | None = self._read(read)
         return result
 
-    def _port_info(self, lsp: Row) -> PortInfo:
+    def _port_info(self, lsp: Row, switches: dict[str, Row | None] | None = None) -> PortInfo:
         # NOTE: list_ports reads every port (the gc, twice at start-up): committed datums are
-        # read directly, Row.__getattr__ rebuilds a set column's datum on every access.
+        # read directly, Row.__getattr__ rebuilds a set column's datum on every access; the
+        # switch named by each port is looked up once per listing (`switches`).
         ids = text_map(lsp, "external_ids")
-        ls = self._index.first(LS, ("name", ids.get(ext.LS_KEY, "")))
+        named = ids.get(ext.LS_KEY, "")
+        if switches is None:
+            ls = self._index.first(LS, ("name", named))
+        elif named in switches:
+            ls = switches[named]
+        else:
+            ls = switches[named] = self._index.first(LS, ("name", named))
         if ls is None or not has_ref(ls, "ports", lsp):
             ls = VerbContext(self._index, None).switch_of(lsp)
         return PortInfo(
@@ -301,7 +308,8 @@ class OvsdbappNbClient(RoutingVerbs):
             rows = [
                 r for r in self._index.rows(LSP, ("vendor", vendor)) if text(r, "type") in _LISTED
             ]
-            return sorted((self._port_info(r) for r in rows), key=lambda p: p.name)
+            switches: dict[str, Row | None] = {}
+            return sorted((self._port_info(r, switches) for r in rows), key=lambda p: p.name)
 
         result: list[PortInfo] = self._read(read)
         return result
