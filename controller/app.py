@@ -28,7 +28,10 @@ Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controlle
 3. bootstrap: default Vpc, cluster router, join and default subnets
    (`controller.controllers.bootstrap`).
 4. IPAM rebuilt (`init_ipam`), then the start-up gc (`GarbageCollector.run_startup_gc`: what
-   pods deleted while no controller ran left behind).
+   pods deleted while no controller ran left behind); each pod version is parsed once for the
+   informer adds, the rebuild and the gc (`CacheView.all_pod_models_kept`). Then `on_loaded`:
+   `main()` freezes the loaded heap there (`controller.runtime.pygc`, whose thresholds it set
+   when the process started).
 5. workers: subnet and namespace first; wait (bounded) until the namespace queue drained and the
    join / default switches exist; node workers; wait (bounded) until every node is allocated;
    then the pod workers and the periodic loops (pod inspection every `--inspect-interval`,
