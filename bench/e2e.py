@@ -1030,9 +1030,12 @@ def startup_phases(lines: list[str], spawned: float, ready_at: float) -> dict[st
             marks.setdefault("started", t)
     phases: dict[str, float] = {}
     if "leading" in marks:
-        phases["spawn to leading (imports, NB connect + sync)"] = marks["leading"] - spawned
+        phases["spawn to leading (imports, NB schema)"] = marks["leading"] - spawned
     if "leading" in marks and "ipam_done" in marks:
-        phases["informer sync + bootstrap"] = marks["ipam_done"] - ipam_seconds - marks["leading"]
+        # the NB's initial dump comes in on its own thread from before the election on
+        phases["informer lists, NB dump, bootstrap"] = (
+            marks["ipam_done"] - ipam_seconds - marks["leading"]
+        )
         phases["IPAM rebuild (its log)"] = ipam_seconds
     if "ipam_done" in marks and "gc_done" in marks:
         phases["start-up gc (two passes)"] = marks["gc_done"] - marks["ipam_done"]

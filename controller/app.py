@@ -17,7 +17,10 @@ recorder; then, through `controller.wiring`, the informers (all cached, nothing 
 pod), the four pod queues named as kube-ovn's, the pod controller and the minimal subnet /
 namespace / node controllers (each switchable off by its flag).
 
-Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controller.go):
+Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controller.go). Before
+it, every replica fetches the NB schema (an unreachable NB is waited out then) and receives the
+NB's initial dump on its own thread, alongside the steps below until the bootstrap needs it; a
+dump that does not come within `--ovn-timeout` ends the process (exit 1).
 
 1. leader election on Lease `--leader-elect-resource-name` together with kube-ovn v1.8's
    ConfigMap `ovn-config` (`controller.runtime.locks.BothLocks`) in KUBE_NAMESPACE, identity
@@ -170,6 +173,7 @@ class Controller:
         self._elector_thread: threading.Thread | None = None
         self._api_client: Any = None
         self.nb: OvsdbappNbClient | None = None
+        self._nb_sync: threading.Thread | None = None
         self.nb_outage: OutageTracker | None = None
         self.metrics_server: MetricsServer | None = None
         self.recorder: BackgroundEventRecorder | None = None
@@ -227,6 +231,8 @@ class Controller:
             return False, "stopping"
         if not self._election_running.is_set():
             return False, "leader election not started"
+        if self.nb is not None and not self.nb.synced:
+            return False, "OVN NB: initial sync"
         if self.nb_outage is not None and not self.nb_outage.sample():
             return False, f"OVN NB connection down for {self.nb_outage.down_for():.0f}s"
         if not self.leading.is_set():
@@ -296,6 +302,8 @@ class Controller:
             self.metrics_server.stop()
         if self.nb is not None:
             self.nb.close()
+        if self._nb_sync is not None and self._nb_sync is not me:
+            self._nb_sync.join(JOIN_TIMEOUT)  # a dump still coming in ends the connection
         if self._api_client is not None:
             self._api_client.close()
         self._done.set()
@@ -330,12 +338,15 @@ class Controller:
         if served is None:
             return
         nad_served, kubevirt_served = served
+        # The schema is fetched here (an unreachable NB is waited out here); the initial dump
+        # comes in on its own thread while the election and the informers' lists run.
         self.nb = wait_until_reachable(
             f"the OVN NB at {cfg.ovn_nb_addr}",
             lambda: OvsdbappNbClient.from_addr(
                 cfg.ovn_nb_addr,
                 float(cfg.ovn_timeout),
                 on_request=observe_nb,
+                start=False,
                 **nb_ssl_kwargs(cfg),
             ),
             timeout=float(cfg.ovn_timeout),
@@ -344,6 +355,10 @@ class Controller:
         if self.nb is None:
             return
         nb = self.nb
+        self._nb_sync = threading.Thread(
+            target=self._sync_nb, args=(nb,), name="ovn-nb-sync", daemon=True
+        )
+        self._nb_sync.start()
         self.nb_outage = OutageTracker(lambda: nb.connected)
         if cfg.enable_external_vpc:
             LOG.info(
@@ -397,6 +412,22 @@ class Controller:
         self.subnet_controller = wired.subnet_controller
         self.namespace_controller = wired.namespace_controller
         self.node_controller = wired.node_controller
+
+    def _sync_nb(self, nb: OvsdbappNbClient) -> None:
+        try:
+            nb.start()
+        except Exception as exc:  # whatever it is, the controller cannot go on without the NB
+            if not self._stop.is_set():
+                LOG.error("start-up failed: the OVN NB's initial dump: %s", exc)
+                self.stop(EXIT_FAILURE)
+
+    def _wait_nb_synced(self) -> bool:
+        """Until the NB's initial dump is in; False when stopping instead."""
+        assert self.nb is not None
+        while not self.nb.wait_synced(0.05):
+            if self._stop.is_set():
+                return False
+        return not self._stop.is_set()
 
     def _queue(self, name: str) -> RateLimitingQueue[str]:
         queue = RateLimitingQueue[str](
@@ -480,8 +511,10 @@ class Controller:
             return False
         if lost.is_set() or stop.is_set():
             return False
-        assert self.nb is not None
         init_default_vpc(cfg, self.cluster)
+        if not self._wait_nb_synced():
+            return False
+        assert self.nb is not None
         bootstrapped = init_ovn(cfg, self.kube, self.indexer(RESOURCE_SUBNETS), self.nb)
         init_ipam(
             config=cfg,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
@@ -100,17 +101,55 @@ class OvsdbappNbClient(RoutingVerbs):
         on_request: RequestObserver | None = None,
         c_json: bool = True,
         group_commit: bool = True,
+        start: bool = True,
     ) -> None:
+        """Fetch the schema and build the IDL; with `start` (the default) also connect and
+        wait for the initial dump, else `start()` does that later (another thread may)."""
         if c_json:
             enable_c_json_parser()
         self._config = config
         self._on_request = on_request
+        self._group_commit = group_commit
         idl: NbIdl = build_idl(config, MONITORED)
         self._idl = idl
         self._index = NbIndex(idl.tables)
         idl.row_notify = self._index.on_row
         idl.on_clear = self._index.reset
         self._conn = ovsdbapp_connection.Connection(idl=idl, timeout=config.timeout)
+        self._group: GroupCommitter | None = None
+        self._start_lock = threading.Lock()  # one start() at a time
+        self._state_lock = threading.Lock()  # _starting, _closed, _synced
+        self._starting = False
+        self._closed = False
+        self._synced = threading.Event()
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Connect and wait for the initial dump, within the timeout (OvnTimeoutError after
+        it). Idempotent; after `close()` it does nothing. A `close()` while it waits takes
+        effect when the dump is in: the connection is then stopped at once."""
+        with self._start_lock:
+            with self._state_lock:
+                if self._synced.is_set() or self._closed:
+                    return
+                self._starting = True
+            try:
+                self._sync()
+            finally:
+                with self._state_lock:
+                    self._starting = False
+                    closed = self._was_closed()  # (close() may have run meanwhile)
+                    if not closed and self._conn.is_running:
+                        self._synced.set()
+            if closed:
+                self._stop_connection()
+
+    def _was_closed(self) -> bool:
+        return self._closed
+
+    def _sync(self) -> None:
+        idl, config = self._idl, self._config
         # NOTE: ovsdbapp stores the connection on the API class; a subclass per client keeps
         # two clients (tests, Raft members) from silently sharing the first one's connection.
         api_cls = type("NbApi", (NbApi,), {"_ovsdb_connection": None})
@@ -123,7 +162,8 @@ class OvsdbappNbClient(RoutingVerbs):
                 f"cannot connect to OVN NB {config.remote} within {config.timeout}s"
             ) from e
         # The hot verbs of concurrent workers share transactions (see idl_group.py).
-        self._group = GroupCommitter(self._api, self._index, self._conn) if group_commit else None
+        if self._group_commit:
+            self._group = GroupCommitter(self._api, self._index, self._conn)
         release_sync_garbage()
         LOG.info(
             "connected to OVN NB %s, %d ports synced in %.3fs",
@@ -132,24 +172,50 @@ class OvsdbappNbClient(RoutingVerbs):
             time.monotonic() - start,
         )
 
+    @property
+    def synced(self) -> bool:
+        """Has the initial dump been received (`start()` returned)?"""
+        return self._synced.is_set()
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """`synced`, waiting up to `timeout` for it."""
+        return self._synced.wait(timeout)
+
     @classmethod
     def from_addr(cls, addr: str, timeout: float = 60.0, **kwargs: Any) -> OvsdbappNbClient:
         """kube-ovn's --ovn-nb-addr / --ovn-timeout; ssl_* kwargs go to NbConnectionConfig."""
         on_request = kwargs.pop("on_request", None)
         c_json = kwargs.pop("c_json", True)
         group_commit = kwargs.pop("group_commit", True)
+        start = kwargs.pop("start", True)
         config = NbConnectionConfig.from_addr(addr, timeout, **kwargs)
-        return cls(config, on_request=on_request, c_json=c_json, group_commit=group_commit)
+        return cls(
+            config, on_request=on_request, c_json=c_json, group_commit=group_commit, start=start
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
     def connected(self) -> bool:
+        # NOTE: during the initial dump start() holds the connection lock; never wait on it
+        if not self._synced.is_set():
+            return False
         with self._conn.lock:
             return idl_connected(self._idl)
 
     def close(self) -> None:
         """Stop the IDL thread; pending calls fail with OvnError. Idempotent."""
+        with self._state_lock:
+            self._closed = True
+            starting, synced = self._starting, self._synced.is_set()
+        if starting:
+            return  # start() stops the connection once the dump is in
+        if not synced:
+            self._idl.close()  # never started: only the session to close
+            return
+        self._stop_connection()
+
+    def _stop_connection(self) -> None:
         conn = self._conn
         if not conn.is_running:
             return

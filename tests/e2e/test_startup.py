@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from controller.app import Controller
@@ -15,7 +17,9 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION,
     MAC_ADDRESS_ANNOTATION,
 )
-from tests.e2e.conftest import Cluster, StartController
+from controller.ovn.api import OvnTimeoutError
+from controller.ovn.impl_idl import OvsdbappNbClient
+from tests.e2e.conftest import Cluster, StartController, launch_controller
 from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, node, running, wait_for
 from tests.e2e.workloads import lsp
 
@@ -260,5 +264,53 @@ def test_on_loaded_runs_once_after_the_ipam_rebuild_and_before_the_workers(
         assert not started
         assert {"join", "ovn-default"} <= set(subnets)
         assert addresses == 1
+    finally:
+        ctl.stop()
+
+
+@pytest.mark.emulator_only("the NB side is the same on both planes")
+def test_the_nb_dump_comes_in_on_its_own_thread(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the election and the informers' lists run while the dump is held up; the bootstrap
+    # waits for it, and until then the replica says why it is not ready
+    entered, release = threading.Event(), threading.Event()
+    real_sync = OvsdbappNbClient._sync
+
+    def held(self: OvsdbappNbClient) -> None:
+        entered.set()
+        release.wait(30)
+        real_sync(self)
+
+    monkeypatch.setattr(OvsdbappNbClient, "_sync", held)
+    ctl = launch_controller(cluster)
+    try:
+        wait_for(entered.is_set, message="the dump started")
+        assert ctl.ready() == (False, "OVN NB: initial sync")
+        wait_for(
+            lambda: ctl.leading.is_set() and all(i.has_synced() for i in ctl.informers.values()),
+            message="leading, caches synced",
+        )
+        assert not ctl.workers_started.is_set()
+        release.set()
+        running(ctl)
+        assert ctl.ready() == (True, "ok")
+    finally:
+        release.set()
+        ctl.stop()
+
+
+@pytest.mark.emulator_only("the NB side is the same on both planes")
+def test_a_dump_that_does_not_come_ends_the_process(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(self: OvsdbappNbClient) -> None:
+        raise OvnTimeoutError("cannot connect to OVN NB within 1s")
+
+    monkeypatch.setattr(OvsdbappNbClient, "_sync", fails)
+    ctl = launch_controller(cluster)
+    try:
+        assert ctl.wait(30) == 1
+        assert not ctl.workers_started.is_set()
     finally:
         ctl.stop()

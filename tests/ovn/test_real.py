@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -285,3 +288,39 @@ def test_big_switch_membership_stays_exact(
     listed = nbctl(nb_server.remote, "--bare", "--columns=name", "list", "Logical_Switch_Port")
     assert set(listed.split()) == expected
     assert {p.name for p in nb.list_ports()} == expected
+
+
+def test_deferred_start_syncs_later_and_a_close_meanwhile_stops_it(nb_server: NbServer) -> None:
+    with OvsdbappNbClient.from_addr(nb_server.remote, timeout=20.0) as writer:
+        setup(writer)
+        writer.create_ports([port(1)])
+    # not started: nothing read yet, not connected, and readiness must not wait on it
+    late = OvsdbappNbClient.from_addr(nb_server.remote, timeout=20.0, start=False)
+    assert not late.synced and not late.connected
+    late.start()
+    assert late.synced and late.connected
+    assert "p1.ns" in [p.name for p in late.list_ports()]
+    late.start()  # idempotent
+    late.close()
+    # closed while the dump is held up (the server stopped): start() ends the connection
+    pid = nb_server.pid
+    assert pid is not None
+    held = OvsdbappNbClient.from_addr(nb_server.remote, timeout=20.0, start=False)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        starting = threading.Thread(target=held.start)
+        starting.start()
+        wait_for(lambda: held._starting, timeout=10, message="start() waiting for the dump")
+        held.close()  # returns at once
+        assert starting.is_alive()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    starting.join(20)
+    assert not starting.is_alive()
+    assert not held.synced and not held.connected
+    assert not held._conn.is_running
+    # never started, then closed: start() does nothing
+    unused = OvsdbappNbClient.from_addr(nb_server.remote, timeout=20.0, start=False)
+    unused.close()
+    unused.start()
+    assert not unused.synced
