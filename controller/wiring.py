@@ -76,7 +76,7 @@ from controller.runtime.leaderelection import (
 )
 from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock
 from controller.runtime.metrics import ControllerMetrics
-from controller.view import CacheView
+from controller.view import MAY_WAIT_INDEX, CacheView, may_wait_index
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +91,7 @@ def add_informers(
 ) -> None:
     """Create the informers into `inf` (by resource name); `cm_factory` is KUBE_NAMESPACE's."""
     inf["pods"] = factory.informer_for("", "v1", "pods")
+    inf["pods"].add_indexers({MAY_WAIT_INDEX: may_wait_index})
     inf["namespaces"] = factory.informer_for("", "v1", "namespaces", namespaced=False)
     inf["nodes"] = factory.informer_for("", "v1", "nodes", namespaced=False)
     for name in (RESOURCE_SUBNETS, RESOURCE_IPS, RESOURCE_VLANS, RESOURCE_VPCS):

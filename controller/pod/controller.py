@@ -198,9 +198,7 @@ class PodController(
                 return
             namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
             now = self._now()
-            for raw in self._view.pods_raw():
-                if not pl.may_wait_for_network(raw):
-                    continue
+            for raw in self._view.pods_raw_may_wait():
                 pod = pod_or_none(raw)
                 if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
                     self.queues.add.add(pod.key)
@@ -223,9 +221,7 @@ class PodController(
         if not self._is_leader():
             return
         now = self._now()
-        for raw in self._view.pods_raw():
-            if not pl.may_wait_for_network(raw):
-                continue
+        for raw in self._view.pods_raw_may_wait():
             pod = pod_or_none(raw)
             if pod is not None and pl.waits_for_subnet(pod, name, now):
                 self.queues.add.add(pod.key)

@@ -49,6 +49,22 @@ from controller.core.model import (
 from controller.kube.api import KubeObject
 from controller.view.parse_cache import ParseCache, ParsedSubnet, parse_subnet
 
+# The pod informer's index of the pods that may wait for a network: a subnet or NAD that
+# appears re-checks those, not every pod of the cluster (nearly all hold their networks).
+MAY_WAIT_INDEX = "may-wait-for-network"
+_MAY_WAIT = "yes"
+
+
+def may_wait_index(obj: Any) -> list[str]:
+    """The index function of `MAY_WAIT_INDEX`."""
+    return [_MAY_WAIT] if isinstance(obj, Mapping) and pl.may_wait_for_network(obj) else []
+
+
+def _pod_key_of(raw: KubeObject) -> str:
+    meta = raw.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
 # pod versions kept parsed: a burst's versions live from their informer event to their handler
 POD_PARSE_ENTRIES = 8192
 
@@ -123,6 +139,19 @@ class CacheView:
 
     def pods_raw(self) -> list[KubeObject]:
         return self._pods.list()
+
+    def pods_raw_may_wait(self) -> list[KubeObject]:
+        """The cached pods that may wait for a network (`pod_logic.may_wait_for_network`), in
+        key order: through the pod informer's index when it has `MAY_WAIT_INDEX`, else by
+        filtering every pod."""
+        if MAY_WAIT_INDEX in self._pods.get_indexers():
+            keys = self._pods.index_keys(MAY_WAIT_INDEX, _MAY_WAIT)
+            found = (self._pods.get_by_key(k) for k in keys)
+            return [raw for raw in found if raw is not None]
+        return sorted(
+            (raw for raw in self._pods.list() if pl.may_wait_for_network(raw)),
+            key=_pod_key_of,
+        )
 
     def pod_model(self, raw: KubeObject) -> Pod:
         """The model of a pod object (a cached one, an informer event's old or new object),

@@ -312,3 +312,30 @@ def test_a_controller_gets_the_shared_view_or_one_over_its_indexers() -> None:
     assert built.node_names() == frozenset({"n1"})
     with pytest.raises(TypeError, match=r"a view or the indexers \(nodes\), not both"):
         CacheView.given_or_over(shared, _Gets(), {"nodes": nodes})
+
+
+def test_pods_that_may_wait_for_a_network_follow_their_updates_through_the_index() -> None:
+    from controller.core.constants import ALLOCATED_ANNOTATION
+    from controller.view import MAY_WAIT_INDEX, may_wait_index
+
+    def pod(name: str, allocated: bool, version: str) -> dict[str, Any]:
+        annotations = {ALLOCATED_ANNOTATION: "true"} if allocated else {}
+        meta = {"namespace": "ns", "name": name, "resourceVersion": version}
+        return {"metadata": {**meta, "annotations": annotations}}
+
+    indexed = Indexer(indexers={MAY_WAIT_INDEX: may_wait_index})
+    plain = Indexer()
+    views = [CacheView(kube=_Gets(), pods=i) for i in (indexed, plain)]
+
+    def waiting() -> list[list[str]]:
+        return [[r["metadata"]["name"] for r in v.pods_raw_may_wait()] for v in views]
+
+    for store in (indexed, plain):
+        for name in ("c", "a", "b"):
+            store.add(pod(name, allocated=name == "b", version="1"))
+    assert waiting() == [["a", "c"], ["a", "c"]]
+    for store in (indexed, plain):
+        store.update(pod("a", allocated=True, version="2"))
+        store.update(pod("b", allocated=False, version="2"))
+        store.delete(pod("c", allocated=False, version="1"))
+    assert waiting() == [["b"], ["b"]]
