@@ -32,9 +32,9 @@ dump that does not come within `--ovn-timeout` ends the process (exit 1).
    (`controller.controllers.bootstrap`).
 4. IPAM rebuilt (`init_ipam`), then the start-up gc (`GarbageCollector.run_startup_gc`: what
    pods deleted while no controller ran left behind); each pod version is parsed once for the
-   informer adds, the rebuild and the gc (`CacheView.all_pod_models_kept`). Then `on_loaded`:
-   `main()` freezes the loaded heap there (`controller.runtime.pygc`, whose thresholds it set
-   when the process started).
+   informer adds, the rebuild and the gc (`CacheView.all_pod_models_kept`). Steps 2-4 run in
+   `load_scope()` when one is given: `main()` passes `controller.runtime.pygc.loading` (no
+   garbage collections during the load, the loaded heap frozen after it).
 5. workers: subnet and namespace first; wait (bounded) until the namespace queue drained and the
    join / default switches exist; node workers; wait (bounded) until every node is allocated;
    then the pod workers and the periodic loops (pod inspection every `--inspect-interval`,
@@ -61,6 +61,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from types import FrameType
 from typing import Any
 
@@ -136,16 +137,17 @@ class Controller:
         cache_sync_timeout: float = CACHE_SYNC_TIMEOUT,
         startup_wait: float = STARTUP_WAIT,
         status_delay: float = DEFAULT_STATUS_DELAY,
-        on_loaded: Callable[[], object] | None = None,
+        load_scope: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
-        """`on_loaded` runs once in the leading thread when the start-up has loaded the caches,
-        rebuilt the IPAM and run its gc, right before the workers start."""
+        """`load_scope()` is entered once in the leading thread around the start-up's load
+        (caches synced, bootstrap, IPAM rebuilt, start-up gc) and left before the workers
+        start."""
         prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         self.config = config
         self._cache_sync_timeout = cache_sync_timeout
         self._startup_wait = startup_wait
         self._status_delay = status_delay
-        self._on_loaded = on_loaded
+        self._load_scope = load_scope
         self.registry = CollectorRegistry()
         # built in start(): they need the API client
         self.metrics: ControllerMetrics
@@ -487,13 +489,12 @@ class Controller:
     def _run_startup(self, lost: threading.Event) -> None:
         # Every pod is read by its informer add, the IPAM rebuild and the start-up gc: each
         # version is parsed once for all three, and the models are not kept past the start-up.
-        with self.view.all_pod_models_kept() as pod_models:
+        scope = self._load_scope() if self._load_scope is not None else nullcontext()
+        with scope, self.view.all_pod_models_kept() as pod_models:
             if not self._load(lost, pod_models):
                 return
         if self._stop.is_set():
             return
-        if self._on_loaded is not None:
-            self._on_loaded()
         self._start_workers(self._stop)
 
     def _load(self, lost: threading.Event, pod_models: ParseCache[Pod]) -> bool:
@@ -630,7 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if config.command == COMMAND_CHECK:
         return run_check(config, strict=config.strict)
     LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
-    controller = Controller(config, on_loaded=pygc.freeze_loaded)
+    controller = Controller(config, load_scope=pygc.loading)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         LOG.info("received %s, shutting down", signal.Signals(signum).name)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -217,11 +219,12 @@ def test_support_controllers_can_be_switched_off(
     assert ctl.registry.get_sample_value("workqueue_adds_total", {"name": "AddNamespace"}) is None
 
 
-def test_on_loaded_runs_once_after_the_ipam_rebuild_and_before_the_workers(
+def test_the_load_scope_spans_caches_ipam_and_gc_and_ends_before_the_workers(
     cluster: Cluster,
 ) -> None:
-    # the process freezes its heap here (controller.runtime.pygc): the caches must be loaded
-    # and the start-up's addresses held, and no worker may have started yet
+    # the process pauses the garbage collector in it and freezes its heap after it
+    # (controller.runtime.pygc): entered before the informers run, left once the caches are
+    # loaded and the start-up's addresses held, before any worker starts
     store = cluster.server.store
     held = {
         "metadata": {
@@ -239,31 +242,29 @@ def test_on_loaded_runs_once_after_the_ipam_rebuild_and_before_the_workers(
         "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "i"}]},
     }
     store.create("pods", held)
-    seen: list[tuple[bool, list[str], int]] = []
+    seen: list[tuple[str, bool, bool, int]] = []
     holder: list[Controller] = []
 
-    def on_loaded() -> None:
+    def observe(moment: str) -> None:
         ctl = holder[0]
-        seen.append(
-            (
-                ctl.workers_started.is_set(),
-                ctl.ipam.subnet_names(),
-                len(ctl.ipam.get_pod_address("default/kept")),
-            )
-        )
+        synced = all(i.has_synced() for i in ctl.informers.values())
+        addresses = len(ctl.ipam.get_pod_address("default/kept"))
+        seen.append((moment, ctl.workers_started.is_set(), synced, addresses))
+
+    @contextmanager
+    def scope() -> Iterator[None]:
+        observe("enter")
+        yield
+        observe("exit")
 
     env = {"POD_NAME": "controller-a", "KUBE_NAMESPACE": "kube-system", "KUBE_NODE_NAME": NODE}
     ctl = Controller(
-        parse_args(cluster.argv(), env), startup_wait=10.0, status_delay=0.1, on_loaded=on_loaded
+        parse_args(cluster.argv(), env), startup_wait=10.0, status_delay=0.1, load_scope=scope
     )
     holder.append(ctl)
     try:
         running(ctl.start())
-        assert len(seen) == 1
-        started, subnets, addresses = seen[0]
-        assert not started
-        assert {"join", "ovn-default"} <= set(subnets)
-        assert addresses == 1
+        assert seen == [("enter", False, False, 0), ("exit", False, True, 1)]
     finally:
         ctl.stop()
 

@@ -12,10 +12,17 @@ from controller.runtime import pygc
 
 @pytest.fixture
 def restore_gc() -> Iterator[None]:
-    thresholds = gc.get_threshold()
+    thresholds, enabled = gc.get_threshold(), gc.isenabled()
     yield
     gc.set_threshold(*thresholds)
     gc.unfreeze()
+    if enabled:
+        gc.enable()
+
+
+class Node:
+    def __init__(self) -> None:
+        self.me = self  # a cycle: only the collector frees it
 
 
 @pytest.mark.usefixtures("restore_gc")
@@ -26,18 +33,22 @@ def test_tune_spaces_collections_out() -> None:
 
 
 @pytest.mark.usefixtures("restore_gc")
-def test_frozen_objects_are_left_out_of_collections_but_freed_by_refcount() -> None:
-    class Node:
-        def __init__(self) -> None:
-            self.me = self  # a cycle: only the collector frees it
-
-    alive = [Node() for _ in range(100)]
-    frozen = pygc.freeze_loaded()
-    assert frozen == gc.get_freeze_count() and frozen >= 100
-    ids = {id(n) for n in alive}
-    assert not ids & {id(o) for o in gc.get_objects()}  # frozen: not walked
-    plain = [[] for _ in range(10)]
-    del plain  # acyclic garbage still goes at once
+def test_loading_collects_nothing_then_freezes_what_it_loaded() -> None:
+    with pygc.loading():
+        assert not gc.isenabled()
+        loaded = [Node() for _ in range(100)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= 100
+    ids = {id(n) for n in loaded}
+    assert not ids & {id(o) for o in gc.get_objects()}  # frozen: not walked any more
     cycles = [Node() for _ in range(10)]
     del cycles
-    assert gc.collect() >= 10  # what is made after the freeze is collected as before
+    assert gc.collect() >= 10  # what is made after the load is collected as before
+
+
+@pytest.mark.usefixtures("restore_gc")
+def test_a_failed_load_freezes_nothing_and_enables_the_collector_again() -> None:
+    with pytest.raises(RuntimeError), pygc.loading():
+        raise RuntimeError("start-up failed")
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
