@@ -25,6 +25,10 @@ Guarantees:
 * The duplicate-address and port-elsewhere checks read the cache, which trails *other* writers
   by the notification latency (milliseconds); the client's own writes are visible on return.
 * `on_request(method, seconds, ok)` is called after every verb (for a latency histogram).
+* `start=False` builds the client (schema fetched) without connecting; `start()` then connects
+  and waits for the initial dump, on whatever thread calls it; `synced` / `wait_synced` tell
+  when it is in, `connected` is False until then (without waiting on the lock `start()` holds).
+  No verb may be called before.
 """
 
 from __future__ import annotations
