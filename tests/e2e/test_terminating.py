@@ -12,7 +12,7 @@ import pytest
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import HANDMADE_STS, get_or_none, running, wait_for
+from tests.e2e.helpers import HANDMADE_STS, get_or_none, node, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -30,6 +30,7 @@ pytestmark = pytest.mark.e2e
 
 SUBNET = "ovn-default"
 GRACE = 2
+LOST_NODE = "node-lost"
 
 
 @pytest.fixture
@@ -138,8 +139,11 @@ def test_a_pod_terminating_across_a_restart_is_still_cleaned_up_after_its_grace(
     # event will ever come for a pod on a lost node, so the add must schedule the cleanup
     graceful(cluster)
     store = cluster.server.store
+    # a node no kubelet runs: on the real plane the sandbox kubelet would otherwise finish the
+    # delete when the grace period ends, racing the second controller's start-up
+    store.create("nodes", node(LOST_NODE, "172.18.0.99"))
     first = running(start_controller(identity="controller-a"), "first controller started")
-    store.create("pods", pod("stuck", grace=GRACE))
+    store.create("pods", pod("stuck", grace=GRACE, node_name=LOST_NODE))
     ip = allocated(cluster, "stuck")[IP_ADDRESS_ANNOTATION]
     first.stop()
     assert first.wait(15) == 0
