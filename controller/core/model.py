@@ -339,6 +339,16 @@ class Pod:
 
 
 _STR_TYPES = {str}
+_TEXT_TYPES = {str, type(None)}  # a string field; absent or null reads as ""
+
+
+def _objects(value: object) -> list[dict[str, Any]] | None:
+    """A list field of objects for the fast path: [] when absent, None when malformed."""
+    if value is None:
+        return []
+    if type(value) is not list or any(type(item) is not dict for item in value):
+        return None
+    return value
 
 
 def _section(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -369,7 +379,7 @@ def _pod_fast(raw: object) -> Pod | None:
         status.get("podIP"),
         status.get("hostIP"),
     )
-    if not {type(t) for t in texts} <= {str, type(None)}:
+    if not {type(t) for t in texts} <= _TEXT_TYPES:
         return None
     namespace, name, uid, version, node_name, phase, reason, pod_ip, host_ip = (
         t or "" for t in texts
@@ -386,33 +396,23 @@ def _pod_fast(raw: object) -> Pod | None:
         ):
             return None
         maps.append(FrozenDict(value))
+    refs, listed = _objects(meta.get("ownerReferences")), _objects(status.get("podIPs"))
+    if refs is None or listed is None:
+        return None
     owners: list[OwnerReference] = []
-    refs = meta.get("ownerReferences")
-    if refs is not None:
-        if type(refs) is not list:
+    for ref in refs:
+        fields = (ref.get("apiVersion"), ref.get("kind"), ref.get("name"), ref.get("uid"))
+        controller = ref.get("controller")
+        if not {type(f) for f in fields} <= _TEXT_TYPES or type(controller) not in (
+            bool,
+            type(None),
+        ):
             return None
-        for ref in refs:
-            if type(ref) is not dict:
-                return None
-            fields = (ref.get("apiVersion"), ref.get("kind"), ref.get("name"), ref.get("uid"))
-            controller = ref.get("controller")
-            if not {type(f) for f in fields} <= {str, type(None)} or type(controller) not in (
-                bool,
-                type(None),
-            ):
-                return None
-            api_version, kind, ref_name, ref_uid = (f or "" for f in fields)
-            owners.append(OwnerReference(api_version, kind, ref_name, ref_uid, controller is True))
-    pod_ips: list[str] = []
-    listed = status.get("podIPs")
-    if listed is not None:
-        if type(listed) is not list:
-            return None
-        for item in listed:
-            ip = item.get("ip", "") if type(item) is dict else None
-            if type(ip) is not str:
-                return None
-            pod_ips.append(ip)
+        api_version, kind, ref_name, ref_uid = (f or "" for f in fields)
+        owners.append(OwnerReference(api_version, kind, ref_name, ref_uid, controller is True))
+    pod_ips = [item.get("ip", "") for item in listed]
+    if not {type(ip) for ip in pod_ips} <= _STR_TYPES:
+        return None
     grace, termination = (
         meta.get("deletionGracePeriodSeconds"),
         spec.get("terminationGracePeriodSeconds"),

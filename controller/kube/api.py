@@ -330,8 +330,7 @@ def ip_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> KubeOb
     have_spec = existing.get("spec") or {}
     if have_labels == want_labels and _same_fields(have_spec, desired["spec"]):
         return None
-    have_spec = dict(have_spec)
-    want_spec = {**have_spec, **dict(desired["spec"])}
+    want_spec = {**have_spec, **desired["spec"]}
     updated: KubeObject = dict(existing)
     updated["metadata"] = {**dict(meta), "labels": want_labels}
     updated["spec"] = want_spec

@@ -43,24 +43,20 @@ def _atom_kind(base: Any) -> Any:
     return None
 
 
-# Column types are schema objects that live as long as the IDL: keyed by identity.
-_kinds: dict[int, tuple[Any, Any, Any] | None] = {}
+# Column types are schema objects (unhashable) that live as long as their IDL: keyed by
+# identity, each entry holding its type so that a reused id is never mistaken for it.
+_kinds: dict[int, tuple[Any, tuple[Any, Any] | None]] = {}
 
 
-def _column_kinds(type_: Any) -> tuple[Any, Any, Any] | None:
-    """(type, key kind, value kind or None) for a column type we parse, else None."""
-    if id(type_) in _kinds:
-        cached = _kinds[id(type_)]
-        if cached is None or cached[0] is type_:
-            return cached
+def _column_kinds(type_: Any) -> tuple[Any, Any] | None:
+    """(key kind, value kind or None) for a column type we parse, else None."""
+    cached = _kinds.get(id(type_))
+    if cached is not None and cached[0] is type_:
+        return cached[1]
     key = _atom_kind(type_.key)
     value = _atom_kind(type_.value) if type_.value is not None else None
-    kinds: tuple[Any, Any, Any] | None
-    if key is None or (type_.value is not None and value is None):
-        kinds = None
-    else:
-        kinds = (type_, key, value)
-    _kinds[id(type_)] = kinds
+    kinds = None if key is None or (type_.value is not None and value is None) else (key, value)
+    _kinds[id(type_)] = (type_, kinds)
     return kinds
 
 
@@ -88,7 +84,7 @@ def datum_from_json(type_: Any, json: Any) -> Any:
     kinds = _column_kinds(type_)
     if kinds is None:
         return Datum.from_json(type_, json)
-    _, key_kind, value_kind = kinds
+    key_kind, value_kind = kinds
     values: dict[Any, Any] = {}
     if value_kind is not None:
         if type(json) is not list or len(json) != 2 or json[0] != "map":

@@ -20,7 +20,8 @@ allocates far more than it leaves in reference cycles. Each object the start-up 
 walked by a young, a middle and a full collection while it stays alive: with CPython's default
 threshold (700) a third of the start-up's CPU went there (an NB sync of 20,000 ports: 1.35 s
 of CPU with the defaults, 0.74 s with these thresholds), and with the thresholds alone the
-collections of a 20,000-pod start-up still took 0.5 s, 0.04 s inside `loading()`.
+collections of a 20,000-pod controller's life (start-up to exit) still took 0.5 s, 0.04 s with
+the start-up's load inside `loading()`.
 
 Only `main()` applies them: tests run many controllers in one interpreter, whose garbage a
 freeze would keep.

@@ -60,11 +60,6 @@ def may_wait_index(obj: Any) -> list[str]:
     return [_MAY_WAIT] if isinstance(obj, Mapping) and pl.may_wait_for_network(obj) else []
 
 
-def _pod_key_of(raw: KubeObject) -> str:
-    meta = raw.get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
 # pod versions kept parsed: a burst's versions live from their informer event to their handler
 POD_PARSE_ENTRIES = 8192
 
@@ -150,7 +145,7 @@ class CacheView:
             return [raw for raw in found if raw is not None]
         return sorted(
             (raw for raw in self._pods.list() if pl.may_wait_for_network(raw)),
-            key=_pod_key_of,
+            key=self._pods.key_func,
         )
 
     def pod_model(self, raw: KubeObject) -> Pod:
