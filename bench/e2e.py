@@ -34,7 +34,13 @@ For each N (default 1,000 and 5,000), three measurements in the same run:
    update_nat_rule calls of a pod without EIP/SNAT and the src-ip route removal) through
    `OvsdbappNbClient` from two pools of worker threads (add, update), no API.
 
-The table prints the figures, the limits and the ratios controller / limit.
+The table prints the figures, the limits and the ratios controller / limit, and what the
+limits' own client threads spent per pod (the same calls at the same concurrency, nothing else).
+Then the floor: the bare libraries doing a pod's writes from one thread in a process of their
+own (`run_floor`, at most 1,000 pods): urllib3 (the kubernetes client's transport) POSTing the
+IP CR and PATCHing the pod against a fresh emulator, and ovsdbapp's own NB API committing
+lsp_add, its addresses and the address-set entry as one transaction; no controller on these
+libraries can spend less CPU per pod than their sum.
 
 Then start-up with E existing pods (default 20,000): the emulator seeded with E allocated and
 routed pods and their IP CRs, the NB with the router, the switches and E ports (in batches);
@@ -113,6 +119,8 @@ JOIN_GATEWAY = "100.64.0.1"
 CREATORS = 4
 REAL_NAME = "kube-apiserver+etcd"  # bench/realplane.py RealApi.name
 DEADLINE = 600.0  # seconds, the bound of every wait of a run
+FLOOR_PODS = 1000  # enough for a stable per-pod figure
+CLIENT_CPU = "replay client CPU ms/pod"  # the limits' own client threads, see the runs
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z")
 
@@ -363,7 +371,7 @@ def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
             "--pid",
             str(pid),
             "--rate",
-            "100",
+            os.environ.get("BENCH_SPY_RATE", "100"),
             "--nonblocking",
             "--gil",
             "--format",
@@ -815,7 +823,7 @@ def run_emulator_limit(
         body = json.loads(json.dumps(ctl.ip_template))
         body["metadata"] = {"name": f"{name}.{NS}", "labels": body["metadata"].get("labels", {})}
         body["spec"]["podName"] = name
-        return body
+        return dict(body)
 
     def event_body(name: str) -> dict[str, Any]:
         return {
@@ -826,9 +834,14 @@ def run_emulator_limit(
             "involvedObject": {"kind": "Pod", "namespace": NS, "name": name},
         }
 
+    # the replaying threads' own CPU: what the same requests cost a client through urllib3
+    # alone (no watch decoding, no logic), the floor under the controller's API side
+    client_cpu: dict[int, float] = {}
+
     def add_worker() -> None:
         pool = _pool(emulator.url)
         pods_path = f"/api/v1/namespaces/{NS}/pods"
+        cpu0 = time.thread_time()
         while (name := add_q.get()) is not None:
             i = index.setdefault(name, len(index))
             ip_path = f"/apis/kubeovn.io/v1/ips/{name}.{NS}"
@@ -853,10 +866,12 @@ def run_emulator_limit(
                     "application/merge-patch+json",
                 )
             update_q.put(name)
+            client_cpu[threading.get_ident()] = time.thread_time() - cpu0
 
     def update_worker() -> None:
         pool = _pool(emulator.url)
         body = {"metadata": {"annotations": {ROUTED_ANNOTATION: "true"}}}
+        cpu0 = time.thread_time()
         while (name := update_q.get()) is not None:
             call(
                 pool,
@@ -865,6 +880,7 @@ def run_emulator_limit(
                 body,
                 "application/merge-patch+json",
             )
+            client_cpu[threading.get_ident()] = time.thread_time() - cpu0
 
     informers = [
         RawWatch(emulator.url, "/api/v1/pods"),
@@ -875,8 +891,8 @@ def run_emulator_limit(
     workers = [threading.Thread(target=add_worker, daemon=True) for _ in range(worker_num)]
     workers += [threading.Thread(target=update_worker, daemon=True) for _ in range(worker_num)]
     try:
-        for w in workers:
-            w.start()
+        for worker in workers:
+            worker.start()
         names = [f"pod-{i:06d}" for i in range(n)]
         watch = PodWatch(emulator.url, n, on_added)
         watch.start()
@@ -891,6 +907,7 @@ def run_emulator_limit(
             raise RuntimeError(f"{len(errors)} replayed calls failed, first: {errors[0]}")
         result = throughput(sent, watch)
         result.extra[f"{emulator.name} CPU ms/pod"] = 1000 * emu_cpu / n
+        result.extra[CLIENT_CPU] = 1000 * sum(client_cpu.values()) / n
         return result
     finally:
         for _ in range(worker_num):
@@ -967,6 +984,7 @@ def run_ovn_limit(n: int, workdir: Path, worker_num: int) -> Throughput:
         for i in range(n):
             sent[f"pod-{i:06d}"] = time.monotonic()
             add_q.put(i)
+        cpu0 = time.process_time()  # nothing else runs in this process meanwhile
         deadline = time.monotonic() + DEADLINE
         while len(watch.routed) < n:
             if time.monotonic() > deadline:
@@ -976,6 +994,7 @@ def run_ovn_limit(n: int, workdir: Path, worker_num: int) -> Throughput:
             add_q.put(None)
             route_q.put(None)
         result = throughput(sent, watch)
+        result.extra[CLIENT_CPU] = 1000 * (time.process_time() - cpu0) / n
         # every pod is "created" at once here: the latency is queueing, not meaningful
         result.p50_allocated = result.p99_allocated = result.p50_routed = 0.0
         result.p99_routed = 0.0
@@ -983,6 +1002,78 @@ def run_ovn_limit(n: int, workdir: Path, worker_num: int) -> Throughput:
     finally:
         client.close()
         nb.stop()
+
+
+# --- 3b. the libraries' own floor -------------------------------------------------------------
+
+
+@dataclass
+class Floor:
+    """CPU per pod of the bare libraries doing the controller's per-pod writes from one thread,
+    nothing else in the process: what no controller built on them can go below."""
+
+    n: int
+    api_ms: float  # urllib3 (the kubernetes client's transport): POST ip, PATCH pod
+    ovn_ms: float  # ovsdbapp's own NB API: one transaction of lsp_add, addresses, address set
+
+
+def run_floor(n: int, workdir: Path, ctl: ControllerRun) -> Floor:
+    n = min(n, FLOOR_PODS)
+    names = [f"pod-{i:06d}" for i in range(n)]
+    emulator = Emulator(workdir / "api", base_seed())
+    try:
+        create_pods(emulator.url, names, {})  # not timed: the pods the PATCHes need
+        pool = _pool(emulator.url)
+        template = json.dumps(ctl.ip_template)
+        patch = json.dumps(ctl.alloc_patch).encode()
+        cpu0 = time.thread_time()
+        for name in names:
+            body = json.loads(template)
+            body["metadata"] = {
+                "name": f"{name}.{NS}",
+                "labels": body["metadata"].get("labels", {}),
+            }
+            body["spec"]["podName"] = name
+            for method, path, data, ctype in (
+                ("POST", "/apis/kubeovn.io/v1/ips", json.dumps(body).encode(), "application/json"),
+                (
+                    "PATCH",
+                    f"/api/v1/namespaces/{NS}/pods/{name}",
+                    patch,
+                    "application/merge-patch+json",
+                ),
+            ):
+                resp = pool.request(method, path, body=data, headers={"Content-Type": ctype})
+                if resp.status >= 300:
+                    raise RuntimeError(f"floor: {method} {path}: {resp.status}")
+        api_ms = 1000 * (time.thread_time() - cpu0) / n
+    finally:
+        emulator.stop()
+
+    from ovsdbapp.backend.ovs_idl import connection
+    from ovsdbapp.schema.ovn_northbound.impl_idl import OvnNbApiIdlImpl
+
+    nb = NbServer(workdir / "nb").start()
+    try:
+        idl = connection.OvsdbIdl.from_server(nb.remote, "OVN_Northbound")
+        api = OvnNbApiIdlImpl(connection.Connection(idl, timeout=60))
+        aset = rp.set_name(SWITCH, "node-0", 4)
+        with api.transaction(check_error=True) as txn:
+            txn.add(api.ls_add(SWITCH))
+            txn.add(api.address_set_add(aset))
+        # the process's CPU, not the thread's: ovsdbapp commits on its own connection thread
+        cpu0 = time.process_time()
+        for i, name in enumerate(names):
+            port = f"{name}.{NS}"
+            with api.transaction(check_error=True) as txn:
+                txn.add(api.lsp_add(SWITCH, port))
+                txn.add(api.lsp_set_addresses(port, [f"{pod_mac(i)} {pod_ip(i)}"]))
+                txn.add(api.address_set_add_addresses(aset, [pod_ip(i)]))
+        ovn_ms = 1000 * (time.process_time() - cpu0) / n
+        api.ovsdb_connection.stop()
+    finally:
+        nb.stop()
+    return Floor(n, api_ms, ovn_ms)
 
 
 # --- 4. start-up with existing pods --------------------------------------------------------------
@@ -1143,6 +1234,7 @@ def print_throughput(
     emu: Throughput,
     ovn: Throughput,
     plane: str = "emulator",
+    floor: Floor | None = None,
 ) -> None:
     """One N's table; `plane` names the API side ("emulator", or "real" for kube-apiserver)."""
     c = ctl.result
@@ -1176,6 +1268,22 @@ def print_throughput(
         other = emu.extra.get(key)
         tail = f"{other:16.2f}" if other is not None else ""
         print(f"{key:34}{value:12.2f}{tail}")
+    own = c.extra["controller CPU ms/pod"]
+    api_replay, ovn_replay = emu.extra.get(CLIENT_CPU), ovn.extra.get(CLIENT_CPU)
+    if api_replay is not None and ovn_replay is not None:
+        print(f"{CLIENT_CPU:34}{'-':>12}{api_replay:16.2f}{ovn_replay:12.2f}")
+        both = api_replay + ovn_replay
+        print(
+            f"{'  both replay clients ms/pod':34}{both:12.2f}"
+            f"  (controller / that: {_ratio(own, both)})"
+        )
+    if floor is not None:
+        bare = floor.api_ms + floor.ovn_ms
+        print(
+            f"bare libraries, one thread, {floor.n} pods: urllib3 POST ip + PATCH pod "
+            f"{floor.api_ms:.2f} ms/pod, ovsdbapp one transaction {floor.ovn_ms:.2f} ms/pod, "
+            f"sum {bare:.2f} (controller / that: {_ratio(own, bare)})"
+        )
     print(f"controller API requests per pod (replayed in the {limit} unless marked):")
     for key, rate in ctl.per_pod.items():
         mark = "" if key in REPLAYED else "  (not replayed)"
@@ -1321,7 +1429,8 @@ def main(argv: list[str] | None = None) -> int:
                 baseline = baseline or ctl.ready_seconds
                 emu = run_emulator_limit(n, root / f"emu-{n}", args.worker_num, ctl)
                 ovn = ovn or run_ovn_limit(n, root / f"ovn-{n}", args.worker_num)
-                print_throughput(n, ctl, emu, ovn)
+                floor = run_floor(n, root / f"floor-{n}", ctl)
+                print_throughput(n, ctl, emu, ovn, floor=floor)
                 planes["emulator"] = ctl, emu
                 sys.stdout.flush()
             if real:

@@ -39,6 +39,20 @@ def test_quick_run_prints_figures_limits_and_startup() -> None:
         assert min(controller, emulator_limit, ovn_limit) > 0
         assert len(ratios) == 2
     assert _row(out, "controller CPU ms/pod")[0] > 0
+    # the limits' own clients, and the bare libraries' floor, each with the controller's ratio
+    api_replay, ovn_replay = _row(out, "replay client CPU ms/pod")
+    assert min(api_replay, ovn_replay) > 0
+    floor = re.search(
+        r"^bare libraries, one thread, (\d+) pods: urllib3 POST ip \+ PATCH pod ([\d.]+) ms/pod, "
+        r"ovsdbapp one transaction ([\d.]+) ms/pod, sum ([\d.]+) \(controller / that: [\d.]+\)$",
+        out,
+        re.MULTILINE,
+    )
+    assert floor, out
+    assert int(floor.group(1)) == 200
+    assert float(floor.group(4)) == pytest.approx(
+        float(floor.group(2)) + float(floor.group(3)), abs=0.011
+    )
     assert "POST ips 201" in out  # the controller's per-pod requests were counted
     assert re.search(r"start-up with 2000 existing pods", out)
     ready = re.search(r"spawn to /readyz 200: ([\d.]+)s", out)
