@@ -9,7 +9,9 @@ cache read goes through one `controller.view.CacheView`.
 
 * `on_add` / `on_update` / `on_delete` (informer callbacks) are cheap, never raise, return at
   once when this replica is not the leader, and accept `DeletedFinalStateUnknown` tombstones.
-  They only enqueue keys ("ns/name").
+  They only enqueue keys ("ns/name"). An update whose two objects have different UIDs (a pod
+  deleted and re-created under its name, as a relist shows it) is the delete of the one and
+  the add of the other.
 * `handle_add_pod`: allocate every unallocated network (IPAM), write its IP CR and, for OVN
   networks, its logical switch port; a pod bound to a node is routed in the same pass; then
   patch all annotations at once.
@@ -154,6 +156,15 @@ class PodController(
             pod_or_none(new, self._view.pod_model),
         )
         if old_pod is None or new_pod is None:
+            return
+        if old_pod.uid and new_pod.uid and old_pod.uid != new_pod.uid:
+            # NOTE: a relist (the watch lost, its resourceVersion compacted) shows a pod deleted
+            # and re-created under its name as one update from the old incarnation to the new,
+            # as client-go's does: kube-ovn v1.8 judges it as an edit, so a successor whose
+            # predecessor was not allocated yet (equal annotations) is never added. Here it is
+            # what the watch would have said: the old one deleted, the new one added.
+            self._on_delete(old)
+            self._on_add(new)
             return
         now = self._now()
         decision = pl.classify_update(

@@ -258,3 +258,43 @@ def test_informer_final_object_wins_over_a_handlers_older_copy(env: Env) -> None
     # The final object says "terminating sts pod whose sts still wants it": keep the network.
     assert env.nb.get_port("db-1.default") is not None
     assert env.ipam.get_pod_address("default/db-1") != []
+
+
+def test_a_pod_replaced_unseen_under_its_name_gets_its_own_add(env: Env) -> None:
+    # A relist (the watch lost, the old resourceVersion compacted) shows a pod deleted and
+    # re-created under its name as one update from the old incarnation to the new: the
+    # informer never delivers the delete, nor an add. Here the old one's add was still queued,
+    # so neither incarnation is allocated and their annotations are equal.
+    env.create_pod(raw_pod("web", node=NODE))
+    env.kube.pods.pop("default/web")
+    env.kube.add_pod(raw_pod("web"))  # new uid, not scheduled yet
+    old_uid = env.pods.get_by_key("default/web")["metadata"]["uid"]
+    assert env.kube.pods["default/web"]["metadata"]["uid"] != old_uid
+    env.process(env.queues.add)  # the old pod's add: its patch meets the new uid, rolled back
+    assert env.sync("default/web")  # the relist's update, old -> new
+    env.converge()
+    got = env.annotations("default/web")
+    assert got.get("ovn.kubernetes.io/allocated") == "true"
+    assert env.nb.get_port("web.default") is not None
+    assert env.kube.ips["web.default"]["spec"]["podName"] == "web"
+    assert env.ipam.get_pod_address("default/web") != []
+    assert env.controller.pending_deletes() == {}
+
+
+def test_an_allocated_pod_replaced_unseen_keeps_one_address_for_its_successor(env: Env) -> None:
+    # The same relist after the old incarnation was allocated: its cleanup (the delete the
+    # watch never delivered) must spare the successor, which gets allocated.
+    old = allocated(env, "web")
+    env.kube.pods.pop("default/web")
+    env.kube.add_pod(raw_pod("web", node=NODE))
+    assert env.sync("default/web")
+    env.converge()
+    got = env.annotations("default/web")
+    assert got.get("ovn.kubernetes.io/allocated") == "true"
+    assert (
+        got["ovn.kubernetes.io/ip_address"]
+        == old["metadata"]["annotations"]["ovn.kubernetes.io/ip_address"]
+    )
+    assert env.nb.get_port("web.default") is not None
+    assert len(env.pod_ports()) == 1
+    assert env.controller.pending_deletes() == {}
