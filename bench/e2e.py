@@ -1269,6 +1269,11 @@ def print_throughput(
         tail = f"{other:16.2f}" if other is not None else ""
         print(f"{key:34}{value:12.2f}{tail}")
     own = c.extra["controller CPU ms/pod"]
+    server = c.extra.get(f"{'emulator' if plane == 'emulator' else REAL_NAME} CPU ms/pod")
+    if server:
+        # The server does the same work per pod in every run, so this ratio moves far less with
+        # the machine's speed than either figure: the one to compare across runs.
+        print(f"{'controller CPU / server CPU':34}{own / server:12.2f}")
     api_replay, ovn_replay = emu.extra.get(CLIENT_CPU), ovn.extra.get(CLIENT_CPU)
     if api_replay is not None and ovn_replay is not None:
         print(f"{CLIENT_CPU:34}{'-':>12}{api_replay:16.2f}{ovn_replay:12.2f}")

@@ -39,6 +39,7 @@ def test_quick_run_prints_figures_limits_and_startup() -> None:
         assert min(controller, emulator_limit, ovn_limit) > 0
         assert len(ratios) == 2
     assert _row(out, "controller CPU ms/pod")[0] > 0
+    assert _row(out, "controller CPU / server CPU")[0] > 0
     # the limits' own clients, and the bare libraries' floor, each with the controller's ratio
     api_replay, ovn_replay = _row(out, "replay client CPU ms/pod")
     assert min(api_replay, ovn_replay) > 0
