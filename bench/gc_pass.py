@@ -1,6 +1,6 @@
 """Garbage-collection pass cost: `GarbageCollector.run_once` over N live pods and N/10 orphans.
 
-Usage: python bench/gc.py [--quick] [--pods N]
+Usage: python bench/gc_pass.py [--quick] [--pods N]
 
 What is measured (one run, same machine, same in-memory stand-ins):
 
