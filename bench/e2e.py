@@ -89,6 +89,8 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
 import urllib3  # noqa: E402
+from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection  # noqa: E402
+from ovsdbapp.schema.ovn_northbound.impl_idl import OvnNbApiIdlImpl  # noqa: E402
 
 from bench.routing import seed_routes  # noqa: E402
 from controller.core import router_policy as rp  # noqa: E402
@@ -360,7 +362,8 @@ class ControllerProcess:
 def _py_spy(pid: int, profile: Path | None) -> subprocess.Popen[bytes] | None:
     """Sample `pid` with py-spy (a one-off `pip install py-spy`, not a dependency): collapsed
     stacks of the thread holding the GIL in `profile` (without `--gil` py-spy counts threads
-    blocked in socket reads and condition waits as busy, which hides where the CPU goes)."""
+    blocked in socket reads and condition waits as busy, which hides where the CPU goes), at
+    BENCH_SPY_RATE samples per second (100 unless set)."""
     if profile is None:
         return None
     profile.parent.mkdir(parents=True, exist_ok=True)
@@ -789,6 +792,14 @@ def _spread(rate: float, i: int) -> int:
     return int((i + 1) * rate) - int(i * rate)
 
 
+def replay_ip(ctl: ControllerRun, name: str) -> dict[str, Any]:
+    """The IP CR the controller wrote (its run's sample), for pod `name`."""
+    body: dict[str, Any] = json.loads(json.dumps(ctl.ip_template))
+    body["metadata"] = {"name": f"{name}.{NS}", "labels": body["metadata"].get("labels", {})}
+    body["spec"]["podName"] = name
+    return body
+
+
 def run_emulator_limit(
     n: int,
     workdir: Path,
@@ -819,12 +830,6 @@ def run_emulator_limit(
         if resp.status >= 500:
             errors.append(f"{method} {path}: {resp.status}")
 
-    def ip_body(name: str) -> dict[str, Any]:
-        body = json.loads(json.dumps(ctl.ip_template))
-        body["metadata"] = {"name": f"{name}.{NS}", "labels": body["metadata"].get("labels", {})}
-        body["spec"]["podName"] = name
-        return dict(body)
-
     def event_body(name: str) -> dict[str, Any]:
         return {
             "metadata": {"generateName": f"{name}."},
@@ -851,9 +856,9 @@ def run_emulator_limit(
                     if resource == "ips" and method == "GET":
                         call(pool, "GET", ip_path, None)
                     elif resource == "ips" and method == "POST":
-                        call(pool, "POST", "/apis/kubeovn.io/v1/ips", ip_body(name))
+                        call(pool, "POST", "/apis/kubeovn.io/v1/ips", replay_ip(ctl, name))
                     elif resource == "ips":
-                        call(pool, "PUT", ip_path, ip_body(name))
+                        call(pool, "PUT", ip_path, replay_ip(ctl, name))
                     elif method == "POST":
                         call(pool, "POST", f"/api/v1/namespaces/{NS}/events", event_body(name))
             # all pod PATCHes but the last carry the allocation; the last one is `routed`
@@ -1024,18 +1029,12 @@ def run_floor(n: int, workdir: Path, ctl: ControllerRun) -> Floor:
     try:
         create_pods(emulator.url, names, {})  # not timed: the pods the PATCHes need
         pool = _pool(emulator.url)
-        template = json.dumps(ctl.ip_template)
         patch = json.dumps(ctl.alloc_patch).encode()
         cpu0 = time.thread_time()
         for name in names:
-            body = json.loads(template)
-            body["metadata"] = {
-                "name": f"{name}.{NS}",
-                "labels": body["metadata"].get("labels", {}),
-            }
-            body["spec"]["podName"] = name
+            ip = json.dumps(replay_ip(ctl, name)).encode()
             for method, path, data, ctype in (
-                ("POST", "/apis/kubeovn.io/v1/ips", json.dumps(body).encode(), "application/json"),
+                ("POST", "/apis/kubeovn.io/v1/ips", ip, "application/json"),
                 (
                     "PATCH",
                     f"/api/v1/namespaces/{NS}/pods/{name}",
@@ -1050,13 +1049,12 @@ def run_floor(n: int, workdir: Path, ctl: ControllerRun) -> Floor:
     finally:
         emulator.stop()
 
-    from ovsdbapp.backend.ovs_idl import connection
-    from ovsdbapp.schema.ovn_northbound.impl_idl import OvnNbApiIdlImpl
-
     nb = NbServer(workdir / "nb").start()
+    conn = None
     try:
-        idl = connection.OvsdbIdl.from_server(nb.remote, "OVN_Northbound")
-        api = OvnNbApiIdlImpl(connection.Connection(idl, timeout=60))
+        idl = ovsdbapp_connection.OvsdbIdl.from_server(nb.remote, "OVN_Northbound")
+        conn = ovsdbapp_connection.Connection(idl, timeout=60)
+        api = OvnNbApiIdlImpl(conn)
         aset = rp.set_name(SWITCH, "node-0", 4)
         with api.transaction(check_error=True) as txn:
             txn.add(api.ls_add(SWITCH))
@@ -1070,8 +1068,9 @@ def run_floor(n: int, workdir: Path, ctl: ControllerRun) -> Floor:
                 txn.add(api.lsp_set_addresses(port, [f"{pod_mac(i)} {pod_ip(i)}"]))
                 txn.add(api.address_set_add_addresses(aset, [pod_ip(i)]))
         ovn_ms = 1000 * (time.process_time() - cpu0) / n
-        api.ovsdb_connection.stop()
     finally:
+        if conn is not None:
+            conn.stop()
         nb.stop()
     return Floor(n, api_ms, ovn_ms)
 

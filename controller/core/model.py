@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import ItemsView, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
@@ -338,8 +338,17 @@ class Pod:
         return self.owner(KIND_VM_INSTANCE, "kubevirt.io")
 
 
-_STR_TYPES = {str}
-_TEXT_TYPES = {str, type(None)}  # a string field; absent or null reads as ""
+# The exact types a fast-path field may have; NoneType: absent or null (a string reads as "").
+_NONE: type = type(None)
+_STR: frozenset[type] = frozenset({str})
+_STR_OR_NONE: frozenset[type] = frozenset({str, _NONE})
+_INT_OR_NONE: frozenset[type] = frozenset({int, _NONE})
+_BOOL_OR_NONE: frozenset[type] = frozenset({bool, _NONE})
+
+
+def _all_in(values: Iterable[object], types: frozenset[type]) -> bool:
+    """Is every value exactly of one of `types`?"""
+    return {type(v) for v in values} <= types
 
 
 def _objects(value: object) -> list[dict[str, Any]] | None:
@@ -379,7 +388,7 @@ def _pod_fast(raw: object) -> Pod | None:
         status.get("podIP"),
         status.get("hostIP"),
     )
-    if not {type(t) for t in texts} <= _TEXT_TYPES:
+    if not _all_in(texts, _STR_OR_NONE):
         return None
     namespace, name, uid, version, node_name, phase, reason, pod_ip, host_ip = (
         t or "" for t in texts
@@ -390,10 +399,7 @@ def _pod_fast(raw: object) -> Pod | None:
         if value is None:
             maps.append(EMPTY)
             continue
-        if (
-            type(value) is not dict
-            or not (set(map(type, value)) | set(map(type, value.values()))) <= _STR_TYPES
-        ):
+        if type(value) is not dict or not _all_in(value, _STR) or not _all_in(value.values(), _STR):
             return None
         maps.append(FrozenDict(value))
     refs, listed = _objects(meta.get("ownerReferences")), _objects(status.get("podIPs"))
@@ -403,28 +409,22 @@ def _pod_fast(raw: object) -> Pod | None:
     for ref in refs:
         fields = (ref.get("apiVersion"), ref.get("kind"), ref.get("name"), ref.get("uid"))
         controller = ref.get("controller")
-        if not {type(f) for f in fields} <= _TEXT_TYPES or type(controller) not in (
-            bool,
-            type(None),
-        ):
+        if not _all_in(fields, _STR_OR_NONE) or type(controller) not in _BOOL_OR_NONE:
             return None
         api_version, kind, ref_name, ref_uid = (f or "" for f in fields)
         owners.append(OwnerReference(api_version, kind, ref_name, ref_uid, controller is True))
     pod_ips = [item.get("ip", "") for item in listed]
-    if not {type(ip) for ip in pod_ips} <= _STR_TYPES:
+    if not _all_in(pod_ips, _STR):
         return None
     grace, termination = (
         meta.get("deletionGracePeriodSeconds"),
         spec.get("terminationGracePeriodSeconds"),
     )
-    if type(grace) not in (int, type(None)) or type(termination) not in (int, type(None)):
+    if type(grace) not in _INT_OR_NONE or type(termination) not in _INT_OR_NONE:
         return None
     host_network = spec.get("hostNetwork")
     restart_policy = spec.get("restartPolicy")
-    if type(host_network) not in (bool, type(None)) or type(restart_policy) not in (
-        str,
-        type(None),
-    ):
+    if type(host_network) not in _BOOL_OR_NONE or type(restart_policy) not in _STR_OR_NONE:
         return None
     return Pod(
         namespace=namespace,

@@ -124,7 +124,7 @@ class OvsdbappNbClient(RoutingVerbs):
         self._start_lock = threading.Lock()  # one start() at a time
         self._state_lock = threading.Lock()  # _starting, _closed, _synced
         self._starting = False
-        self._closed = False
+        self._closed = threading.Event()
         self._synced = threading.Event()
         if start:
             self.start()
@@ -135,7 +135,7 @@ class OvsdbappNbClient(RoutingVerbs):
         effect when the dump is in: the connection is then stopped at once."""
         with self._start_lock:
             with self._state_lock:
-                if self._synced.is_set() or self._closed:
+                if self._synced.is_set() or self._closed.is_set():
                     return
                 self._starting = True
             try:
@@ -143,14 +143,11 @@ class OvsdbappNbClient(RoutingVerbs):
             finally:
                 with self._state_lock:
                     self._starting = False
-                    closed = self._was_closed()  # (close() may have run meanwhile)
+                    closed = self._closed.is_set()  # close() may have run meanwhile
                     if not closed and self._conn.is_running:
                         self._synced.set()
             if closed:
                 self._stop_connection()
-
-    def _was_closed(self) -> bool:
-        return self._closed
 
     def _sync(self) -> None:
         idl, config = self._idl, self._config
@@ -210,7 +207,7 @@ class OvsdbappNbClient(RoutingVerbs):
     def close(self) -> None:
         """Stop the IDL thread; pending calls fail with OvnError. Idempotent."""
         with self._state_lock:
-            self._closed = True
+            self._closed.set()
             starting, synced = self._starting, self._synced.is_set()
         if starting:
             return  # start() stops the connection once the dump is in

@@ -140,13 +140,10 @@ class CacheView:
         key order: through the pod informer's index when it has `MAY_WAIT_INDEX`, else by
         filtering every pod."""
         if MAY_WAIT_INDEX in self._pods.get_indexers():
-            keys = self._pods.index_keys(MAY_WAIT_INDEX, _MAY_WAIT)
-            found = (self._pods.get_by_key(k) for k in keys)
-            return [raw for raw in found if raw is not None]
-        return sorted(
-            (raw for raw in self._pods.list() if pl.may_wait_for_network(raw)),
-            key=self._pods.key_func,
-        )
+            found = self._pods.by_index(MAY_WAIT_INDEX, _MAY_WAIT)
+        else:
+            found = [raw for raw in self._pods.list() if pl.may_wait_for_network(raw)]
+        return sorted(found, key=self._pods.key_func)
 
     def pod_model(self, raw: KubeObject) -> Pod:
         """The model of a pod object (a cached one, an informer event's old or new object),

@@ -61,9 +61,7 @@ class ParseCache(Generic[T]):
         with self._lock:
             self._max = max_entries
             if max_entries is not None and len(self._entries) > max_entries:
-                excess = len(self._entries) - max_entries
-                for old in list(itertools.islice(self._entries, excess)):
-                    del self._entries[old]
+                self._drop_oldest(len(self._entries) - max_entries)
 
     def __len__(self) -> int:
         with self._lock:
@@ -80,11 +78,14 @@ class ParseCache(Generic[T]):
         outcome = self._run(raw)
         with self._lock:
             if self._max is not None and len(self._entries) >= self._max:
-                # dicts keep insertion order: the first half holds the oldest versions
-                for old in list(itertools.islice(self._entries, max(1, self._max // 2))):
-                    del self._entries[old]
+                self._drop_oldest(max(1, self._max // 2))
             self._entries[key] = outcome
         return outcome
+
+    def _drop_oldest(self, count: int) -> None:
+        """Under the lock: forget the `count` oldest versions (dicts keep insertion order)."""
+        for old in list(itertools.islice(self._entries, count)):
+            del self._entries[old]
 
     def _run(self, raw: KubeObject) -> _Outcome[T]:
         try:
