@@ -8,6 +8,10 @@ Contract:
   queueing behind other transactions, waiting for a (re)connection and the commit; a
   transaction whose caller already gave up is never started, and it never commits against a
   stale cache (it waits, within the deadline, for the connection to be back and in sync).
+  The deadline also bounds the wait for the server's answer: a transaction sent to a server
+  that never answers (it hangs, or dies between reading it and replying) is given up at the
+  deadline as "may or may not have been applied", so the IDL thread, which holds the
+  connection lock while it commits, never keeps reads waiting for as long as an outage lasts.
 * `NbApi` is ovsdbapp's NB API with that transaction class.
 """
 
@@ -88,6 +92,13 @@ class DeadlineTransaction(ovsdbapp_transaction.Transaction):  # type: ignore[mis
                 f"{'' if idl_connected(self.api.idl) else ' (not connected)'}"
             ) from None
 
+    def pre_commit(self, txn: Any) -> None:
+        # NOTE: python-ovs's commit_block() has no bound: a transaction the server read and never
+        # answered stays INCOMPLETE until the session reconnects (its disconnect alone does not
+        # end it), and ovsdbapp calls commit_block() with the connection lock held. This hook
+        # is where ovsdbapp hands over each python-ovs transaction before its commit.
+        txn.commit_block = lambda: commit_within(txn, self.deadline)
+
     def _wait_connected(self) -> None:
         # NOTE: after a disconnect python-ovs keeps state MONITORING until it reconnects, and a
         # verb with nothing to change would "succeed" against the stale cache: refuse that.
@@ -121,6 +132,29 @@ class NbApi(nb_impl_idl.OvnNbApiIdlImpl):  # type: ignore[misc]
         return DeadlineTransaction(
             self, self.ovsdb_connection, self.ovsdb_connection.timeout, True, False
         )
+
+
+def commit_within(txn: Any, deadline: float) -> int:
+    """Commit python-ovs transaction `txn` and wait for its final status until `deadline`
+    (monotonic); past it the transaction is aborted and `OvnTimeoutError` raised."""
+    while True:
+        status: int = txn.commit()
+        if status != txn.INCOMPLETE:
+            return status
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            txn.abort()
+            raise OvnTimeoutError(
+                "OVN NB server did not answer the transaction before its deadline"
+                f"{'' if idl_connected(txn.idl) else ' (not connected)'}; it may or may not "
+                "have been applied"
+            )
+        txn.idl.run()
+        poller = ovs_poller.Poller()
+        txn.idl.wait(poller)
+        txn.wait(poller)
+        poller.timer_wait(max(int(remaining * 1000), 1))
+        poller.block()
 
 
 def release_sync_garbage() -> None:

@@ -324,3 +324,34 @@ def test_deferred_start_syncs_later_and_a_close_meanwhile_stops_it(nb_server: Nb
     unused.close()
     unused.start()
     assert not unused.synced
+
+
+def test_a_server_that_stops_answering_mid_transaction_holds_nothing_past_the_timeout(
+    nb_server: NbServer,
+) -> None:
+    # A stopped server keeps the socket open: the transaction is sent and never answered, as
+    # when the server hangs or dies between reading a request and replying.
+    timeout = 1.0
+    pid = nb_server.pid
+    assert pid is not None
+    with OvsdbappNbClient.from_addr(nb_server.remote, timeout=timeout) as nb:
+        setup(nb)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(OvnTimeoutError, match="may or may not have been applied"):
+                nb.create_port(port(1))
+            # the IDL thread gave the unanswered transaction up: reads and the next verb do
+            # not wait on it for as long as the server is gone
+            answered = threading.Event()
+            reader = threading.Thread(
+                target=lambda: (nb.list_ports(), nb.connected, answered.set()), daemon=True
+            )
+            reader.start()
+            assert answered.wait(timeout * 5), "a read waited on the unanswered transaction"
+            with pytest.raises(OvnTimeoutError):
+                nb.create_port(port(2))
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        # the server applies what it had read before it stopped; the client carries on
+        eventually(lambda: nb.create_port(port(2)), 15)
+        assert {"p1.ns", "p2.ns"} <= {p.name for p in nb.list_ports()}
