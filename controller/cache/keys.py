@@ -63,6 +63,15 @@ def object_name(obj: Any) -> str:
     return meta_str(obj, "name")
 
 
+def replaced(old: Any, new: Any) -> bool:
+    """Whether an update's two objects are different incarnations (both have a UID and they
+    differ): a relist after a lost watch shows an object deleted and re-created under its
+    name as one update, as client-go's informers do, and a handler that compares only specs
+    takes the successor for the object it already handled."""
+    old_uid, new_uid = meta_str(old, "uid"), meta_str(new, "uid")
+    return bool(old_uid and new_uid and old_uid != new_uid)
+
+
 def meta_namespace_key_func(obj: Any) -> str:
     """`namespace/name`, or `name` when the namespace is empty."""
     if type(obj) is dict:

@@ -7,7 +7,8 @@ deny-all group) lives in the pod controller; this controller turns each
 Contract:
 
 * Informer callbacks (cheap, nothing when not the leader): an add, or an update that changes the
-  spec, queues the name on `UpdateSg`; a delete queues it on `DeleteSg`. Any add or delete also
+  spec or replaces the group (another UID under the name, as a relist shows a delete and
+  re-create; the successor's status is empty), queues the name on `UpdateSg`; a delete queues it on `DeleteSg`. Any add or delete also
   re-queues the groups whose rules name that group as `remoteSecurityGroup`, so a rule waiting
   for its remote group heals when it appears, and loses its ACL when it goes.
 * `handle_add_or_update(name)`: translates the spec (`controller.core.security_group`), then in
@@ -47,7 +48,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller.cache import DeletedFinalStateUnknown, Indexer
-from controller.cache.keys import object_name
+from controller.cache.keys import object_name, replaced
 from controller.core.constants import DENY_ALL_SECURITY_GROUP, EVENT_TYPE_WARNING
 from controller.core.security_group import (
     RULE_FIELDS,
@@ -199,7 +200,7 @@ class SecurityGroupController:
         if not self._is_leader():
             return
         name = object_name(new)
-        if name and (old or {}).get("spec") != (new or {}).get("spec"):
+        if name and ((old or {}).get("spec") != (new or {}).get("spec") or replaced(old, new)):
             self.queues.update.add(name)
 
     def on_delete(self, obj: Any) -> None:

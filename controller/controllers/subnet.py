@@ -8,7 +8,8 @@ Contract:
   (kube-ovn's reason) and the handler raises `PermanentError`: the worker forgets the key instead
   of retrying it with backoff forever, since only an edit of the spec can fix it (and that edit
   re-queues it like any spec change).
-* A Subnet add/update (queue `AddSubnet`) writes the formatted spec back when it differs,
+* A Subnet add, or an update that changed its spec or replaced it (another UID under the name:
+  a relist's view of a delete and re-create), queues `AddSubnet`, which writes the formatted spec back when it differs,
   registers the subnet in IPAM (`add_or_update_subnet` with the formatted exclude list, so the
   gateway is never handed out even before the write lands), and, for an OVN subnet (provider
   `ovn` or `<nad>.<ns>.ovn`; an IPAM-only subnet stops after IPAM, as kube-ovn's), ensures its
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
-from controller.cache.keys import object_name
+from controller.cache.keys import object_name, replaced
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.address import check_protocol
@@ -152,7 +153,7 @@ class SubnetController:
             return
         if (new.get("metadata") or {}).get("deletionTimestamp"):
             self.queues.delete.add(name)
-        elif old.get("spec") != new.get("spec"):
+        elif old.get("spec") != new.get("spec") or replaced(old, new):
             self.queues.add.add(name)
 
     def on_delete(self, obj: Any) -> None:

@@ -10,7 +10,7 @@ from controller.cache import (
     meta_namespace_key_func,
     split_meta_namespace_key,
 )
-from controller.cache.keys import object_name
+from controller.cache.keys import object_name, replaced
 from tests.cache.fakes import make_pod
 
 
@@ -65,3 +65,15 @@ def test_split_key_rejects_extra_slashes() -> None:
 )
 def test_object_name_is_empty_for_malformed_objects(obj: object, name: str) -> None:
     assert object_name(obj) == name
+
+
+def test_replaced_only_when_both_incarnations_have_different_uids() -> None:
+    def obj(uid: object) -> dict[str, object]:
+        return {"metadata": {"name": "n1", "uid": uid}}
+
+    assert replaced(obj("u-1"), obj("u-2"))
+    assert not replaced(obj("u-1"), obj("u-1"))
+    # without a UID on either side nothing says it is another object: judge it as an edit
+    assert not replaced(obj(None), obj("u-2"))
+    assert not replaced(obj("u-1"), {"metadata": {"name": "n1"}})
+    assert not replaced(None, obj("u-2"))

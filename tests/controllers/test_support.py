@@ -13,6 +13,7 @@ from controller.config import parse_args
 from controller.controllers.bootstrap import init_ipam
 from controller.controllers.namespace import desired_namespace_annotations
 from controller.controllers.node import NodeController, NodeQueues
+from controller.controllers.security_group import SecurityGroupController, SecurityGroupQueues
 from controller.controllers.subnet import SubnetController, SubnetQueues
 from controller.core.constants import (
     ALLOCATED_ANNOTATION,
@@ -146,6 +147,59 @@ def test_malformed_subnet_is_one_warning_event_not_a_retry_loop(
     assert "bad" in nb.list_logical_switches()
     assert cluster.replaced[0]["spec"]["gateway"] == "10.1.0.1"
     assert len(recorder.events) == 1
+    for q in queues.all():
+        q.shut_down()
+
+
+def test_a_subnet_replaced_unseen_with_the_same_spec_is_handled_again() -> None:
+    # A relist shows a Subnet deleted and re-created under its name as one update; the
+    # successor's status is empty, so it must be handled even though its spec did not change.
+    clock = FakeClock()
+    queues = SubnetQueues(
+        *(RateLimitingQueue[str](default_controller_rate_limiter(), clock=clock) for _ in "ads")
+    )
+    old = subnet("s1", "10.1.0.0/24", available=253)
+    old["metadata"].update(uid="u-1", resourceVersion="7")
+    ctl = SubnetController(
+        config=CONFIG,
+        subnets=indexer(old),
+        vpcs=indexer(),
+        kube=FakeKubeApi(),
+        cluster=RecordingCluster(),  # type: ignore[arg-type]
+        nb=FakeNbClient(),
+        ipam=IPAM(),
+        recorder=FakeEventRecorder(),
+        queues=queues,
+        is_leader=lambda: True,
+    )
+    status_only = {**old, "metadata": {**old["metadata"], "resourceVersion": "8"}, "status": {}}
+    ctl.on_update(old, status_only)
+    assert len(queues.add) == 0  # a status write of the same object: nothing to do
+    successor = {**old, "metadata": {**old["metadata"], "uid": "u-2", "resourceVersion": "9"}}
+    successor["status"] = {}
+    ctl.on_update(old, successor)
+    assert len(queues.add) == 1 and queues.add.get()[0] == "s1"
+    for q in queues.all():
+        q.shut_down()
+
+
+def test_a_security_group_replaced_unseen_with_the_same_spec_is_synced_again() -> None:
+    queues = SecurityGroupQueues(
+        *(RateLimitingQueue[str](default_controller_rate_limiter()) for _ in "ud")
+    )
+    old = {"metadata": {"name": "sg1", "uid": "u-1"}, "spec": {"ingressRules": []}}
+    ctl = SecurityGroupController(
+        sgs=indexer(old),
+        kube=FakeKubeApi(),
+        nb=FakeNbClient(),
+        recorder=FakeEventRecorder(),
+        queues=queues,
+        is_leader=lambda: True,
+    )
+    ctl.on_update(old, {**old, "status": {"portGroup": "ovn.sg.sg1"}})
+    assert len(queues.update) == 0
+    ctl.on_update(old, {**old, "metadata": {"name": "sg1", "uid": "u-2"}})
+    assert len(queues.update) == 1 and queues.update.get()[0] == "sg1"
     for q in queues.all():
         q.shut_down()
 
