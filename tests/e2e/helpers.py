@@ -1,6 +1,7 @@
 """Shared helpers of the end-to-end tests: deadline waits, object builders, consistency checks."""
 
-from __future__ import annotations
+# NOTE: no `from __future__ import annotations` here: the module defines `annotations()`, which
+# the tests import by that name, and the future import binds the same name.
 
 import urllib.error
 import urllib.request
@@ -67,7 +68,7 @@ def pod(
 ) -> dict[str, Any]:
     """A pod with one busybox container; empty options leave their fields out, `grace` sets
     terminationGracePeriodSeconds."""
-    extra = {} if grace is None else {"terminationGracePeriodSeconds": grace}
+    extra: dict[str, Any] = {} if grace is None else {"terminationGracePeriodSeconds": grace}
     return builders.pod(
         name,
         namespace,
