@@ -8,9 +8,10 @@ Contract:
 
 * Informer callbacks (cheap, nothing when not the leader): an add, or an update that changes the
   spec or replaces the group (another UID under the name, as a relist shows a delete and
-  re-create; the successor's status is empty), queues the name on `UpdateSg`; a delete queues it on `DeleteSg`. Any add or delete also
-  re-queues the groups whose rules name that group as `remoteSecurityGroup`, so a rule waiting
-  for its remote group heals when it appears, and loses its ACL when it goes.
+  re-create; the successor's status is empty), queues the name on `UpdateSg`; a delete queues
+  it on `DeleteSg`. Any add or delete also re-queues the groups whose rules name that group as
+  `remoteSecurityGroup`, so a rule waiting for its remote group heals when it appears, and
+  loses its ACL when it goes.
 * `handle_add_or_update(name)`: translates the spec (`controller.core.security_group`), then in
   one NB transaction writes the group's port group, its v4/v6 address sets (and the remote
   groups' ones, empty until their own members fill them) and exactly the ACLs of its valid

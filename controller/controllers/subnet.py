@@ -9,15 +9,15 @@ Contract:
   of retrying it with backoff forever, since only an edit of the spec can fix it (and that edit
   re-queues it like any spec change).
 * A Subnet add, or an update that changed its spec or replaced it (another UID under the name:
-  a relist's view of a delete and re-create), queues `AddSubnet`, which writes the formatted spec back when it differs,
-  registers the subnet in IPAM (`add_or_update_subnet` with the formatted exclude list, so the
-  gateway is never handed out even before the write lands), and, for an OVN subnet (provider
-  `ovn` or `<nad>.<ns>.ovn`; an IPAM-only subnet stops after IPAM, as kube-ovn's), ensures its
-  logical switch exists, attached to the VPC's router (the cluster router for the default VPC).
-  A custom VPC's router is the one its Vpc's `status.router` names; with no VPC controller here,
-  that router is created on the spot (retried until the Vpc has a router). Idempotent. Once
-  the subnet is registered (and its switch exists), `on_ready(name)` re-queues the pods waiting
-  for it.
+  a relist's view of a delete and re-create), queues `AddSubnet`, which writes the formatted
+  spec back when it differs, registers the subnet in IPAM (`add_or_update_subnet` with the
+  formatted exclude list, so the gateway is never handed out even before the write lands),
+  and, for an OVN subnet (provider `ovn` or `<nad>.<ns>.ovn`; an IPAM-only subnet stops after
+  IPAM, as kube-ovn's), ensures its logical switch exists, attached to the VPC's router (the
+  cluster router for the default VPC). A custom VPC's router is the one its Vpc's
+  `status.router` names; with no VPC controller here, that router is created on the spot
+  (retried until the Vpc has a router). Idempotent. Once the subnet is registered (and its
+  switch exists), `on_ready(name)` re-queues the pods waiting for it.
 * A Subnet delete (queue `DeleteSubnet`, also for a subnet being deleted) forgets it in IPAM,
   deletes its logical switch and its metric series.
 * Status counts (`v4availableIPs`, `v4usingIPs`, `v6availableIPs`, `v6usingIPs`) come from IPAM

@@ -198,11 +198,13 @@ class OvsdbappNbClient(RoutingVerbs):
 
     @property
     def connected(self) -> bool:
-        # NOTE: during the initial dump start() holds the connection lock; never wait on it
+        # NOTE: never waits on the connection lock. The initial dump holds it, and so does
+        # every transaction while it waits, up to --ovn-timeout, for the server to come back:
+        # the health probes ask this during an outage and must be answered at once. Two
+        # attribute reads of the IDL's state give a snapshot that is good enough for them.
         if not self._synced.is_set():
             return False
-        with self._conn.lock:
-            return idl_connected(self._idl)
+        return idl_connected(self._idl)
 
     def close(self) -> None:
         """Stop the IDL thread; pending calls fail with OvnError. Idempotent."""

@@ -355,3 +355,15 @@ def test_a_server_that_stops_answering_mid_transaction_holds_nothing_past_the_ti
         # the server applies what it had read before it stopped; the client carries on
         eventually(lambda: nb.create_port(port(2)), 15)
         assert {"p1.ns", "p2.ns"} <= {p.name for p in nb.list_ports()}
+
+
+def test_connected_never_waits_on_the_connection_lock(real_client: OvsdbappNbClient) -> None:
+    # The IDL thread holds that lock while a transaction waits for a lost server (up to
+    # --ovn-timeout), and the health probes ask `connected` exactly then.
+    answers: list[bool] = []
+    with real_client._conn.lock:
+        asking = threading.Thread(target=lambda: answers.append(real_client.connected))
+        asking.start()
+        asking.join(10)
+        assert not asking.is_alive(), "connected waited on the connection lock"
+    assert answers == [True]
