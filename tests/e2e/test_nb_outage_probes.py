@@ -1,6 +1,7 @@
 """The probes see the NB: a real ovsdb-server stopped makes /readyz 503 at once and /healthz 503
-once --nb-unreachable-timeout has passed; restarted, both are 200 again. Start-up waits for an
-NB that is not up yet (with backoff, one human line per attempt) instead of failing."""
+once --nb-unreachable-timeout has passed, answering at once even while a pod's NB write waits
+out the outage; restarted, both are 200 again. Start-up waits for an NB that is not up yet
+(with backoff, one human line per attempt) instead of failing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from controller.app import Controller
 from tests.e2e.conftest import Cluster, StartController, launch_controller
-from tests.e2e.helpers import http_get, running, wait_for
+from tests.e2e.helpers import allocated_pods, http_get, pod, running, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -24,11 +25,13 @@ def _probe(ctl: Controller, path: str) -> tuple[int, str]:
 def test_nb_outage_flips_readyz_then_healthz(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    ctl = running(start_controller("--nb-unreachable-timeout=2"))
+    ctl = running(start_controller("--nb-unreachable-timeout=2", "--ovn-timeout=30"))
     wait_for(lambda: _probe(ctl, "/readyz")[0] == 200, message="ready")
     assert _probe(ctl, "/healthz")[0] == 200
 
     cluster.nb_server.stop()
+    # its NB write waits up to --ovn-timeout for the server, far longer than a probe's timeout
+    cluster.server.store.create("pods", pod("during-outage"))
     _, body = wait_for(lambda: (r := _probe(ctl, "/readyz"))[0] == 503 and r, message="readyz 503")
     assert body.startswith("OVN NB connection down for")
     _, body = wait_for(
@@ -39,6 +42,11 @@ def test_nb_outage_flips_readyz_then_healthz(
     cluster.nb_server.start()
     wait_for(lambda: _probe(ctl, "/readyz")[0] == 200, timeout=30, message="ready again")
     assert _probe(ctl, "/healthz") == (200, "ok\n")
+    wait_for(
+        lambda: "during-outage" in allocated_pods(cluster.server.store),
+        timeout=60,
+        message="the pod added during the outage allocated",
+    )
 
 
 class _Records(logging.Handler):
