@@ -11,6 +11,7 @@ Contract:
 * `NbServer(workdir, pki=SandboxPki.create(dir))` also listens with ssl on a loopback port
   (`ssl_remote`), for clients holding the matching client certificate.
 * `restart()` stops and starts the same database on the same socket and port, keeping its rows.
+* `pause()` / `resume()` SIGSTOP and SIGCONT the server: a hung server, connections open.
 * `NbCluster(workdir, size=3)` builds a Raft cluster of `size` members on loopback TCP (cluster
   ports) with one unix socket per member for clients; `remote` is the comma-separated list a
   leader-only client takes. `leader()` asks each member's unixctl socket who leads;
@@ -259,6 +260,11 @@ class _ServerProcess:
         if proc is not None:
             stop_process(proc, sig, timeout)
 
+    def send_signal(self, sig: signal.Signals) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            raise SandboxError(f"ovsdb-server {self.name} is not running")
+        self.proc.send_signal(sig)
+
     def appctl(self, *args: str, timeout: float = 5.0) -> str:
         return _run_tool(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", *args], timeout)
 
@@ -388,6 +394,14 @@ class NbServer:
     def restart(self) -> None:
         self._proc.stop()
         self._proc.start()
+
+    def pause(self) -> None:
+        """SIGSTOP: the server keeps its sockets open and answers nothing (a hung server)."""
+        self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT: it carries on with what its clients sent meanwhile."""
+        self._proc.send_signal(signal.SIGCONT)
 
     def __enter__(self) -> NbServer:
         return self.start()

@@ -1,6 +1,7 @@
 """Fault injection on the OVN Northbound side: the standalone ovsdb-server
-killed and restarted, and a Raft NB cluster losing its leader, each in the middle of a burst of
-pod creates and deletes. The verdict is the consistency audit, settled."""
+killed and restarted, hung (it reads, answers nothing, then carries on), and a Raft NB cluster
+losing its leader, each in the middle of a burst of pod creates and deletes. The verdict is the
+consistency audit, settled."""
 
 from __future__ import annotations
 
@@ -44,6 +45,35 @@ def test_nb_server_killed_and_restarted_mid_burst(
     # killed without a goodbye (transactions in flight are lost or never answered) and down from
     # the middle of the burst until handlers have failed on it
     burst = run_burst(store, fault=cluster.nb_server.kill, after=restart_nb)
+    wait_settled(auditor)
+    assert_burst_converged(store, burst)
+    assert_ipam_released(ctl.ipam.get_pod_address, burst)
+
+
+def test_nb_server_hung_mid_burst_then_carrying_on(
+    cluster: Cluster, start_controller: StartController, auditor: Auditor
+) -> None:
+    ctl = running(start_controller(*FAULT_FLAGS))
+    store = cluster.server.store
+    nb = cluster.nb_server
+    assert not isinstance(nb, NbCluster)
+
+    def resume_nb() -> None:
+        wait_for(
+            lambda: nb_failures(ctl.registry) >= 2,
+            timeout=20,
+            message="handlers failing on the hung NB",
+            interval=0.01,
+        )
+        # it then applies what it read while hung: writes the controller gave up on as
+        # "may or may not have been applied" land after their retries may have started
+        nb.resume()
+
+    try:
+        burst = run_burst(store, fault=nb.pause, after=resume_nb)
+    finally:
+        if nb.running:
+            nb.resume()  # harmless when it already runs; a failed test must not leave it hung
     wait_settled(auditor)
     assert_burst_converged(store, burst)
     assert_ipam_released(ctl.ipam.get_pod_address, burst)
