@@ -5,8 +5,11 @@ consistency audit, settled."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from controller.app import Controller
 from controller.sandbox.ovsdb import NbCluster
 from tests.e2e.conftest import Cluster, StartController, launch_controller
 from tests.e2e.helpers import running, wait_for
@@ -27,26 +30,34 @@ pytestmark = [
 ]
 
 
+def once_handlers_failed(
+    ctl: Controller, state: str, end_fault: Callable[[], None]
+) -> Callable[[], None]:
+    """The end of an NB fault, once at least two NB verbs have failed on it (so the burst's
+    second half really met the fault)."""
+
+    def after() -> None:
+        wait_for(
+            lambda: nb_failures(ctl.registry) >= 2,
+            timeout=20,
+            message=f"handlers failing on the {state} NB",
+            interval=0.01,
+        )
+        end_fault()
+
+    return after
+
+
 def test_nb_server_killed_and_restarted_mid_burst(
     cluster: Cluster, start_controller: StartController, auditor: Auditor
 ) -> None:
     ctl = running(start_controller(*FAULT_FLAGS))
-    store = cluster.server.store
-
-    def restart_nb() -> None:
-        wait_for(
-            lambda: nb_failures(ctl.registry) >= 2,
-            timeout=20,
-            message="handlers failing on the dead NB",
-            interval=0.01,
-        )
-        cluster.nb_server.start()
-
     # killed without a goodbye (transactions in flight are lost or never answered) and down from
     # the middle of the burst until handlers have failed on it
-    burst = run_burst(store, fault=cluster.nb_server.kill, after=restart_nb)
+    restart = once_handlers_failed(ctl, "dead", cluster.nb_server.start)
+    burst = run_burst(cluster.server.store, fault=cluster.nb_server.kill, after=restart)
     wait_settled(auditor)
-    assert_burst_converged(store, burst)
+    assert_burst_converged(cluster.server.store, burst)
     assert_ipam_released(ctl.ipam.get_pod_address, burst)
 
 
@@ -54,28 +65,17 @@ def test_nb_server_hung_mid_burst_then_carrying_on(
     cluster: Cluster, start_controller: StartController, auditor: Auditor
 ) -> None:
     ctl = running(start_controller(*FAULT_FLAGS))
-    store = cluster.server.store
     nb = cluster.nb_server
-    assert not isinstance(nb, NbCluster)
-
-    def resume_nb() -> None:
-        wait_for(
-            lambda: nb_failures(ctl.registry) >= 2,
-            timeout=20,
-            message="handlers failing on the hung NB",
-            interval=0.01,
-        )
-        # it then applies what it read while hung: writes the controller gave up on as
-        # "may or may not have been applied" land after their retries may have started
-        nb.resume()
-
+    # Resumed, it applies what it read while hung: writes the controller gave up on as "may or
+    # may not have been applied" land after their retries may have started.
+    resume = once_handlers_failed(ctl, "hung", nb.resume)
     try:
-        burst = run_burst(store, fault=nb.pause, after=resume_nb)
+        burst = run_burst(cluster.server.store, fault=nb.pause, after=resume)
     finally:
         if nb.running:
             nb.resume()  # harmless when it already runs; a failed test must not leave it hung
     wait_settled(auditor)
-    assert_burst_converged(store, burst)
+    assert_burst_converged(cluster.server.store, burst)
     assert_ipam_released(ctl.ipam.get_pod_address, burst)
 
 
