@@ -8,6 +8,10 @@ client connection to the upstream server. Between the two it can
 * answer chosen requests itself: `fail_next(count, status, method=..., path=..., watch=...)`
   answers the next `count` matching requests with `status` (a 5xx, or 429 with `Retry-After`)
   and a Kubernetes `Status` body, without forwarding them;
+* lose chosen answers: `lose_answers(count, method=..., path=...)` forwards the next `count`
+  matching requests and cuts their connection as soon as the server starts answering, without
+  relaying a byte of it: the server did the work and the client never hears of it (a reply
+  lost on the way, a load balancer dropping the connection);
 * refuse service: `refuse(True)` accepts and at once closes new connections (an API server that
   is down behind its load balancer) until `refuse(False)`; `pause()` closes the listening socket,
   so connecting fails with ECONNREFUSED (a down server on its own address), until `resume()`
@@ -82,12 +86,13 @@ class ProxiedRequest:
     path: str
     watch: bool
     injected: int | None  # the status the proxy answered itself, None when forwarded
+    answer_lost: bool = False  # forwarded, and the server's answer withheld from the client
 
 
 @dataclass(slots=True)
 class _Rule:
     count: int
-    status: int
+    status: int | None  # None: forward, then lose the answer
     method: str | None
     path: re.Pattern[str] | None
     watch: bool | None
@@ -108,6 +113,7 @@ class _Conn:
         self.client = client
         self.upstream = upstream
         self.watch = False
+        self.lose_answer = False  # the current request's answer is to be withheld
         self.closed = threading.Event()
 
     def cut(self) -> None:
@@ -393,6 +399,19 @@ class FaultProxy:
                       re.compile(path) if path else None, watch, retry_after)
             )  # fmt: skip
 
+    def lose_answers(
+        self, count: int, *, method: str | None = None, path: str | None = None
+    ) -> None:
+        """Forward the next `count` requests matching (method, path regex; never a watch), and
+        close their connection when the server's answer begins, relaying none of it."""
+        if count <= 0:
+            raise ValueError("count must be positive")
+        with self._lock:
+            self._rules.append(
+                _Rule(count, None, method.upper() if method else None,
+                      re.compile(path) if path else None, False, None)
+            )  # fmt: skip
+
     def pending_failures(self) -> int:
         with self._lock:
             return sum(r.count for r in self._rules)
@@ -428,6 +447,10 @@ class FaultProxy:
     def injected(self) -> list[ProxiedRequest]:
         with self._lock:
             return [r for r in self.requests if r.injected is not None]
+
+    def lost_answers(self) -> list[ProxiedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.answer_lost]
 
     # ------------------------------------------------------------------ relay
 
@@ -521,6 +544,8 @@ class FaultProxy:
                     if not data:
                         return
                     if side == "upstream":
+                        if conn.lose_answer:
+                            return  # the answer has begun: the server did the work
                         _send(conn.client, data)
                     elif not self._from_client(conn, parser, data):
                         return
@@ -539,11 +564,16 @@ class FaultProxy:
             method, path, head = item
             watch = bool(_WATCH_QUERY.search(path))
             rule = self._match(method, path, watch)
-            self.requests.append(ProxiedRequest(method, path, watch, rule.status if rule else None))
-            if rule is not None:
-                self._answer(conn, rule)
+            lose = rule is not None and rule.status is None
+            self.requests.append(
+                ProxiedRequest(method, path, watch, None if lose or rule is None else rule.status,
+                               answer_lost=lose)
+            )  # fmt: skip
+            if rule is not None and rule.status is not None:
+                self._answer(conn, rule.status, rule.retry_after)
                 return False
             conn.watch = watch
+            conn.lose_answer = lose
             _send(conn.upstream, head)
         return True
 
@@ -557,16 +587,15 @@ class FaultProxy:
                     return rule
         return None
 
-    def _answer(self, conn: _Conn, rule: _Rule) -> None:
-        body = _status_body(rule.status, f"injected by the fault proxy ({rule.status})")
+    def _answer(self, conn: _Conn, status: int, retry_after: int | None) -> None:
+        body = _status_body(status, f"injected by the fault proxy ({status})")
         head = [
-            f"HTTP/1.1 {rule.status} {_REASONS.get(rule.status, 'Error')}",
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
             "Content-Type: application/json",
             f"Content-Length: {len(body)}",
             "Connection: close",
         ]
-        retry_after = rule.retry_after
-        if retry_after is None and rule.status == 429:
+        if retry_after is None and status == 429:
             retry_after = 1
         if retry_after is not None:
             head.append(f"Retry-After: {retry_after}")

@@ -5,6 +5,9 @@ burst of tests/faults/helpers.py, written straight to kube-apiserver as admin):
 * etcd restarted under kube-apiserver;
 * watch connections dropped and 5xx/429 answers injected by the fault proxy, which sits between
   the controller and kube-apiserver (the controller's kubeconfig points at it);
+* answers lost after kube-apiserver applied the request (the proxy forwards it and cuts the
+  connection when the answer begins), for IP CR creates and deletes and pod patches: each
+  retry meets the result of the attempt it never heard back from;
 * 410 Gone for real: while the proxy refuses the controller's connections (ECONNREFUSED: its
   reflectors keep their position and re-watch without relisting), pods change, etcd is
   compacted and kube-apiserver restarted, so the watches come back with a resourceVersion that
@@ -140,6 +143,20 @@ def test_watches_dropped_and_5xx_429_injected_by_the_proxy_mid_burst(bed: Bed) -
     _verdict(bed, burst)
     served = {r.injected for r in proxy.injected()}
     assert {500, 429} <= served, f"injected answers served: {sorted(served)}"
+
+
+def test_answers_lost_after_the_server_applied_them_mid_burst(bed: Bed) -> None:
+    proxy = bed.proxy
+
+    def lose() -> None:
+        proxy.lose_answers(6, method="POST", path=r"/ips$")
+        proxy.lose_answers(8, method="PATCH", path=r"/pods/")
+        proxy.lose_answers(4, method="DELETE", path=r"/ips/")
+
+    burst = run_burst(bed.direct.server.store, fault=lose, timeout=90)  # type: ignore[arg-type]
+    _verdict(bed, burst)
+    lost = {r.method for r in proxy.lost_answers()}
+    assert {"POST", "PATCH", "DELETE"} <= lost, f"answers lost: {sorted(lost)}"
 
 
 def test_410_gone_from_compaction_after_an_apiserver_restart(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -68,6 +69,21 @@ def test_injected_errors_answer_only_the_chosen_requests(core: Any, proxy: Fault
     core.create_namespaced_pod("default", pod("p1"))
     assert len(core.list_namespaced_pod("default").items) == 1
     assert [r.injected for r in proxy.injected()] == [429, 503, 503]
+
+
+def test_lost_answers_reach_the_server_and_never_the_client(
+    core: Any, server: ApiServer, proxy: FaultProxy
+) -> None:
+    proxy.lose_answers(1, method="POST", path=r"/pods$")
+    with pytest.raises(urllib3.exceptions.HTTPError):
+        core.create_namespaced_pod("default", pod("p1"))
+    # the server created it; only its answer was lost
+    assert [p["metadata"]["name"] for p in server.store.list("pods", "default")] == ["p1"]
+    assert [(r.method, r.answer_lost) for r in proxy.lost_answers()] == [("POST", True)]
+    assert proxy.pending_failures() == 0
+    # the rule is spent: the next write is answered
+    core.create_namespaced_pod("default", pod("p2"))
+    assert [r.answer_lost for r in proxy.requests] == [True, False]
 
 
 def test_drop_watches_cuts_only_watches(core: Any, server: ApiServer, proxy: FaultProxy) -> None:
