@@ -564,11 +564,9 @@ class FaultProxy:
             method, path, head = item
             watch = bool(_WATCH_QUERY.search(path))
             rule = self._match(method, path, watch)
-            lose = rule is not None and rule.status is None
-            self.requests.append(
-                ProxiedRequest(method, path, watch, None if lose or rule is None else rule.status,
-                               answer_lost=lose)
-            )  # fmt: skip
+            status = rule.status if rule is not None else None
+            lose = rule is not None and status is None
+            self.requests.append(ProxiedRequest(method, path, watch, status, answer_lost=lose))
             if rule is not None and rule.status is not None:
                 self._answer(conn, rule.status, rule.retry_after)
                 return False
