@@ -6,8 +6,9 @@ burst of tests/faults/helpers.py, written straight to kube-apiserver as admin):
 * watch connections dropped and 5xx/429 answers injected by the fault proxy, which sits between
   the controller and kube-apiserver (the controller's kubeconfig points at it);
 * answers lost after kube-apiserver applied the request (the proxy forwards it and cuts the
-  connection when the answer begins), for IP CR creates and deletes and pod patches: each
-  retry meets the result of the attempt it never heard back from;
+  connection when the answer begins), for IP CR creates and deletes, pod patches and Lease
+  renewals: each retry meets the result of the attempt it never heard back from, and the
+  leader keeps leading;
 * 410 Gone for real: while the proxy refuses the controller's connections (ECONNREFUSED: its
   reflectors keep their position and re-watch without relisting), pods change, etcd is
   compacted and kube-apiserver restarted, so the watches come back with a resourceVersion that
