@@ -278,6 +278,7 @@ class _HttpServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HttpServer
+    _lose_answer = False  # this request is served and its answer withheld (a fault)
 
     def setup(self) -> None:
         super().setup()
@@ -347,6 +348,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
         self._record(code)
+        if self._lose_answer:
+            self._lose_answer = False
+            self._drop()  # served, and the answer withheld
+            return
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -399,6 +404,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if decision.error is not None:
                 raise decision.error
+            self._lose_answer = decision.lose
             if route is None:
                 self._serve_discovery(method, split.path)
             elif info.verb == "watch":

@@ -9,7 +9,9 @@ with `n=None`). Tests drive it through `ApiServer.faults`:
 * `fail_next(n, status=500)`: answer with a Status error instead of serving (`details`: the
   Status's `details`, e.g. `causes`, for errors a client must read from there);
 * `add_latency(seconds)`: delay matching requests (server side, before serving);
-* `drop_connections(n)`: close the connection without answering;
+* `drop_connections(n)`: close the connection without answering (nothing served);
+* `lose_answers(n)`: serve the request, then close the connection instead of answering (the
+  change is made and the client never hears of it);
 * `force_gone_next_watch(resource)`: the next watch gets an ERROR event with a 410 Status;
 * `drop_watches(resource)`: end open watch streams abruptly (no terminating chunk);
 * `expire_watches(resource)`: send open watches an ERROR 410 event;
@@ -71,7 +73,7 @@ class RequestRecord:
 
 @dataclass(slots=True)
 class _Rule:
-    action: str  # error, latency, drop, gone
+    action: str  # error, latency, drop, lose, gone
     remaining: int | None
     method: str | None
     verb: str | None
@@ -105,6 +107,7 @@ class FaultDecision:
     error: ApiError | None = None
     drop: bool = False
     gone: bool = False
+    lose: bool = False
 
 
 class FaultInjector:
@@ -183,6 +186,20 @@ class FaultInjector:
         """Close the connection of the next `n` matching requests without answering."""
         self._add(_Rule("drop", n, method, verb, resource, namespace, name))
 
+    def lose_answers(
+        self,
+        n: int | None = 1,
+        *,
+        method: str | None = None,
+        resource: str | None = None,
+        verb: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Serve the next `n` matching requests (not watches), then close their connection
+        instead of answering."""
+        self._add(_Rule("lose", n, method, verb, resource, namespace, name))
+
     def force_gone_next_watch(self, resource: str | None = None, n: int = 1) -> None:
         """The next `n` watches (of `resource`) get HTTP 200 + an ERROR event with a 410."""
         self._add(_Rule("gone", n, None, "watch", resource, None, None))
@@ -208,14 +225,14 @@ class FaultInjector:
         """Consume the rules that match `info` and say what to do to the request."""
         latency = 0.0
         error: ApiError | None = None
-        drop = gone = False
+        drop = gone = lose = False
         with self._lock:
             for rule in list(self._rules):
                 if not rule.matches(info):
                     continue
                 if rule.action == "latency":
                     latency += rule.seconds
-                elif error is not None or drop or gone:
+                elif error is not None or drop or gone or lose:
                     continue  # one terminal fault per request; later rules wait their turn
                 elif rule.action == "error":
                     error = ApiError(
@@ -223,10 +240,12 @@ class FaultInjector:
                     )
                 elif rule.action == "drop":
                     drop = True
+                elif rule.action == "lose":
+                    lose = True
                 elif rule.action == "gone":
                     gone = True
                 if rule.remaining is not None:
                     rule.remaining -= 1
                     if rule.remaining <= 0:
                         self._rules.remove(rule)
-        return FaultDecision(latency, error, drop, gone)
+        return FaultDecision(latency, error, drop, gone, lose)

@@ -141,23 +141,6 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         yield c
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked emulator_only get no `real` variant (deselected, not skipped: nothing is
-    missing, the scenario exists on one plane only)."""
-    keep: list[pytest.Item] = []
-    dropped: list[pytest.Item] = []
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        plane = callspec.params.get("cluster") if callspec is not None else None
-        if plane == "real" and item.get_closest_marker("emulator_only") is not None:
-            dropped.append(item)
-        else:
-            keep.append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
-
-
 StartController = Callable[..., Controller]
 
 

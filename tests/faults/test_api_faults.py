@@ -97,3 +97,26 @@ def test_500s_on_ip_cr_writes_alone_mid_burst(
     wait_settled(auditor)
     assert faults.pending == 0  # every injected 500 was served
     assert_burst_converged(store, burst)
+
+
+def test_answers_lost_after_the_server_applied_them_mid_burst(
+    cluster: Cluster, ctl: Controller, auditor: Auditor
+) -> None:
+    # Served, and the connection closed instead of the answer: each retry meets the result of
+    # the attempt it never heard back from (an IP CR already there, a patch already applied,
+    # a Lease already renewed).
+    store = cluster.server.store
+    faults = cluster.server.faults
+
+    def lose() -> None:
+        faults.lose_answers(6, verb="create", resource="ips")
+        faults.lose_answers(8, verb="patch", resource="pods")
+        faults.lose_answers(4, verb="delete", resource="ips")
+        faults.lose_answers(3, verb="update", resource="leases")
+
+    burst = run_burst(store, fault=lose)
+    wait_settled(auditor)
+    assert faults.pending == 0  # every answer meant to be lost was
+    assert_burst_converged(store, burst)
+    assert_ipam_released(ctl.ipam.get_pod_address, burst)
+    assert ctl.is_leader()

@@ -1,4 +1,5 @@
-"""Fault injection: each fault fires before any state change and only for matching requests."""
+"""Fault injection: each fault fires only for matching requests, and before any state change,
+except a lost answer, which is withheld after the request was served."""
 
 from __future__ import annotations
 
@@ -62,6 +63,19 @@ def test_dropped_connection_on_create_surfaces_and_creates_nothing(
     assert server.store.list("pods", NS) == []
     core.create_namespaced_pod(NS, pod("p"))
     assert [r.code for r in server.request_log if r.verb == "create"][-2:] == [0, 201]
+
+
+def test_lost_answer_on_create_surfaces_though_the_pod_was_created(
+    server: ApiServer, core: Any
+) -> None:
+    server.faults.lose_answers(1, verb="create", resource="pods")
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        core.create_namespaced_pod(NS, pod("p"))
+    assert [p["metadata"]["name"] for p in server.store.list("pods", NS)] == ["p"]
+    with pytest.raises(client.ApiException) as err:
+        core.create_namespaced_pod(NS, pod("p"))  # the retry meets what the first did
+    assert err.value.status == 409
+    assert server.faults.pending == 0
 
 
 def test_dropped_read_is_retried_by_urllib3(server: ApiServer, core: Any) -> None:
