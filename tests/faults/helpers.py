@@ -12,6 +12,7 @@ report.
 burst left alive is allocated, and an in-process controller's IPAM holds exactly those.
 `nb_failures(registry)` counts an in-process controller's failed NB verbs (to end an outage once
 handlers have felt it).
+`wait_lease_renewed(store, identity)` waits for `identity` to renew the controller's Lease again.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.store import ObjectStore
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, allocated_pods, pod
+from tests.e2e.helpers import NODE, allocated_pods, pod, wait_for
 
 NS = "default"
 SETTLE_TIMEOUT = 30.0
@@ -210,3 +211,19 @@ def nb_failures(registry: CollectorRegistry) -> float:
             ):
                 total += sample.value
     return total
+
+
+LEASE = ("kube-system", "kube-ovn-controller")
+
+
+def wait_lease_renewed(store: ObjectStore, identity: str, timeout: float = 20.0) -> None:
+    """Wait until `identity`, holding the controller's Lease, writes it again (a renewal after
+    whatever happened before the call)."""
+    before = store.get("leases", *LEASE)["metadata"]["resourceVersion"]
+
+    def renewed() -> bool:
+        lease = store.get("leases", *LEASE)
+        holder = (lease.get("spec") or {}).get("holderIdentity")
+        return bool(lease["metadata"]["resourceVersion"] != before and holder == identity)
+
+    wait_for(renewed, timeout=timeout, message=f"{identity} renewing its Lease")

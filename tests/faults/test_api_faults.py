@@ -15,6 +15,7 @@ from tests.faults.helpers import (
     assert_burst_converged,
     assert_ipam_released,
     run_burst,
+    wait_lease_renewed,
     wait_settled,
 )
 
@@ -120,3 +121,4 @@ def test_answers_lost_after_the_server_applied_them_mid_burst(
     assert_burst_converged(store, burst)
     assert_ipam_released(ctl.ipam.get_pod_address, burst)
     assert ctl.is_leader()
+    wait_lease_renewed(store, "controller-a")  # its renewals go on past the lost answers

@@ -40,6 +40,7 @@ from tests.faults.helpers import (
     assert_burst_converged,
     assert_ipam_released,
     run_burst,
+    wait_lease_renewed,
     wait_settled,
 )
 from tests.fixtures.realbed import RealBed
@@ -166,6 +167,7 @@ def test_answers_lost_after_the_server_applied_them_mid_burst(bed: Bed) -> None:
     }
     assert {("POST", "ips"), ("PATCH", "pods"), ("DELETE", "ips"), ("PUT", "leases")} <= lost
     assert bed.ctl.is_leader()
+    wait_lease_renewed(bed.direct.server.store, "controller-a")  # type: ignore[arg-type]
 
 
 def test_410_gone_from_compaction_after_an_apiserver_restart(
