@@ -44,6 +44,7 @@ from typing import Any
 
 from controller import pod_logic as pl
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.cache.keys import replaced
 from controller.config import Config
 from controller.core import annotations as ann
 from controller.core.model import Pod, PodNet
@@ -157,10 +158,8 @@ class PodController(
         )
         if old_pod is None or new_pod is None:
             return
-        if old_pod.uid and new_pod.uid and old_pod.uid != new_pod.uid:
-            # NOTE: a relist (the watch lost, its resourceVersion compacted) shows a pod deleted
-            # and re-created under its name as one update from the old incarnation to the new,
-            # as client-go's does: kube-ovn v1.8 judges it as an edit, so a successor whose
+        if replaced(old, new):
+            # NOTE: kube-ovn v1.8 judges such an update as an edit, so a successor whose
             # predecessor was not allocated yet (equal annotations) is never added. Here it is
             # what the watch would have said: the old one deleted, the new one added.
             self._on_delete(old)

@@ -17,6 +17,7 @@ from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import allocated_pods, get_or_none, pod, running, wait_for
 from tests.faults.conftest import EMULATOR_FAULTS, FAULT_FLAGS, ControllerProcess
 from tests.faults.helpers import (
+    LEASE,
     NS,
     Auditor,
     assert_burst_converged,
@@ -30,8 +31,6 @@ pytestmark = [
     pytest.mark.timeout(90),
     pytest.mark.emulator_only(EMULATOR_FAULTS),
 ]
-
-LEASE = ("kube-system", "kube-ovn-controller")
 
 
 def holder(server: ApiServer) -> str:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -303,10 +301,8 @@ def test_deferred_start_syncs_later_and_a_close_meanwhile_stops_it(nb_server: Nb
     late.start()  # idempotent
     late.close()
     # closed while the dump is held up (the server stopped): start() ends the connection
-    pid = nb_server.pid
-    assert pid is not None
     held = OvsdbappNbClient.from_addr(nb_server.remote, timeout=20.0, start=False)
-    os.kill(pid, signal.SIGSTOP)
+    nb_server.pause()
     try:
         starting = threading.Thread(target=held.start)
         starting.start()
@@ -314,7 +310,7 @@ def test_deferred_start_syncs_later_and_a_close_meanwhile_stops_it(nb_server: Nb
         held.close()  # returns at once
         assert starting.is_alive()
     finally:
-        os.kill(pid, signal.SIGCONT)
+        nb_server.resume()
     starting.join(20)
     assert not starting.is_alive()
     assert not held.synced and not held.connected
