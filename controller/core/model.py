@@ -485,6 +485,8 @@ class Subnet:
     logical_gateway: bool = False
     private: bool = False
     default: bool = False
+    gateway_node: str = ""
+    activate_gateway: str = ""
     v4_available_ips: float = 0.0
     v6_available_ips: float = 0.0
     v4_using_ips: float = 0.0
@@ -508,6 +510,8 @@ class Subnet:
             logical_gateway=r.boolean("spec.logicalGateway"),
             private=r.boolean("spec.private"),
             default=r.boolean("spec.default"),
+            gateway_node=r.string("spec.gatewayNode"),
+            activate_gateway=r.string("status.activateGateway"),
             v4_available_ips=r.number("status.v4availableIPs"),
             v6_available_ips=r.number("status.v6availableIPs"),
             v4_using_ips=r.number("status.v4usingIPs"),
@@ -517,10 +521,14 @@ class Subnet:
 
 @dataclass(frozen=True, slots=True)
 class Node:
+    """A Node: its InternalIPs, metadata and whether its `Ready` condition is `True` (kube-ovn's
+    `nodeReady`, the test a centralized subnet's gateway node must pass)."""
+
     name: str
     internal_ips: tuple[str, ...] = ()
     annotations: FrozenDict = EMPTY
     labels: FrozenDict = EMPTY
+    ready: bool = False
 
     @classmethod
     def from_dict(cls, raw: object) -> Node:
@@ -534,11 +542,18 @@ class Node:
                 if not isinstance(address, str):
                     raise r.fail(f"status.addresses[{index}].address", "a string", address)
                 ips.append(address)
+        ready = False
+        for index, item in enumerate(r.items("status.conditions")):
+            if not isinstance(item, Mapping):
+                raise r.fail(f"status.conditions[{index}]", "an object", item)
+            if item.get("type") == "Ready":
+                ready = item.get("status") == "True"
         return cls(
             name=r.string("metadata.name"),
             internal_ips=tuple(ips),
             annotations=r.str_map("metadata.annotations"),
             labels=r.str_map("metadata.labels"),
+            ready=ready,
         )
 
 

@@ -343,3 +343,28 @@ def test_time_parsing() -> None:
     assert parse_time("2026-01-01T00:00:00") is None  # no zone
     assert parse_time("soon") is None
     assert format_time(datetime(2026, 1, 1, tzinfo=UTC)) == "2026-01-01T00:00:00Z"
+
+
+def test_node_ready_follows_its_ready_condition() -> None:
+    from controller.core.model import Node
+
+    def node(conditions: object) -> Node:
+        return Node.from_dict({"metadata": {"name": "n1"}, "status": {"conditions": conditions}})
+
+    assert node([{"type": "Ready", "status": "True"}]).ready
+    assert not node([{"type": "Ready", "status": "False"}]).ready
+    assert not node([{"type": "MemoryPressure", "status": "True"}]).ready
+    assert not node(None).ready
+
+
+def test_subnet_reads_its_gateway_nodes_and_active_gateway() -> None:
+    from controller.core.model import Subnet
+
+    subnet = Subnet.from_dict(
+        {
+            "metadata": {"name": "s1"},
+            "spec": {"cidrBlock": "10.1.0.0/16", "gatewayNode": "n1,n2"},
+            "status": {"activateGateway": "n2"},
+        }
+    )
+    assert (subnet.gateway_node, subnet.activate_gateway) == ("n1,n2", "n2")
