@@ -98,6 +98,7 @@ from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod.controller import PodController, PodQueues
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
+from controller.routing import RoutingReconciler
 from controller.runtime import pygc
 from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.keymutex import KeyMutex
@@ -119,6 +120,8 @@ NB_DB = "ovn-nb"  # kube-ovn's `db` label value of ovs_client_request_latency_mi
 CACHE_SYNC_TIMEOUT = 60.0
 STARTUP_WAIT = 30.0  # bound of each "wait until ..." step before the pod workers start
 SUBNET_STATUS_RESYNC = 30.0  # kube-ovn resyncSubnetMetrics
+# every routing key re-diffed (the events keep it converged; this is the proof)
+ROUTING_RESYNC = 60.0
 JOIN_TIMEOUT = 10.0
 
 
@@ -155,6 +158,7 @@ class Controller:
         self.cluster: ClusterApi
         self.pod_queues: PodQueues
         self.gc: GarbageCollector
+        self.routing: RoutingReconciler
         self.view: CacheView
         self.queue_metrics = PrometheusMetricsProvider(self.registry)
         self.ipam = IPAM()
@@ -410,6 +414,7 @@ class Controller:
         self.view = wired.view
         self.pod_controller = wired.pod_controller
         self.gc = wired.gc
+        self.routing = wired.routing
         self.sg_controller = wired.sg_controller
         self.subnet_controller = wired.subnet_controller
         self.namespace_controller = wired.namespace_controller
@@ -552,10 +557,12 @@ class Controller:
             return
         if self.sg_controller is not None:
             threads += self.sg_controller.run_workers(cfg.worker_num, stop)
+        threads += self.routing.run_workers(cfg.worker_num, stop)
         assert self.pod_controller is not None
         threads += self.pod_controller.run_workers(cfg.worker_num, stop)
         self._spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)
         self._spawn("gc", self.gc.run, stop)
+        self._spawn("routing-resync", self._every, ROUTING_RESYNC, self.routing.resync)
         if self.subnet_controller is not None:
             self._spawn(
                 "subnet-status-resync",

@@ -7,7 +7,8 @@ the process's life cycle and this module the wiring:
   nodes, subnets, IPs, vlans, vpcs, security groups, statefulsets, the ConfigMaps of
   KUBE_NAMESPACE (the external gateway ConfigMap), and network-attachment-definitions / kubevirt
   virtual machines only when their API group is served.
-- `wire_controllers`: the four pod queues named as kube-ovn's, the `CacheView`, the pod
+- `wire_controllers`: the four pod queues named as kube-ovn's, the `CacheView`, the routing
+  reconciler (queue `UpdateRouting`, fed by the pod, node, subnet and ConfigMap informers), the pod
   controller, the garbage collector, the security group controller and the minimal subnet /
   namespace / node controllers (each switchable off by its flag; with the subnet controller off
   IPAM still follows the Subnets), each subscribed to its informers.
@@ -52,6 +53,7 @@ from controller.core.constants import (
     QUEUE_DELETE_SUBNET,
     QUEUE_UPDATE_POD,
     QUEUE_UPDATE_POD_SECURITY,
+    QUEUE_UPDATE_ROUTING,
     QUEUE_UPDATE_SUBNET_STATUS,
     RESOURCE_IPS,
     RESOURCE_NADS,
@@ -67,6 +69,7 @@ from controller.kube.events import BackgroundEventRecorder
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod.controller import PodController, PodQueues
 from controller.queues import RateLimitingQueue
+from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.leaderelection import (
     LeaderCallbacks,
@@ -76,7 +79,15 @@ from controller.runtime.leaderelection import (
 )
 from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock
 from controller.runtime.metrics import ControllerMetrics
-from controller.view import MAY_WAIT_INDEX, CacheView, may_wait_index
+from controller.view import (
+    IP_INDEX,
+    MAY_WAIT_INDEX,
+    NODE_INDEX,
+    CacheView,
+    ip_index,
+    may_wait_index,
+    node_index,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -91,7 +102,9 @@ def add_informers(
 ) -> None:
     """Create the informers into `inf` (by resource name); `cm_factory` is KUBE_NAMESPACE's."""
     inf["pods"] = factory.informer_for("", "v1", "pods")
-    inf["pods"].add_indexers({MAY_WAIT_INDEX: may_wait_index})
+    inf["pods"].add_indexers(
+        {MAY_WAIT_INDEX: may_wait_index, NODE_INDEX: node_index, IP_INDEX: ip_index}
+    )
     inf["namespaces"] = factory.informer_for("", "v1", "namespaces", namespaced=False)
     inf["nodes"] = factory.informer_for("", "v1", "nodes", namespaced=False)
     for name in (RESOURCE_SUBNETS, RESOURCE_IPS, RESOURCE_VLANS, RESOURCE_VPCS):
@@ -120,6 +133,7 @@ class Components:
     pod_queues: PodQueues
     view: CacheView
     pod_controller: PodController
+    routing: RoutingReconciler
     gc: GarbageCollector
     sg_controller: SecurityGroupController
     subnet_controller: SubnetController | None
@@ -174,8 +188,21 @@ def wire_controllers(
         nads=opt("nads"),
         vms=opt("vms"),
     )
+    routing = RoutingReconciler(
+        config=cfg,
+        view=view,
+        kube=kube,
+        nb=nb,
+        queue=queue(QUEUE_UPDATE_ROUTING),
+        is_leader=is_leader,
+    )
+    inf["pods"].add_event_handler(routing.pod_event_handler())
+    inf["nodes"].add_event_handler(routing.node_event_handler())
+    inf[RESOURCE_SUBNETS].add_event_handler(routing.subnet_event_handler())
+    inf["configmaps"].add_event_handler(routing.configmap_event_handler())
     pod_controller = PodController(
         config=cfg,
+        routing=routing,
         kube=kube,
         nb=nb,
         ipam=ipam,
@@ -200,6 +227,7 @@ def wire_controllers(
         ready=lambda: all(i.has_synced() for i in inf.values()),
         view=view,
         security_groups=idx(RESOURCE_SECURITY_GROUPS),
+        routing=routing,
     )
 
     sg_controller = SecurityGroupController(
@@ -272,6 +300,7 @@ def wire_controllers(
         pod_queues=pod_queues,
         view=view,
         pod_controller=pod_controller,
+        routing=routing,
         gc=gc,
         sg_controller=sg_controller,
         subnet_controller=subnet_controller,

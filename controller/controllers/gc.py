@@ -13,8 +13,9 @@ deleted while the controller was down, a delete handler that gave up, a crash be
   (or only the key of a pod that is gone: a kept StatefulSet / VM address keeps no route)
   (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below)
   (`controller.controllers.gc_routes`);
-* `gc_routing`: the pod routing rows (router policies, address-set entries and sets) whose
-  address, node or subnet is gone (`controller.controllers.gc_routing`).
+* `gc_routing`: the backstop pass of the routing reconciler over the pod routing rows (router
+  policies, address sets, NAT): every key diffed under its lock, drift repaired and counted
+  (`controller.controllers.gc_routing`).
 
 What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
 
@@ -106,7 +107,9 @@ from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
 from controller.ovn.port_kinds import is_controller_port
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.queues.clock import REAL_CLOCK, Clock
+from controller.routing import RoutingReconciler
 from controller.view import CacheView, ParseCache
 
 LOG = logging.getLogger(__name__)
@@ -170,6 +173,7 @@ class GarbageCollector:
         ready: Callable[[], bool] | None = None,
         view: CacheView | None = None,
         security_groups: Indexer | None = None,
+        routing: RoutingReconciler | None = None,
         **caches: Indexer | None,
     ) -> None:
         """The caches are read through `view` (shared with the pod controller, so each object
@@ -201,14 +205,21 @@ class GarbageCollector:
             present_keys=self._present_keys,
             count=self._count,
         )
-        self._routing = RoutingSweeper(
-            nb=nb,
-            ipam=ipam,
-            view=self._view,
-            router=self._router,
-            present_keys=self._present_keys,
-            count=self._count,
+        # NOTE: without a shared reconciler (tests of the gc alone) it gets its own, whose
+        # queue nobody works off: the backstop pass needs only its diff and apply.
+        self.routing = (
+            routing
+            if routing is not None
+            else RoutingReconciler(
+                config=config,
+                view=self._view,
+                kube=kube,
+                nb=nb,
+                queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
+                is_leader=lambda: True,
+            )
         )
+        self._routing = RoutingSweeper(backstop=self.routing.backstop, count=self._count)
         # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
         self._sg_gc = None
         if security_groups is not None:

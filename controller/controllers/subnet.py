@@ -14,12 +14,13 @@ Contract:
   formatted exclude list, so the gateway is never handed out even before the write lands),
   and, for an OVN subnet (provider `ovn` or `<nad>.<ns>.ovn`; an IPAM-only subnet stops after
   IPAM, as kube-ovn's), ensures its logical switch exists, attached to the VPC's router (the
-  cluster router for the default VPC). A custom VPC's router is the one its Vpc's
-  `status.router` names; with no VPC controller here, that router is created on the spot
-  (retried until the Vpc has a router). Idempotent. Once the subnet is registered (and its
+  cluster router for the default VPC; its routing rows are the routing reconciler's,
+  `controller.routing`, which follows the Subnet's own events). A custom VPC's router is the
+  one its Vpc's `status.router` names; with no VPC controller here, that router is created on
+  the spot (retried until the Vpc has a router). Idempotent. Once the subnet is registered (and its
   switch exists), `on_ready(name)` re-queues the pods waiting for it.
 * A Subnet delete (queue `DeleteSubnet`, also for a subnet being deleted) forgets it in IPAM,
-  deletes its logical switch and its metric series.
+  deletes its logical switch and its metric series (the routing reconciler removes its rows).
 * Status counts (`v4availableIPs`, `v4usingIPs`, `v6availableIPs`, `v6usingIPs`) come from IPAM
   usage, queue `UpdateSubnetStatus`. Every IP CR add/delete (kube-ovn `ip.go`) schedules the
   subnet's status `status_delay` seconds later; the delaying queue keeps one pending entry per
@@ -39,13 +40,10 @@ from typing import Any
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.cache.keys import object_name, replaced
 from controller.config import Config
-from controller.core import router_policy as rp
 from controller.core.address import check_protocol
 from controller.core.constants import (
     DEFAULT_VPC,
     EVENT_TYPE_WARNING,
-    GATEWAY_TYPE_CENTRALIZED,
-    IP_ADDRESS_ANNOTATION,
     KUBEOVN_API_VERSION,
     REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
 )
@@ -55,7 +53,7 @@ from controller.ipam import IPAM, SubnetNotFoundError
 from controller.kube.api import EventRecorder, KubeApi, ObjectRef
 from controller.kube.cluster import ClusterApi
 from controller.ovn.api import NbClient
-from controller.pod_logic import is_ovn_provider, subnet_allow_policies
+from controller.pod_logic import is_ovn_provider
 from controller.queues import RateLimitingQueue
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.worker import start_workers
@@ -232,8 +230,6 @@ class SubnetController:
             spec["gateway"],
             {"vpc": spec["vpc"]},
         )
-        if router and router == self._config.cluster_router:
-            self._route_subnet(name, spec)
         self.queues.status.add(name)
         self._ready(name)
 
@@ -243,57 +239,6 @@ class SubnetController:
                 self._on_ready(name)
             except Exception:
                 LOG.exception("re-queueing the pods of subnet %s failed", name)
-
-    def _route_subnet(self, name: str, spec: Mapping[str, Any]) -> None:
-        """The subnet's router policies on the cluster router: its allow (31000) and, for a
-        centralized gateway, the reroute of its whole CIDR to the gateway node (29000); a
-        distributed gateway's per-node policies are written with its pods
-        (`pod_logic.plan_update_pod`)."""
-        router = self._config.cluster_router
-        for p in subnet_allow_policies(name, spec["cidrBlock"], router):
-            self._nb.add_router_policy(
-                router, p.priority, p.match, p.action, p.nexthops, p.external_ids
-            )
-        blocks = [b for b in str(spec["cidrBlock"]).split(",") if b]
-        if spec.get("gatewayType") != GATEWAY_TYPE_CENTRALIZED or name == self._config.node_switch:
-            for block in blocks:
-                self._nb.delete_router_policy(router, rp.GATEWAY_PRIORITY, rp.src_match(block))
-            return
-        hops = self._gateway_hops(name, str(spec.get("gatewayNode") or ""))
-        for block in blocks:
-            version = rp.family(block)
-            hop = [h for h in hops if rp.family(h) == version]
-            if not hop:
-                raise ResourceNotReadyError(
-                    f"subnet {name}: no gateway node with an IPv{version} join address"
-                )
-            ids = rp.ids(rp.KIND_GATEWAY, version, subnet=name)
-            self._nb.add_router_policy(
-                router, rp.GATEWAY_PRIORITY, rp.src_match(block), "reroute", hop[:1], ids
-            )
-
-    def _gateway_hops(self, name: str, gateway_node: str) -> list[str]:
-        """The join addresses of the first listed gateway node that has them (kube-ovn's
-        active-standby choice, without its health checks)."""
-        for entry in gateway_node.split(","):
-            node_name = entry.split(":", 1)[0].strip()
-            node = self._nodes.get_by_key(node_name) if node_name and self._nodes else None
-            annotations = ((node or {}).get("metadata") or {}).get("annotations") or {}
-            value = annotations.get(IP_ADDRESS_ANNOTATION, "")
-            if value:
-                return [ip for ip in str(value).split(",") if ip]
-        raise ResourceNotReadyError(f"subnet {name}: no gateway node of {gateway_node!r} is ready")
-
-    def _unroute_subnet(self, name: str) -> None:
-        """Every router policy and address set written for the subnet (its mark says so)."""
-        router = self._config.cluster_router
-        for p in self._nb.list_router_policies(router):
-            if p.external_ids.get(rp.ROUTE_KIND_KEY) and p.external_ids.get(rp.SUBNET_KEY) == name:
-                self._nb.delete_router_policy(router, p.priority, p.match)
-        for aset in self._nb.list_address_sets(
-            {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: name}
-        ):
-            self._nb.delete_address_set(aset.name)
 
     def _router_of(self, name: str, spec: Mapping[str, Any]) -> str:
         if spec.get("vlan") and not spec.get("logicalGateway"):
@@ -312,7 +257,6 @@ class SubnetController:
         if cached is not None and not (cached.get("metadata") or {}).get("deletionTimestamp"):
             return  # re-created meanwhile: the add queue owns it
         self._ipam.delete_subnet(name)
-        self._unroute_subnet(name)
         self._nb.delete_logical_switch(name)
         if self._metrics is not None:
             self._metrics.remove_subnet(name)

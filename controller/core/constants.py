@@ -158,6 +158,7 @@ QUEUE_UPDATE_SUBNET_STATUS: Final = "UpdateSubnetStatus"
 QUEUE_ADD_NAMESPACE: Final = "AddNamespace"
 QUEUE_ADD_NODE: Final = "AddNode"
 QUEUE_DELETE_NODE: Final = "DeleteNode"
+QUEUE_UPDATE_ROUTING: Final = "UpdateRouting"  # the routing reconciler (no kube-ovn queue)
 POD_QUEUES: Final = (QUEUE_ADD_POD, QUEUE_DELETE_POD, QUEUE_UPDATE_POD, QUEUE_UPDATE_POD_SECURITY)
 
 # --- API groups and resources the controller talks to ----------------------------------------

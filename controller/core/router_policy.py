@@ -24,6 +24,8 @@ the audit only ever look at rows with that mark.
 
 from __future__ import annotations
 
+import hashlib
+
 from controller.core.address import check_protocol
 
 SUBNET_PRIORITY = 31000
@@ -42,6 +44,7 @@ POD_KEY = "pod"
 AF_KEY = "af"
 
 SET_PREFIX = "kubeovn."
+SET_HASH_LEN = 10
 
 
 def family(ip_or_cidr: str) -> int:
@@ -50,8 +53,17 @@ def family(ip_or_cidr: str) -> int:
 
 
 def set_name(subnet: str, node: str, version: int) -> str:
-    """`kubeovn.<subnet>.<node>_ip4|_ip6`, every `-` as `.` (OVN identifiers have no `-`;
-    the prefix keeps the name a valid identifier when the subnet name starts with a digit)."""
+    """`kubeovn.<subnet>.<node>.<hash>_ip4|_ip6`: every `-` as `.` (an OVN identifier, referenced
+    as `$name` in matches, holds only letters, digits, `_` and `.`; the prefix keeps it valid
+    when the subnet name starts with a digit), and a hash of the exact (subnet, node) pair, since
+    the readable part alone is the same for "prod" + "db-node1" and "prod-db" + "node1". The full
+    names are in the set's external_ids."""
+    digest = hashlib.sha256(f"{subnet}/{node}".encode()).hexdigest()[:SET_HASH_LEN]
+    return f"{SET_PREFIX}{subnet}.{node}".replace("-", ".") + f".{digest}_ip{version}"
+
+
+def legacy_set_name(subnet: str, node: str, version: int) -> str:
+    """The name earlier releases gave the (subnet, node) set (ambiguous; migrated away)."""
     return f"{SET_PREFIX}{subnet}.{node}".replace("-", ".") + f"_ip{version}"
 
 

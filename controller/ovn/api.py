@@ -139,6 +139,51 @@ class SecurityGroupRows:
     address_sets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class SetChange:
+    """An address set's entries added and removed (the set is created with `external_ids` when
+    missing, and those keys are merged in), or, with `delete`, the whole set removed."""
+
+    name: str
+    add: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
+    external_ids: Mapping[str, str] = field(default_factory=dict)
+    delete: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NatChange:
+    """One NAT rule of (type, logical_ip) made to translate to `external_ip`; "" removes it."""
+
+    type: str
+    logical_ip: str
+    external_ip: str
+    logical_mac: str = ""
+    port: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingChange:
+    """What `apply_routing` writes on a router in ONE transaction: router policies created or
+    rewritten (external_ids merged), policies removed by (priority, match), address-set changes,
+    NAT rules, and src-ip static routes removed by prefix (any next hop)."""
+
+    policies: tuple[RouterPolicy, ...] = ()
+    delete_policies: tuple[tuple[int, str], ...] = ()
+    sets: tuple[SetChange, ...] = ()
+    nats: tuple[NatChange, ...] = ()
+    delete_src_routes: tuple[str, ...] = ()
+
+    def empty(self) -> bool:
+        return not (
+            self.policies
+            or self.delete_policies
+            or self.sets
+            or self.nats
+            or self.delete_src_routes
+        )
+
+
 class NbClient(Protocol):
     # Logical switch ports: CreatePort, DeleteLogicalSwitchPort, ListPodLogicalSwitchPorts.
     def create_port(self, spec: PortSpec) -> None: ...
@@ -210,6 +255,10 @@ class NbClient(Protocol):
     def delete_nat_rule(self, logical_ip: str, router: str) -> None: ...
 
     def list_nat_rules(self, router: str) -> list[NatRule]: ...
+
+    # Routing rows of one reconciler key, all in ONE transaction (nothing when `change` is
+    # empty); the same row rules as the verbs above.
+    def apply_routing(self, router: str, change: RoutingChange) -> None: ...
 
     # Security groups on port groups (ovn.sg.<name>). The deny-all group (kubeovn_deny_all)
     # also carries its two priority-2003 drop ACLs.

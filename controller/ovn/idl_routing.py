@@ -13,7 +13,13 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from controller.ovn import logic
-from controller.ovn.api import AddressSetInfo, NatRule, RouterPolicy, StaticRoute
+from controller.ovn.api import (
+    AddressSetInfo,
+    NatRule,
+    RouterPolicy,
+    RoutingChange,
+    StaticRoute,
+)
 from controller.ovn.connection import NbIdl
 from controller.ovn.idl_context import VerbContext, router_row
 from controller.ovn.idl_index import (
@@ -323,33 +329,7 @@ class RoutingVerbs:
             return
 
         def run(ctx: VerbContext) -> None:
-            lr = router_row(ctx, router)
-            rows = [r for r in ctx.index.rows(NAT, ("lip", policy, lip)) if has_ref(lr, "nat", r)]
-            keep = None
-            for r in rows:
-                if eip and r.external_ip == eip and keep is None:
-                    keep = r
-                else:
-                    ctx.delete(r, lr, "nat")
-            if not eip:
-                return
-            if keep is None:
-                clash = [
-                    r.logical_ip
-                    for r in ctx.index.rows(NAT, ("eip", policy, eip))
-                    if has_ref(lr, "nat", r)
-                ]
-                logic.check_nat_clash(router, policy, eip, clash)
-                extra = {"logical_port": [port], "external_mac": [logical_mac.lower()]}
-                keep = ctx.insert(
-                    NAT, type=policy, external_ip=eip, logical_ip=lip, **(extra if port else {})
-                )
-                ctx.add_ref(lr, "nat", keep)
-            elif port:
-                if opt_value(keep.logical_port) != port:
-                    keep.logical_port = [port]
-                if opt_value(keep.external_mac) != logical_mac.lower():
-                    keep.external_mac = [logical_mac.lower()]
+            _set_nat(ctx, router_row(ctx, router), policy, lip, eip, logical_mac, port)
 
         keys = frozenset({("nat", router, policy, lip), ("nat-eip", router, policy, eip)})
         self._transact("update_nat_rule", run, keys)
@@ -375,6 +355,137 @@ class RoutingVerbs:
 
         self._transact("delete_nat_rule", run)
 
+    # -- one reconciler key's rows -----------------------------------------------------------
+
+    def apply_routing(self, router: str, change: RoutingChange) -> None:
+        if change.empty():
+            return
+        policies = [
+            (p, *logic.policy_args(p.priority, p.match, p.action, p.nexthops))
+            for p in change.policies
+        ]
+        drops = [(priority, match.strip()) for priority, match in change.delete_policies]
+        sets = [
+            (
+                c,
+                logic.check_address_set_name(c.name),
+                logic.address_set_entries(c.add),
+                set(logic.address_set_entries(c.remove)),
+            )
+            for c in change.sets
+        ]
+        nats = [
+            (n, *logic.nat_rule_args(n.type, n.logical_ip, n.external_ip, n.logical_mac, n.port))
+            for n in change.nats
+        ]
+        routes = [p for prefix in change.delete_src_routes for p in logic.route_prefixes(prefix)]
+
+        def nothing_to_do() -> bool:
+            lr = self._index.first(LR, ("name", router))
+            if lr is None:
+                return False
+            for p, match, hops in policies:
+                rows = self._policy_rows(lr, p.priority, match)
+                if len(rows) != 1 or not _policy_is(rows[0], p.action, hops, p.external_ids):
+                    return False
+            if any(self._policy_rows(lr, priority, match) for priority, match in drops):
+                return False
+            for c, name, add, remove in sets:
+                row = self._index.first(AS, ("name", name))
+                if c.delete:
+                    if row is not None:
+                        return False
+                    continue
+                if row is None or not logic.ids_match(
+                    committed(row, "external_ids"), c.external_ids
+                ):
+                    return False
+                if not all(has_string(row, "addresses", e) for e in add) or any(
+                    has_string(row, "addresses", e) for e in remove
+                ):
+                    return False
+            for n, lip, eip in nats:
+                rows = [
+                    r for r in self._index.rows(NAT, ("lip", n.type, lip)) if has_ref(lr, "nat", r)
+                ]
+                if not eip:
+                    if rows:
+                        return False
+                    continue
+                if len(rows) != 1 or rows[0].external_ip != eip:
+                    return False
+                if n.port and (
+                    opt_value(rows[0].logical_port) != n.port
+                    or opt_value(rows[0].external_mac) != n.logical_mac.lower()
+                ):
+                    return False
+            return not any(
+                has_ref(lr, "static_routes", r)
+                for prefix in routes
+                for r in self._index.rows(ROUTE, ("route", prefix, "src-ip"))
+            )
+
+        if self._read(nothing_to_do):
+            # NOTE: a pod's rows are usually in place already (its add wrote them); an empty
+            # transaction would still cost a round trip through the IDL thread.
+            return
+
+        def run(ctx: VerbContext) -> None:
+            lr = router_row(ctx, router)
+            # writes first, removals after: one transaction either way, but a reader of a
+            # half-applied change (there is none) would still find a way out
+            for p, match, hops in policies:
+                rows = [r for r in self._policy_rows(lr, p.priority, match)]
+                rows = [r for r in rows if r.uuid not in ctx.deleted]
+                for extra in rows[1:]:
+                    ctx.delete(extra, lr, "policies")
+                if not rows:
+                    row = ctx.insert(
+                        POLICY,
+                        priority=p.priority,
+                        match=match,
+                        action=p.action,
+                        nexthops=list(hops),
+                        external_ids=dict(p.external_ids),
+                    )
+                    ctx.add_ref(lr, "policies", row)
+                    continue
+                row = rows[0]
+                if row.action != p.action:
+                    row.action = p.action
+                if tuple(row.nexthops) != hops:
+                    row.nexthops = list(hops)
+                ctx.set_keys(row, "external_ids", p.external_ids)
+            for c, name, add, remove in sets:
+                row = ctx.named(AS, name)
+                if c.delete:
+                    if row is not None:
+                        row.delete()
+                        ctx.deleted.add(row.uuid)
+                    continue
+                if row is None:
+                    ctx.insert(AS, name=name, addresses=add, external_ids=dict(c.external_ids))
+                    continue
+                for entry in add:
+                    if row._data is None or not has_string(row, "addresses", entry):
+                        row.addvalue("addresses", entry)
+                for entry in sorted(remove):
+                    if row._data is not None and has_string(row, "addresses", entry):
+                        row.delvalue("addresses", entry)
+                ctx.set_keys(row, "external_ids", c.external_ids)
+            for n, lip, eip in nats:
+                _set_nat(ctx, lr, n.type, lip, eip, n.logical_mac, n.port)
+            for priority, match in drops:
+                for r in self._policy_rows(lr, priority, match):
+                    if r.uuid not in ctx.deleted:
+                        ctx.delete(r, lr, "policies")
+            for prefix in routes:
+                for r in ctx.index.rows(ROUTE, ("route", prefix, "src-ip")):
+                    if has_ref(lr, "static_routes", r) and r.uuid not in ctx.deleted:
+                        ctx.delete(r, lr, "static_routes")
+
+        self._transact("apply_routing", run)
+
     def list_nat_rules(self, router: str) -> list[NatRule]:
         def read() -> list[NatRule]:
             lr = self._index.first(LR, ("name", router))
@@ -397,6 +508,39 @@ class RoutingVerbs:
 
         result: list[NatRule] = self._read(read)
         return result
+
+
+def _set_nat(
+    ctx: VerbContext, lr: Row, policy: str, lip: str, eip: str, logical_mac: str, port: str
+) -> None:
+    """The router's `policy` NAT of `lip` made to translate to `eip` ("" removes it)."""
+    rows = [r for r in ctx.index.rows(NAT, ("lip", policy, lip)) if has_ref(lr, "nat", r)]
+    rows = [r for r in rows if r.uuid not in ctx.deleted]
+    keep = None
+    for r in rows:
+        if eip and r.external_ip == eip and keep is None:
+            keep = r
+        else:
+            ctx.delete(r, lr, "nat")
+    if not eip:
+        return
+    if keep is None:
+        clash = [
+            r.logical_ip
+            for r in ctx.index.rows(NAT, ("eip", policy, eip))
+            if has_ref(lr, "nat", r) and r.uuid not in ctx.deleted
+        ]
+        logic.check_nat_clash(lr.name, policy, eip, clash)
+        extra = {"logical_port": [port], "external_mac": [logical_mac.lower()]}
+        keep = ctx.insert(
+            NAT, type=policy, external_ip=eip, logical_ip=lip, **(extra if port else {})
+        )
+        ctx.add_ref(lr, "nat", keep)
+    elif port:
+        if opt_value(keep.logical_port) != port:
+            keep.logical_port = [port]
+        if opt_value(keep.external_mac) != logical_mac.lower():
+            keep.external_mac = [logical_mac.lower()]
 
 
 def _policy_is(row: Row, action: str, hops: tuple[str, ...], ids: Mapping[str, str]) -> bool:

@@ -34,6 +34,7 @@ from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.ovn.api import NbClient
 from controller.queues import Clock, RateLimitingQueue
+from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.metrics import ControllerMetrics
 from controller.view import CacheView
@@ -83,6 +84,7 @@ class PodControllerBase:
     _deleting: dict[str, DeletingPod]
     # pod key -> (net, subnet) a failed add allocated and kept for its retry (under the lock)
     _unfinished: dict[str, list[tuple[PodNet, str]]]
+    _routing: RoutingReconciler
     _reroute_lock: threading.Lock
     _reroute: set[str]  # routed pods to route again (migration of v1.8 src-ip routes)
 

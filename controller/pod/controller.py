@@ -15,13 +15,11 @@ cache read goes through one `controller.view.CacheView`.
 * `handle_add_pod`: allocate every unallocated network (IPAM), write its IP CR and, for OVN
   networks, its logical switch port; a pod bound to a node is routed in the same pass; then
   patch all annotations at once.
-* `handle_update_pod`: for a pod its add did not route, the default network's router policies
-  and address-set entry (distributed gateway, north gateway, or the EIP/SNAT external gateway)
-  and NAT rules, the
-  removal of a v1.8 src-ip route, then `routed=true` (controller/pod/migration.py re-routes
-  routed pods that still have such a route).
-* `handle_delete_pod`: routes and NAT, ports, IP CRs, IPAM release, with the StatefulSet / VM
-  keep-IP rules of `pod_logic.decide_delete`.
+* `handle_update_pod`: for a pod its add did not route, the pod's own routing rows through the
+  routing reconciler (`controller.routing`: router policies, address-set entry, NAT, removal of
+  its v1.8 src-ip routes), then `routed=true` from what the reconciler applied.
+* `handle_delete_pod`: its routing key reconciled (rows no live pod claims go), ports, IP CRs,
+  IPAM release, with the StatefulSet / VM keep-IP rules of `pod_logic.decide_delete`.
 * `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
   group listed), and re-applies the port_security column when the annotation changed.
 * `inspect_pods`: the periodic repair pass (kube-ovn inspectPod).
@@ -57,7 +55,13 @@ from controller.pod.delete import DeleteHandlers
 from controller.pod.inspection import InspectionHandlers
 from controller.pod.migration import MigrationHandlers
 from controller.pod.update import UpdateHandlers
-from controller.queues import Clock, RealClock
+from controller.queues import (
+    Clock,
+    RateLimitingQueue,
+    RealClock,
+    default_controller_rate_limiter,
+)
+from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.worker import start_workers
@@ -97,6 +101,7 @@ class PodController(
         clock: Clock | None = None,
         now: Callable[[], datetime] | None = None,
         view: CacheView | None = None,
+        routing: RoutingReconciler | None = None,
         **caches: Indexer | None,
     ) -> None:
         """The caches are read through `view` (shared with other controllers, so each object
@@ -124,6 +129,21 @@ class PodController(
         self._unfinished: dict[str, list[tuple[PodNet, str]]] = {}
         self._reroute_lock = threading.Lock()
         self._reroute: set[str] = set()
+        # NOTE: without a shared reconciler (tests of the pod controller alone) the pod's own
+        # rows are still written and released through one, whose queue nobody works off.
+        self._routing = (
+            routing
+            if routing is not None
+            else RoutingReconciler(
+                config=config,
+                view=self._view,
+                kube=kube,
+                nb=nb,
+                queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
+                is_leader=is_leader,
+                now=self._now,
+            )
+        )
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 

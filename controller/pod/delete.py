@@ -1,5 +1,5 @@
-"""handleDeletePod: routing (address-set entry, own policy, any v1.8 src-ip route) and NAT,
-ports, IP CRs, IPAM release (kube-ovn pod.go).
+"""handleDeletePod: routing and NAT (the routing reconciler's keys of the pod, reconciled
+before the address is released), ports, IP CRs, IPAM release (kube-ovn pod.go).
 
 The delete queue holds keys; the object to clean up is the deleting map's entry for the key
 (`DeletingPod`, filled by the informer callbacks), which is removed only once a cleanup of that
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from controller import pod_logic as pl
 from controller.core import annotations as ann
-from controller.core import router_policy as rp
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Pod
 from controller.core.naming import pod_name_to_port_name
@@ -49,30 +48,11 @@ class DeleteHandlers(PodControllerBase):
                 del self._deleting[key]
 
     def _unroute_address(self, pod: Pod, subnet: str, address: str) -> None:
-        """Every routing and NAT row of the pod's `address` ("v4,v6") in `subnet`: its static
-        routes, NAT rules, node address-set entries and own reroute policies."""
-        if not address.strip():
-            return
-        router = self._view.router_of(subnet, self._config.cluster_router)
-        self._nb.delete_static_route(address, router)
-        self._nb.delete_nat_rule(address, router)
-        for ip in address.split(","):
-            if ip.strip():
-                self._unroute(pod, subnet, ip.strip(), router)
-
-    def _unroute(self, pod: Pod, subnet: str, ip: str, router: str) -> None:
-        """The pod's routing rows of `ip`: its entry in its node's set, its own reroute policy
-        (both free when absent)."""
-        version = rp.family(ip)
-        if pod.node_name:
-            names = [rp.set_name(subnet, pod.node_name, version)]
-        else:
-            # a pod known only by name (a tombstone): look in every node's set of the subnet
-            ids = {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: subnet}
-            names = [a.name for a in self._nb.list_address_sets(ids) if ip in a.addresses]
-        for name in names:
-            self._nb.remove_address_set_addresses(name, [ip])
-        self._nb.delete_router_policy(router, rp.POD_PRIORITY, rp.src_match(ip))
+        """The pod's routing and NAT rows of its `address` in `subnet` go unless a live pod
+        still claims them: the routing reconciler's keys of the pod are reconciled now, from
+        caches in which the pod is gone (or terminating)."""
+        if address.strip():
+            self._routing.release_pod(pod, subnet)
 
     def _delete_pod(self, key: str, pod: Pod) -> None:
         current_raw = self._view.pod_raw(key)

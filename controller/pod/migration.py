@@ -4,9 +4,9 @@ Contract:
 
 * `migrate_static_routes` (run by the inspection, so at every --inspect-interval and once the
   workers start) reads the cluster router's src-ip host routes once; every alive, routed pod in
-  the cache that holds such an address has its key put in the reroute set and queued for the
-  update handler, which routes it with policies and address-set entries and only then deletes
-  the static route (`controller/pod/update.py`): the pod keeps egress throughout.
+  the cache that holds such an address has its routing keys queued for the routing reconciler,
+  which writes its policies and address-set entries and deletes the static route in the same
+  transaction (`controller.routing`): the pod keeps egress throughout.
 * A route whose address no pod holds is left to the garbage collection (`gc_static_routes`,
   two passes); dst-ip routes and routes of other routers are never looked at.
 * Once no src-ip host route is left the pass costs one read of the router's routes.
@@ -19,6 +19,7 @@ from controller.core.address import host_prefix
 from controller.core.constants import IP_ADDRESS_ANNOTATION, POLICY_SRC_IP
 from controller.ovn.api import OvnError
 from controller.pod.base import LOG, PodControllerBase, pod_or_none
+from controller.pod_logic import routing_state as rs
 
 
 class MigrationHandlers(PodControllerBase):
@@ -59,7 +60,8 @@ class MigrationHandlers(PodControllerBase):
                 continue
             ips = pod.annotations.get(IP_ADDRESS_ANNOTATION, "").split(",")
             if any(host_prefix(ip) in stale for ip in ips if ip):
-                self.request_reroute(pod.key)
+                for key in rs.pod_keys_of(pod):
+                    self._routing.enqueue(key)
                 queued += 1
         if queued:
             LOG.info("migrating the src-ip static routes of %d pods to router policies", queued)

@@ -1,11 +1,11 @@
 """handleUpdatePod and handleUpdatePodSecurity (kube-ovn pod.go).
 
-* `handle_update_pod`: the default network's routing (router policies and the pod's entry in its
-  node's address set for a distributed gateway; its own reroute policy for a north gateway or
-  the EIP/SNAT external gateway) and NAT rules of `pod_logic.plan_update_pod`, then the removal
-  of the pod's v1.8 src-ip static routes (after the policies exist: the pod never lacks a way
-  out), then `routed=true`. A routed pod whose key is in the reroute set (`request_reroute`,
-  the migration of v1.8 routes) is routed again the same way.
+* `handle_update_pod`: the default network's routing rows of the pod (the routing reconciler's
+  `route_pod`: its entry in its node's address set for a distributed gateway, its own reroute
+  policy for a north gateway or the EIP/SNAT external gateway, NAT rules, and the removal of its
+  v1.8 src-ip static routes in the same transaction), then `routed=true`. The reconciler keeps
+  them right afterwards, whatever `routed` says. A routed pod whose key is in the reroute set
+  (`request_reroute`) is routed again the same way.
 * `handle_update_pod_security`: re-associates the pod's ports with their security groups (every
   group listed), and re-applies the port_security column when the annotation changed (kube-ovn
   v1.8 sets it only at creation, #1143 / #2343).
@@ -16,7 +16,8 @@ from __future__ import annotations
 from controller import pod_logic as pl
 from controller.core import annotations as ann
 from controller.core.address import split_string_ip
-from controller.core.constants import POLICY_SRC_IP, ROUTED_ANNOTATION
+from controller.core.constants import ROUTED_ANNOTATION
+from controller.core.errors import ResourceNotReadyError
 from controller.core.model import Pod, PodNet, ProviderType
 from controller.core.naming import pod_name_to_port_name
 from controller.kube.errors import NotFoundError as KubeNotFoundError
@@ -54,43 +55,14 @@ class UpdateHandlers(PodControllerBase):
                 self._enqueue_vanished(key, raw)
 
     def _route_pod(self, pod: Pod, nets: list[PodNet]) -> None:
-        """Write the routing and NAT of `plan_update_pod` for `pod` (its annotations carry the
-        allocation), then drop its v1.8 src-ip routes; raises what the plan or the NB raise."""
-        plan = pl.plan_update_pod(
-            pod,
-            nets,
-            node=self._view.node(pod.node_name),
-            external_gw_config=self._view.external_gw_config(),
-            cluster_router=self._config.cluster_router,
-            enable_eip_snat=self._config.enable_eip_snat,
-            keep_vm_ip=self._keep_vm_ip,
-            join=self._view.subnet(self._config.node_switch),
-        )
-        for route in plan.routes:
-            self._nb.add_static_route(route.policy, route.prefix, route.nexthop, route.router)
-        for policy in plan.policies:
-            self._nb.add_router_policy(
-                policy.router,
-                policy.priority,
-                policy.match,
-                policy.action,
-                policy.nexthops,
-                policy.external_ids,
+        """Write `pod`'s own routing rows through the routing reconciler (its annotations carry
+        the allocation); ResourceNotReadyError when they cannot all be written yet (its node's
+        join address, the external gateway), the reconciler routes it once they can."""
+        if not self._routing.route_pod(pod):
+            raise ResourceNotReadyError(
+                f"pod {pod.key}: routing waits for its node {pod.node_name!r} or the external"
+                " gateway"
             )
-        for member in plan.members:
-            self._nb.add_address_set_addresses(member.name, [member.ip], member.external_ids)
-        for nat in plan.nats:
-            self._nb.update_nat_rule(
-                nat.policy,
-                nat.logical_ip,
-                nat.external_ip,
-                nat.router,
-                nat.logical_mac,
-                nat.port,
-            )
-        for ip in plan.replaced_routes:
-            # the v1.8 route of this address; its replacement is in place by now
-            self._nb.delete_static_route(ip, plan.router, POLICY_SRC_IP)
 
     def handle_update_pod_security(self, key: str) -> None:
         with self._key_mutex.locked(key):

@@ -36,6 +36,7 @@ from controller.ovn.api import (
     PortInfo,
     PortSpec,
     RouterPolicy,
+    RoutingChange,
     SecurityGroupRows,
     StaticRoute,
 )
@@ -405,24 +406,7 @@ class FakeNbClient:
         lip, eip = logic.nat_rule_args(policy, logical_ip, external_ip, logical_mac, port)
 
         def run(st: _State, u: _Undo) -> None:
-            lr = _router(st, router)
-            keep: NatRule | None = None
-            rest = []
-            for n in lr.nats:
-                if n.type == policy and n.logical_ip == lip:
-                    if eip and n.external_ip == eip and keep is None:
-                        keep = n
-                    continue
-                rest.append(n)
-            if eip and keep is None:
-                clash = [n.logical_ip for n in rest if n.type == policy and n.external_ip == eip]
-                logic.check_nat_clash(router, policy, eip, clash)
-                keep = NatRule(router, policy, eip, lip)
-            if keep is not None:
-                if port:
-                    keep = NatRule(router, policy, eip, lip, port, logical_mac.lower())
-                rest.append(keep)
-            u.set(lr, "nats", rest)
+            _set_nat(_router(st, router), u, policy, lip, eip, logical_mac, port)
 
         self._txn("update_nat_rule", run)
 
@@ -435,6 +419,107 @@ class FakeNbClient:
                 u.set(lr, "nats", [n for n in lr.nats if n.logical_ip != lip])
 
         self._txn("delete_nat_rule", run)
+
+    # -- one reconciler key's rows -----------------------------------------------------------
+
+    def apply_routing(self, router: str, change: RoutingChange) -> None:
+        if change.empty():
+            return
+        policies = [
+            (p, *logic.policy_args(p.priority, p.match, p.action, p.nexthops))
+            for p in change.policies
+        ]
+        drops = [(priority, match.strip()) for priority, match in change.delete_policies]
+        sets = [
+            (
+                c,
+                logic.check_address_set_name(c.name),
+                logic.address_set_entries(c.add),
+                set(logic.address_set_entries(c.remove)),
+            )
+            for c in change.sets
+        ]
+        nats = [
+            (n, *logic.nat_rule_args(n.type, n.logical_ip, n.external_ip, n.logical_mac, n.port))
+            for n in change.nats
+        ]
+        routes = [p for prefix in change.delete_src_routes for p in logic.route_prefixes(prefix)]
+
+        def nothing_to_do() -> bool:
+            lr = self.state.routers.get(router)
+            if lr is None:
+                return False
+            for p, match, hops in policies:
+                old = lr.policies.get((p.priority, match))
+                if (
+                    old is None
+                    or old.action != p.action
+                    or old.nexthops != hops
+                    or not logic.ids_match(old.external_ids, p.external_ids)
+                ):
+                    return False
+            if any(key in lr.policies for key in drops):
+                return False
+            for c, name, add, remove in sets:
+                have = self.state.address_sets.get(name)
+                if c.delete:
+                    if have is not None:
+                        return False
+                    continue
+                if (
+                    have is None
+                    or not set(add) <= set(have)
+                    or remove & set(have)
+                    or not logic.ids_match(self.state.address_set_ids.get(name, {}), c.external_ids)
+                ):
+                    return False
+            for n, lip, eip in nats:
+                found = [r for r in lr.nats if r.type == n.type and r.logical_ip == lip]
+                if not eip:
+                    if found:
+                        return False
+                    continue
+                if len(found) != 1 or found[0].external_ip != eip:
+                    return False
+                if n.port and (
+                    found[0].logical_port != n.port
+                    or found[0].external_mac != n.logical_mac.lower()
+                ):
+                    return False
+            return not any((prefix, "src-ip") in lr.routes for prefix in routes)
+
+        with self._lock:
+            if nothing_to_do():
+                return
+
+        def run(st: _State, u: _Undo) -> None:
+            lr = _router(st, router)
+            for p, match, hops in policies:
+                cur = lr.policies.get((p.priority, match))
+                merged = {**(cur.external_ids if cur else {}), **p.external_ids}
+                u.put(
+                    lr.policies,
+                    (p.priority, match),
+                    RouterPolicy(router, p.priority, match, p.action, hops, merged),
+                )
+            for c, name, add, remove in sets:
+                if c.delete:
+                    u.pop(st.address_sets, name)
+                    u.pop(st.address_set_ids, name)
+                    continue
+                have = st.address_sets.get(name, [])
+                u.put(st.address_sets, name, sorted((set(have) | set(add)) - remove))
+                u.put(
+                    st.address_set_ids, name, {**st.address_set_ids.get(name, {}), **c.external_ids}
+                )
+            for n, lip, eip in nats:
+                _set_nat(lr, u, n.type, lip, eip, n.logical_mac, n.port)
+            for key in drops:
+                u.pop(lr.policies, key)
+            for prefix in routes:
+                u.pop(lr.routes, (prefix, "src-ip"))
+
+        self._txn("apply_routing", run)
 
     def list_nat_rules(self, router: str) -> list[NatRule]:
         with self._lock:
@@ -606,6 +691,28 @@ def _info(p: FakePort) -> PortInfo:
     return PortInfo(
         p.name, p.switch, tuple(p.addresses), tuple(p.port_security), dict(p.external_ids), p.type
     )
+
+
+def _set_nat(
+    lr: FakeRouter, u: _Undo, policy: str, lip: str, eip: str, logical_mac: str, port: str
+) -> None:
+    keep: NatRule | None = None
+    rest = []
+    for n in lr.nats:
+        if n.type == policy and n.logical_ip == lip:
+            if eip and n.external_ip == eip and keep is None:
+                keep = n
+            continue
+        rest.append(n)
+    if eip and keep is None:
+        clash = [n.logical_ip for n in rest if n.type == policy and n.external_ip == eip]
+        logic.check_nat_clash(lr.name, policy, eip, clash)
+        keep = NatRule(lr.name, policy, eip, lip)
+    if keep is not None:
+        if port:
+            keep = NatRule(lr.name, policy, eip, lip, port, logical_mac.lower())
+        rest.append(keep)
+    u.set(lr, "nats", rest)
 
 
 def _router(st: _State, name: str) -> FakeRouter:

@@ -33,6 +33,7 @@ from controller.core.constants import (
     DEFAULT_VPC,
     EXTERNAL_GATEWAY_CONFIG,
     EXTERNAL_GATEWAY_CONFIG_NAMESPACE,
+    IP_ADDRESS_ANNOTATION,
 )
 from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.model import (
@@ -58,6 +59,27 @@ _MAY_WAIT = "yes"
 def may_wait_index(obj: Any) -> list[str]:
     """The index function of `MAY_WAIT_INDEX`."""
     return [_MAY_WAIT] if isinstance(obj, Mapping) and pl.may_wait_for_network(obj) else []
+
+
+NODE_INDEX = "routing.node"
+IP_INDEX = "routing.ip"
+
+
+def node_index(obj: Any) -> list[str]:
+    """The index function of `NODE_INDEX`: a pod's `spec.nodeName`."""
+    spec = obj.get("spec") if isinstance(obj, Mapping) else None
+    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    return [node] if isinstance(node, str) and node else []
+
+
+def ip_index(obj: Any) -> list[str]:
+    """The index function of `IP_INDEX`: the addresses of a pod's default network."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    value = annotations.get(IP_ADDRESS_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if not isinstance(value, str):
+        return []
+    return [ip.strip() for ip in value.split(",") if ip.strip()]
 
 
 # pod versions kept parsed: a burst's versions live from their informer event to their handler
@@ -134,6 +156,19 @@ class CacheView:
 
     def pods_raw(self) -> list[KubeObject]:
         return self._pods.list()
+
+    def pods_raw_on_node(self, node: str) -> list[KubeObject]:
+        """The cached pods bound to `node` (through `NODE_INDEX` when the informer has it)."""
+        if NODE_INDEX in self._pods.get_indexers():
+            return self._pods.by_index(NODE_INDEX, node)
+        return [raw for raw in self._pods.list() if node in node_index(raw)]
+
+    def pods_raw_with_ip(self, ip: str) -> list[KubeObject]:
+        """The cached pods whose default network holds `ip` (through `IP_INDEX` when the
+        informer has it)."""
+        if IP_INDEX in self._pods.get_indexers():
+            return self._pods.by_index(IP_INDEX, ip)
+        return [raw for raw in self._pods.list() if ip in ip_index(raw)]
 
     def pods_raw_may_wait(self) -> list[KubeObject]:
         """The cached pods that may wait for a network (`pod_logic.may_wait_for_network`), in

@@ -5,7 +5,8 @@ would hold), `FakeNbClient`, the real `IPAM`, `FakeEventRecorder`, real queues o
 Helpers move state the way an informer would: `create_pod` / `sync` / `remove_pod` copy the fake
 API server's objects into the pod indexer and fire the controller's callbacks. `process(queue)` /
 `converge()` run the worker function (`controller.runtime.worker.process_next_work_item`)
-inline, on the test thread, so no real threads are involved.
+inline, on the test thread, so no real threads are involved; the routing reconciler's queue is
+one of them, fed by the pod events (`enqueue_routing()` queues every key of the cluster).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from controller.queues import (
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
+from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.worker import process_next_work_item
@@ -33,6 +35,7 @@ from controller.testing import builders
 from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
+from controller.view import IP_INDEX, NODE_INDEX, CacheView, ip_index, node_index
 
 NOW = builders.NOW
 ROUTER = "ovn-cluster"
@@ -137,8 +140,8 @@ class Env:
             delete=_queue("DeletePod", self.clock, self.queue_metrics),
             security=_queue("UpdatePodSecurity", self.clock, self.queue_metrics),
         )
-        self.controller = PodController(
-            config=self.config,
+        self.pods.add_indexers({NODE_INDEX: node_index, IP_INDEX: ip_index})
+        self.view = CacheView(
             pods=self.pods,
             namespaces=self.namespaces,
             subnets=self.subnets,
@@ -150,6 +153,23 @@ class Env:
             statefulsets=self.statefulsets if self.with_owner_indexers else None,
             nads=self.nads if self.with_owner_indexers else None,
             vms=self.vms if self.with_owner_indexers else None,
+            kube=self.kube,
+        )
+        self.routing_queue = _queue("UpdateRouting", self.clock, self.queue_metrics)
+        self.routing = RoutingReconciler(
+            config=self.config,
+            view=self.view,
+            kube=self.kube,
+            nb=self.nb,
+            queue=self.routing_queue,
+            is_leader=lambda: self.leader,
+            now=lambda: self.now,
+        )
+        self.routing_events = self.routing.pod_event_handler()
+        self.controller = PodController(
+            config=self.config,
+            view=self.view,
+            routing=self.routing,
             kube=self.kube,
             nb=self.nb,
             ipam=self.ipam,
@@ -167,6 +187,7 @@ class Env:
     def close(self) -> None:
         for queue in self.queues.all():
             queue.shut_down()
+        self.routing_queue.shut_down()
 
     # --- cluster objects ----------------------------------------------------------------------
     def add_subnet(self, raw: dict[str, Any]) -> None:
@@ -208,6 +229,7 @@ class Env:
         stored = self.kube.add_pod(raw)
         self.pods.add(copy.deepcopy(stored))
         self.controller.on_add(copy.deepcopy(stored), False)
+        self.routing_events.on_add(copy.deepcopy(stored), False)
         return stored
 
     def sync(self, key: str) -> bool:
@@ -218,6 +240,7 @@ class Env:
             if cached is not None:
                 self.pods.delete(cached)
                 self.controller.on_delete(cached)
+                self.routing_events.on_delete(cached)
                 return True
             return False
         if cached is not None and (
@@ -228,9 +251,11 @@ class Env:
         if cached is None:
             self.pods.add(new)
             self.controller.on_add(copy.deepcopy(new), False)
+            self.routing_events.on_add(copy.deepcopy(new), False)
         else:
             self.pods.update(new)
             self.controller.on_update(cached, copy.deepcopy(new))
+            self.routing_events.on_update(cached, copy.deepcopy(new))
         return True
 
     def sync_all(self) -> bool:
@@ -259,6 +284,7 @@ class Env:
             (self.queues.update, c.handle_update_pod, "UpdatePod"),
             (self.queues.delete, c.handle_delete_pod, "DeletePod"),
             (self.queues.security, c.handle_update_pod_security, "UpdatePodSecurity"),
+            (self.routing_queue, self.routing.handle, "UpdateRouting"),
         ]
 
     def process(self, queue: RateLimitingQueue[str]) -> int:
@@ -270,7 +296,14 @@ class Env:
                     process_next_work_item(q, handler, name=name, metrics=self.metrics)
                     count += 1
                 return count
-        raise ValueError("not one of the pod queues")
+        raise ValueError("not one of the queues")
+
+    def enqueue_routing(self) -> None:
+        """Every routing key, as a node or subnet event (or the periodic pass) would."""
+        for subnet in self.view.subnets():
+            self.routing.enqueue(subnet.name)
+            for node in self.view.nodes():
+                self.routing.enqueue(f"{subnet.name}/{node.name}")
 
     def converge(self, rounds: int = 20) -> None:
         """Process the ready items and feed the API server's changes back until quiet."""

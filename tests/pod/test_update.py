@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.core import router_policy as rp
 from controller.kube.errors import ConflictError, ServerError
 from controller.ovn import external_ids as ext
 from tests.pod.env import (
@@ -119,7 +120,7 @@ def test_add_routes_the_subnet_it_allocated_from_not_the_first_it_tried() -> Non
         sets = {
             a.name: a.addresses for a in env.nb.list_address_sets({"kube-ovn-route": "gateway"})
         }
-        assert sets == {f"kubeovn.ovn.default.{NODE}_ip4": ("10.16.0.50",)}
+        assert sets == {rp.set_name("ovn-default", NODE, 4): ("10.16.0.50",)}
     finally:
         env.close()
 

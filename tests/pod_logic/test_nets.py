@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller import pod_logic as pl
+from controller.core import router_policy as rp
 from controller.core.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
 from controller.core.model import (
     NetworkAttachmentDefinition,
@@ -599,7 +600,7 @@ def allows(got: pl.UpdatePlan) -> list[str]:
 def test_update_plan_distributed_routes_via_node_and_clears_nat() -> None:
     got = plan(ALLOCATED)
     assert got.routes == ()  # no src-ip static routes any more
-    v4, v6 = "kubeovn.ovn.default.n1_ip4", "kubeovn.ovn.default.n1_ip6"
+    v4, v6 = rp.set_name("ovn-default", "n1", 4), rp.set_name("ovn-default", "n1", 6)
     assert reroutes(got) == [
         (29000, f"ip4.src == ${v4}", ("100.64.0.2",)),
         (29000, f"ip6.src == ${v6}", ("fd00:100::2",)),

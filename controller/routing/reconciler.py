@@ -1,0 +1,586 @@
+"""The routing reconciler: the default VPC's router policies, address sets and NAT rules kept
+equal to what the caches say they should be (`controller.pod_logic.routing_state`).
+
+Contract:
+
+* Keys (queue `UpdateRouting`): a subnet key `<subnet>` and a node key `<subnet>/<node>` (see
+  `routing_state`). A key's handler reads the caches, computes its desired rows, reads its rows
+  back from the NB (the controller's mark says which are its) and applies the difference in ONE
+  NB transaction (`NbClient.apply_routing`), under the key's own lock.
+* What enqueues what: a pod add / delete, or an update that changes what its rows depend on
+  (subnet, node, addresses, liveness, EIP/SNAT, north gateway), enqueues its old and new node
+  keys and subnet keys; a node event enqueues the node key of every subnet (join address,
+  readiness, delete and re-register) and the subnet key of every centralized subnet it may gate;
+  a subnet event enqueues its subnet key, whose handler enqueues the node keys of every cached
+  node and of every node its rows in the NB name. `resync()` (every `--gc-interval`, and once at
+  the start) enqueues every subnet key: the periodic proof of convergence.
+* A subnet switched to distributed gets its node keys applied before its subnet-wide reroute
+  (and kube-ovn v1.8's src-ip route of its blocks) goes; switched to centralized, the subnet-wide
+  reroute is written first. Old rows are removed in the transaction that writes their
+  replacement, so egress never lacks a reroute (renamed address sets included).
+* A centralized subnet's `status.activateGateway` is written (merge patch of the status
+  subresource) when the gateway the reconciler applied differs from it.
+* Pod handlers call `route_pod` (the pod's own rows, written at once, so the add's patch can say
+  `routed=true` from what was applied) and `release_pod` (its node key reconciled before its
+  address is released); neither trusts the pod's `routed` annotation.
+* `backstop()` is the garbage collector's pass: every key diffed under its lock with the same
+  functions; anything it has to change is logged as drift and returned.
+* A malformed Subnet or Node in the cache is skipped (logged), never raised out of a pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.cache import DeletedFinalStateUnknown, ResourceEventHandlerFuncs
+from controller.cache.keys import object_name
+from controller.config import Config
+from controller.core import router_policy as rp
+from controller.core.constants import (
+    EIP_ANNOTATION,
+    IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+    NAT_TYPE_DNAT_AND_SNAT,
+    NAT_TYPE_SNAT,
+    NORTH_GATEWAY_ANNOTATION,
+    POLICY_SRC_IP,
+    SNAT_ANNOTATION,
+)
+from controller.core.errors import MalformedObjectError
+from controller.core.gateway import gateway_node_names
+from controller.core.model import Node, Pod, Subnet
+from controller.kube.api import KubeApi
+from controller.ovn.api import (
+    AddressSetInfo,
+    NatChange,
+    NbClient,
+    RouterPolicy,
+    RoutingChange,
+    SetChange,
+)
+from controller.pod_logic import routing_state as rs
+from controller.queues import RateLimitingQueue
+from controller.runtime.worker import start_workers
+from controller.view import CacheView
+
+LOG = logging.getLogger(__name__)
+
+_RELEVANT = (
+    IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+    EIP_ANNOTATION,
+    SNAT_ANNOTATION,
+    NORTH_GATEWAY_ANNOTATION,
+    POLICY_SRC_IP,
+)
+
+
+def _relevant(obj: Any) -> tuple[Any, ...]:
+    meta = obj.get("metadata") or {} if isinstance(obj, Mapping) else {}
+    annotations = meta.get("annotations") or {}
+    spec = obj.get("spec") or {} if isinstance(obj, Mapping) else {}
+    status = obj.get("status") or {} if isinstance(obj, Mapping) else {}
+    return (
+        meta.get("uid"),
+        meta.get("deletionTimestamp"),
+        spec.get("nodeName"),
+        status.get("phase"),
+        status.get("reason"),
+        annotations.get("ovn.kubernetes.io/allocated"),
+        *(annotations.get(k) for k in _RELEVANT),
+    )
+
+
+class _KeyLocks:
+    """One lock per key (no striping: a subnet key's handler holds its node keys' locks too)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    @contextmanager
+    def locked(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks[key]
+        with lock:
+            yield
+
+
+class RoutingReconciler:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        view: CacheView,
+        kube: KubeApi,
+        nb: NbClient,
+        queue: RateLimitingQueue[str],
+        is_leader: Callable[[], bool],
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        """The pod informer should carry `controller.view.NODE_INDEX` and `IP_INDEX`; without
+        them every pod is scanned per key."""
+        self._config = config
+        self._view = view
+        self._kube = kube
+        self._nb = nb
+        self.queue = queue
+        self._is_leader = is_leader
+        self._now = now if now is not None else (lambda: datetime.now(UTC))
+        self._locks = _KeyLocks()
+        # node key -> pod key -> the pod as `route_pod` routed it, until the cache has its
+        # allocation (the add writes the rows before it patches the annotations)
+        self._pending_lock = threading.Lock()
+        self._pending: dict[str, dict[str, Pod]] = {}
+
+    # --- configuration ---------------------------------------------------------------------------
+
+    def _cfg(self) -> rs.RoutingConfig:
+        cfg = self._config
+        return rs.RoutingConfig(
+            router=cfg.cluster_router,
+            node_switch=cfg.node_switch,
+            enable_eip_snat=cfg.enable_eip_snat,
+            keep_vm_ip=cfg.enable_keep_vm_ip,
+            external_gw_config=self._view.external_gw_config() if cfg.enable_eip_snat else None,
+        )
+
+    # --- enqueueing ------------------------------------------------------------------------------
+
+    def enqueue(self, key: str) -> None:
+        if key and self._is_leader():
+            self.queue.add(key)
+
+    def _enqueue_pod(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        if not isinstance(obj, Mapping):
+            return
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        subnet = annotations.get(LOGICAL_SWITCH_ANNOTATION) if isinstance(annotations, dict) else ""
+        if not isinstance(subnet, str) or not subnet:
+            return
+        self.enqueue(rs.subnet_key(subnet))
+        node = (obj.get("spec") or {}).get("nodeName")
+        if isinstance(node, str) and node:
+            self.enqueue(rs.node_key(subnet, node))
+
+    def pod_event_handler(self) -> ResourceEventHandlerFuncs:
+        def added(obj: Any, is_in_initial_list: bool = False) -> None:
+            self._guard(self._enqueue_pod, obj)
+
+        def updated(old: Any, new: Any) -> None:
+            if _relevant(old) != _relevant(new):
+                self._guard(self._enqueue_pod, old)
+                self._guard(self._enqueue_pod, new)
+
+        def deleted(obj: Any) -> None:
+            self._guard(self._enqueue_pod, obj)
+
+        return ResourceEventHandlerFuncs(added, updated, deleted)
+
+    def _enqueue_node(self, obj: Any) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            obj = obj.obj
+        name = object_name(obj) if obj is not None else ""
+        if not name:
+            return
+        for subnet in self._view.subnets():
+            self.enqueue(rs.node_key(subnet.name, name))
+            if name in gateway_node_names(subnet.gateway_node):
+                self.enqueue(rs.subnet_key(subnet.name))
+
+    def node_event_handler(self) -> ResourceEventHandlerFuncs:
+        def added(obj: Any, is_in_initial_list: bool = False) -> None:
+            self._guard(self._enqueue_node, obj)
+
+        def updated(old: Any, new: Any) -> None:
+            if _node_inputs(old) != _node_inputs(new):
+                self._guard(self._enqueue_node, new)
+
+        def deleted(obj: Any) -> None:
+            self._guard(self._enqueue_node, obj)
+
+        return ResourceEventHandlerFuncs(added, updated, deleted)
+
+    def subnet_event_handler(self) -> ResourceEventHandlerFuncs:
+        def changed(obj: Any, *_: Any) -> None:
+            if isinstance(obj, DeletedFinalStateUnknown):
+                obj = obj.obj
+            name = object_name(obj) if obj is not None else ""
+            if name:
+                self.enqueue(rs.subnet_key(name))
+
+        def updated(old: Any, new: Any) -> None:
+            if old.get("spec") != new.get("spec") or (old.get("status") or {}).get(
+                "activateGateway"
+            ) != (new.get("status") or {}).get("activateGateway"):
+                changed(new)
+
+        return ResourceEventHandlerFuncs(changed, updated, changed)
+
+    def configmap_event_handler(self) -> ResourceEventHandlerFuncs:
+        """The external gateway ConfigMap feeds every EIP/SNAT pod's rows."""
+
+        def changed(obj: Any, *_: Any) -> None:
+            if self._config.enable_eip_snat:
+                self.resync()
+
+        def updated(old: Any, new: Any) -> None:
+            if old.get("data") != new.get("data"):
+                changed(new)
+
+        return ResourceEventHandlerFuncs(changed, updated, changed)
+
+    def resync(self) -> None:
+        """Enqueue every subnet key (which enqueue their node keys): the full pass."""
+        if not self._is_leader():
+            return
+        for name in self._subnet_names():
+            self.enqueue(rs.subnet_key(name))
+
+    def _guard(self, fn: Callable[[Any], None], obj: Any) -> None:
+        if not self._is_leader():
+            return
+        try:
+            fn(obj)
+        except Exception:
+            LOG.exception("routing event handler failed")
+
+    # --- reading the caches ----------------------------------------------------------------------
+
+    def _subnet_names(self) -> list[str]:
+        names = {s.name for s in self._view.subnets()}
+        for p in self._nb.list_router_policies(self._config.cluster_router):
+            if p.external_ids.get(rp.ROUTE_KIND_KEY) and p.external_ids.get(rp.SUBNET_KEY):
+                names.add(p.external_ids[rp.SUBNET_KEY])
+        for a in self._nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY}):
+            if a.external_ids.get(rp.SUBNET_KEY):
+                names.add(a.external_ids[rp.SUBNET_KEY])
+        return sorted(names)
+
+    def _subnet(self, name: str) -> tuple[Subnet | None, bool]:
+        """(the cached subnet or None, whether it is malformed)."""
+        try:
+            return self._view.subnet(name), False
+        except MalformedObjectError as exc:
+            LOG.warning("routing of subnet %s skipped: malformed: %s", name, exc)
+            return None, True
+
+    def _node(self, name: str) -> Node | None:
+        try:
+            return self._view.node(name)
+        except MalformedObjectError as exc:
+            LOG.warning("node %s is malformed, routed as absent: %s", name, exc)
+            return None
+
+    def _nodes(self) -> dict[str, Node]:
+        return {n.name: n for n in self._view.nodes()}
+
+    def _models(self, raws: Iterable[Any]) -> list[Pod]:
+        out = []
+        for raw in raws:
+            try:
+                out.append(self._view.pod_model(raw))
+            except MalformedObjectError:
+                continue
+        return out
+
+    def _pods_on(self, subnet: str, node: str) -> list[Pod]:
+        pods = {p.key: p for p in self._models(self._view.pods_raw_on_node(node))}
+        with self._pending_lock:
+            pending = self._pending.get(rs.node_key(subnet, node), {})
+            for key, routed in list(pending.items()):
+                cached = pods.get(key)
+                if cached is None or cached.uid != routed.uid or rs.pod_ips(cached):
+                    del pending[key]  # gone, replaced, or the cache has its allocation now
+                else:
+                    pods[key] = routed
+        return list(pods.values())
+
+    def _holders(self, ip: str) -> list[Pod]:
+        pods = {p.key: p for p in self._models(self._view.pods_raw_with_ip(ip))}
+        with self._pending_lock:
+            for pending in self._pending.values():
+                for key, routed in pending.items():
+                    if ip in rs.pod_ips(routed):
+                        pods.setdefault(key, routed)
+        return list(pods.values())
+
+    def _forget_pending(self, pod_key: str) -> None:
+        with self._pending_lock:
+            for pending in self._pending.values():
+                pending.pop(pod_key, None)
+
+    def _claims(self, cfg: rs.RoutingConfig, now: datetime, exclude: str = "") -> rs.Claims:
+        """What the live pods holding an address want for it (outside node key `exclude`)."""
+
+        def claims(ip: str) -> rs.PodRows:
+            policies: list[RouterPolicy] = []
+            nats: list[NatChange] = []
+            for pod in self._holders(ip):
+                if not rs.routable(pod, now):
+                    continue
+                subnet_name = rs.pod_subnet(pod)
+                if exclude and rs.node_key(subnet_name, pod.node_name) == exclude:
+                    continue
+                subnet, _ = self._subnet(subnet_name)
+                if subnet is None or not rs.routed_subnet(subnet, cfg):
+                    continue
+                rows = rs.pod_rows(pod, subnet, self._node(pod.node_name), cfg)
+                policies += rows.policies
+                nats += rows.nats
+            return rs.PodRows(tuple(policies), (), tuple(nats))
+
+        return claims
+
+    # --- handlers --------------------------------------------------------------------------------
+
+    def handle(self, key: str) -> None:
+        self.reconcile(key)
+
+    def reconcile(self, key: str) -> RoutingChange:
+        """Bring one key's rows to their desired state; returns the change applied."""
+        subnet, node = rs.split_key(key)
+        if node:
+            with self._locks.locked(key):
+                change, _ = self._reconcile_node(subnet, node)
+            return change
+        with self._locks.locked(key):
+            return self._reconcile_subnet(subnet)
+
+    def _reconcile_node(
+        self, subnet_name: str, node_name: str, dry_run: bool = False
+    ) -> tuple[RoutingChange, rs.NodeDesired]:
+        cfg = self._cfg()
+        now = self._now()
+        subnet, malformed = self._subnet(subnet_name)
+        empty = rs.NodeDesired(rs.Rows(), frozenset(), frozenset())
+        if malformed:
+            return RoutingChange(), empty
+        desired = rs.desired_node_rows(
+            subnet,
+            node_name,
+            self._node(node_name),
+            self._pods_on(subnet_name, node_name),
+            cfg,
+            now,
+        )
+        router = cfg.router
+        actual = rs.actual_rows(
+            subnet_name,
+            node_name,
+            self._nb.list_router_policies(router),
+            self._nb.list_address_sets(
+                {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: subnet_name}
+            ),
+            self._nb.list_nat_rules(router) if desired.ips else (),
+            self._nb.list_static_routes(router) if desired.ips else (),
+            desired.ips,
+        )
+        key = rs.node_key(subnet_name, node_name)
+        change = rs.diff_rows(desired.rows, actual, self._claims(cfg, now, exclude=key))
+        if not change.empty() and not dry_run:
+            LOG.info("routing %s: %s", key, describe(change))
+            self._nb.apply_routing(router, change)
+        return change, desired
+
+    def _reconcile_subnet(self, name: str, dry_run: bool = False) -> RoutingChange:
+        cfg = self._cfg()
+        now = self._now()
+        subnet, malformed = self._subnet(name)
+        if malformed:
+            return RoutingChange()
+        nodes = self._nodes()
+        desired = rs.desired_subnet_rows(subnet, nodes, cfg)
+        router = cfg.router
+        policies = self._nb.list_router_policies(router)
+        sets = self._nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: name})
+        node_names = self._node_names_of(name, policies, sets)
+        blocks = [b.strip() for b in (subnet.cidr_block if subnet else "").split(",") if b.strip()]
+        nats = [n for n in self._nb.list_nat_rules(router) if _in_any(n.logical_ip, blocks)]
+        routes = self._nb.list_static_routes(router)
+        hosts = {
+            r.ip_prefix.split("/", 1)[0]
+            for r in routes
+            if r.policy == POLICY_SRC_IP
+            and r.ip_prefix not in blocks
+            and _in_any(r.ip_prefix.split("/", 1)[0], blocks)
+        }
+        addresses = {n.logical_ip for n in nats} | set(blocks) | hosts
+        actual = rs.actual_rows(name, "", policies, sets, nats, routes, addresses)
+        # v1.8 src-ip routes of addresses no live pod holds (a holder's node key moves its own)
+        claims = self._claims(cfg, now)
+        desired.rows.stale_routes.update(
+            ip for ip in hosts if not any(rs.routable(p, now) for p in self._holders(ip))
+        )
+        if desired.centralized and not desired.gateway:
+            # no usable gateway: keep the reroute there is rather than cut the subnet's egress
+            for key, p in actual.policies.items():
+                if key[0] == rp.GATEWAY_PRIORITY:
+                    desired.rows.policies.setdefault(key, p)
+        moving_to_nodes = subnet is not None and not desired.centralized
+        if moving_to_nodes and (
+            any(k[0] == rp.GATEWAY_PRIORITY for k in actual.policies)
+            or actual.stale_routes & set(blocks)
+        ):
+            # switched to distributed: the node keys' rows first, then the subnet-wide ones go
+            for node in sorted(node_names):
+                with self._locks.locked(rs.node_key(name, node)):
+                    self._reconcile_node(name, node, dry_run)
+            desired.rows.stale_routes.update(blocks)
+        change = rs.diff_rows(desired.rows, actual, claims)
+        if not change.empty() and not dry_run:
+            LOG.info("routing %s: %s", name, describe(change))
+            self._nb.apply_routing(router, change)
+        if not dry_run:
+            self._write_gateway(subnet, desired)
+            for node in sorted(node_names):
+                self.enqueue(rs.node_key(name, node))
+        return change
+
+    def _node_names_of(
+        self,
+        subnet: str,
+        policies: Iterable[RouterPolicy] | None = None,
+        sets: Iterable[AddressSetInfo] | None = None,
+    ) -> list[str]:
+        """Every node the subnet may have rows for: the cached ones and those its rows name."""
+        router = self._config.cluster_router
+        if policies is None:
+            policies = self._nb.list_router_policies(router)
+        if sets is None:
+            sets = self._nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY})
+        names = set(self._nodes())
+        for row_ids in [p.external_ids for p in policies] + [a.external_ids for a in sets]:
+            if row_ids.get(rp.SUBNET_KEY) == subnet and row_ids.get(rp.NODE_KEY):
+                names.add(row_ids[rp.NODE_KEY])
+        return sorted(names)
+
+    def _write_gateway(self, subnet: Subnet | None, desired: rs.SubnetDesired) -> None:
+        if subnet is None or not desired.centralized or not desired.gateway:
+            return
+        if subnet.activate_gateway == desired.gateway:
+            return
+        LOG.info("subnet %s: active gateway %s", subnet.name, desired.gateway)
+        self._kube.update_subnet_status(subnet.name, {"activateGateway": desired.gateway})
+
+    # --- hooks of the pod handlers ---------------------------------------------------------------
+
+    def route_pod(self, pod: Pod) -> bool:
+        """Write `pod`'s own rows (its annotations carry its allocation) in one transaction;
+        True when they are all in place (False: its node's join address or the external
+        gateway is missing, the key is re-queued and routes it once they are there). Stale
+        rows elsewhere are its keys' reconcile's work (enqueued here too)."""
+        cfg = self._cfg()
+        subnet, _ = self._subnet(rs.pod_subnet(pod))
+        if subnet is None or not rs.routed_subnet(subnet, cfg):
+            return True  # nothing to route on the cluster router
+        if not rs.routable(pod, self._now()):
+            return False
+        rows = rs.pod_rows(pod, subnet, self._node(pod.node_name), cfg)
+        ips = rs.pod_ips(pod)
+        nats = list(rows.nats)
+        if cfg.enable_eip_snat:
+            wanted = {(n.type, n.logical_ip) for n in nats}
+            for ip in ips:
+                for kind in (NAT_TYPE_DNAT_AND_SNAT, NAT_TYPE_SNAT):
+                    if (kind, ip) not in wanted:
+                        nats.append(NatChange(kind, ip, ""))
+        change = RoutingChange(
+            policies=rows.policies,
+            sets=tuple(SetChange(name, (ip,), external_ids=ids) for name, ip, ids in rows.members),
+            nats=tuple(nats),
+            delete_src_routes=ips if rows.complete else (),
+        )
+        key = rs.node_key(subnet.name, pod.node_name)
+        with self._locks.locked(key):
+            self._nb.apply_routing(cfg.router, change)
+            with self._pending_lock:
+                self._pending.setdefault(key, {})[pod.key] = pod
+        if not rows.complete:
+            self.enqueue(key)  # routed once what it waits for is there (a node event)
+        return rows.complete
+
+    def release_pod(self, pod: Pod, subnet: str) -> None:
+        """`pod` is going (or its address in `subnet` is): its node key and subnet key are
+        reconciled now, so its rows are gone before the address can be handed out again
+        (rows a live pod still claims stay)."""
+        self._forget_pending(pod.key)
+        if pod.node_name:
+            self.reconcile(rs.node_key(subnet, pod.node_name))
+        else:
+            # known by name only (a tombstone): any node's key of the subnet may hold it
+            for node in self._node_names_of(subnet):
+                self.reconcile(rs.node_key(subnet, node))
+        self.reconcile(rs.subnet_key(subnet))
+
+    # --- garbage collection backstop -------------------------------------------------------------
+
+    def backstop(self) -> list[str]:
+        """Diff every key under its lock and apply what differs; returns what was found (each
+        a drift the events should have prevented)."""
+        found: list[str] = []
+        for name in self._subnet_names():
+            with self._locks.locked(rs.subnet_key(name)):
+                change = self._reconcile_subnet(name)
+            if not change.empty():
+                found.append(f"{name}: {describe(change)}")
+            for node in self._node_names_of(name):
+                key = rs.node_key(name, node)
+                with self._locks.locked(key):
+                    change, _ = self._reconcile_node(name, node)
+                if not change.empty():
+                    found.append(f"{key}: {describe(change)}")
+        for item in found:
+            LOG.warning("routing gc found drift: %s", item)
+        return found
+
+    # --- workers ---------------------------------------------------------------------------------
+
+    def run_workers(self, worker_num: int, stop: threading.Event) -> list[threading.Thread]:
+        threads = start_workers([(self.queue, self.handle, worker_num)], stop)
+
+        def shut_down_on_stop() -> None:
+            stop.wait()
+            self.queue.shut_down()
+
+        stopper = threading.Thread(target=shut_down_on_stop, name="routing-stopper", daemon=True)
+        stopper.start()
+        return [*threads, stopper]
+
+
+def _node_inputs(obj: Any) -> tuple[Any, ...]:
+    try:
+        node = Node.from_dict(obj)
+    except MalformedObjectError:
+        return (None,)
+    return (node.ready, node.annotations.get(IP_ADDRESS_ANNOTATION, ""), node.internal_ips)
+
+
+def _in_any(ip: str, blocks: Iterable[str]) -> bool:
+    return any(rs.in_blocks(ip, b) for b in blocks)
+
+
+def describe(change: RoutingChange) -> str:
+    parts = []
+    if change.policies:
+        parts.append("write " + ", ".join(f"{p.priority} {p.match}" for p in change.policies))
+    if change.delete_policies:
+        parts.append("drop " + ", ".join(f"{p} {m}" for p, m in change.delete_policies))
+    for s in change.sets:
+        if s.delete:
+            parts.append(f"delete set {s.name}")
+        else:
+            parts.append(f"set {s.name} +{list(s.add)} -{list(s.remove)}")
+    for n in change.nats:
+        parts.append(f"nat {n.type} {n.logical_ip} -> {n.external_ip or '(none)'}")
+    if change.delete_src_routes:
+        parts.append(f"drop src-ip routes {list(change.delete_src_routes)}")
+    return "; ".join(parts)
