@@ -118,3 +118,58 @@ def test_nothing_to_change_is_no_transaction(s: Subject) -> None:
         assert len(calls) == 3
     else:
         assert sum(s.nb.requests.values()) - before == 3  # type: ignore[attr-defined]
+
+
+def test_apply_routing_is_one_transaction_for_a_keys_rows(s: Subject) -> None:
+    from controller.ovn.api import NatChange, RoutingChange, SetChange
+
+    gw = {**IDS, "node": "n1", "kube-ovn-route": "gateway"}
+    s.nb.add_static_route("src-ip", "10.16.0.5", "100.64.0.2", LR)
+    s.nb.add_static_route("src-ip", "10.16.0.0/16", "100.64.0.9", LR)  # v1.8 centralized
+    s.nb.add_address_set_addresses("old_ip4", ["10.16.0.6"], gw)
+    s.nb.add_router_policy(LR, 29000, "ip4.src == $old_ip4", "reroute", ["100.64.0.2"], gw)
+    change = RoutingChange(
+        policies=(RouterPolicy(LR, 29000, "ip4.src == $new_ip4", "reroute", ("100.64.0.2",), gw),),
+        delete_policies=((29000, "ip4.src == $old_ip4"),),
+        sets=(
+            SetChange("new_ip4", ("10.16.0.5", "10.16.0.6"), (), gw),
+            SetChange("old_ip4", delete=True),
+        ),
+        nats=(NatChange("snat", "10.16.0.5", "172.18.0.100"),),
+        delete_src_routes=("10.16.0.5", "10.16.0.0/16"),
+    )
+    s.nb.apply_routing(LR, change)
+    assert s.nb.list_router_policies(LR) == [
+        RouterPolicy(LR, 29000, "ip4.src == $new_ip4", "reroute", ("100.64.0.2",), gw)
+    ]
+    assert s.nb.list_address_sets({}) == [AddressSetInfo("new_ip4", ("10.16.0.5", "10.16.0.6"), gw)]
+    assert [(n.type, n.logical_ip, n.external_ip) for n in s.nb.list_nat_rules(LR)] == [
+        ("snat", "10.16.0.5", "172.18.0.100")
+    ]
+    assert s.nb.list_static_routes(LR) == []
+    # applied again: nothing differs, no transaction; entries removed, a NAT cleared
+    if s.kind == "fake":
+        before = sum(s.nb.requests.values())  # type: ignore[attr-defined]
+        s.nb.apply_routing(LR, change)
+        assert sum(s.nb.requests.values()) == before  # type: ignore[attr-defined]
+    s.nb.apply_routing(
+        LR,
+        RoutingChange(
+            sets=(SetChange("new_ip4", (), ("10.16.0.6",), gw),),
+            nats=(NatChange("snat", "10.16.0.5", ""),),
+        ),
+    )
+    assert s.nb.list_address_sets({})[0].addresses == ("10.16.0.5",)
+    assert s.nb.list_nat_rules(LR) == []
+    # a bad row refuses the whole change
+    with pytest.raises(InvalidRequestError):
+        s.nb.apply_routing(
+            LR,
+            RoutingChange(
+                sets=(
+                    SetChange("new_ip4", ("10.16.0.7",), (), gw),
+                    SetChange("bad-name", ("1.1.1.1",)),
+                ),
+            ),
+        )
+    assert s.nb.list_address_sets({})[0].addresses == ("10.16.0.5",)

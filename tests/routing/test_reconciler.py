@@ -1,0 +1,327 @@
+"""The routing reconciler against the fake NB, driven the informers' way (tests/pod/env.py): every
+scenario ends in the converged state the caches describe, whatever the order of events.
+
+How a pod leaves the cluster is read back from the NB rows (`Env.routes()`): ("src-ip", address,
+next hop) for each address-set entry under its set's reroute, each per-pod reroute, and any
+src-ip static route; a centralized subnet's whole-CIDR reroute is listed by `subnet_routes`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller.config import Config
+from controller.core import router_policy as rp
+from controller.ovn.api import NatRule
+from tests.pod.env import (
+    DEFAULT_SUBNET,
+    NODE,
+    NODE_JOIN_IP,
+    ROUTER,
+    Env,
+    raw_pod,
+    raw_subnet,
+    standard_env,
+)
+
+N2, N2_JOIN = "node2", "100.64.0.3"
+N3, N3_JOIN = "node3", "100.64.0.4"
+EIP = "ovn.kubernetes.io/eip"
+SNAT = "ovn.kubernetes.io/snat"
+ROUTED = "ovn.kubernetes.io/routed"
+GW_CONFIG = {
+    "metadata": {"name": "ovn-external-gw-config", "namespace": "kube-system"},
+    "data": {"external-gw-addr": "172.56.0.1"},
+}
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    e = standard_env()
+    make_ready(e, NODE, NODE_JOIN_IP)
+    make_ready(e, N2, N2_JOIN)
+    e.kube.create_subnet(e.subnets.get_by_key(DEFAULT_SUBNET))
+    yield e
+    e.close()
+
+
+def make_ready(env: Env, name: str, join: str, *, ready: bool = True) -> None:
+    """A node (created or replaced) with its join address and Ready condition; fires the event."""
+    old = env.nodes.get_by_key(name)
+    version = str(int((old or {}).get("metadata", {}).get("resourceVersion") or 0) + 1)
+    new = {
+        "metadata": {
+            "name": name,
+            "resourceVersion": version,
+            "annotations": {"ovn.kubernetes.io/ip_address": join},
+        },
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": "172.18.0.9"}],
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+    handler = env.routing.node_event_handler()
+    if old is None:
+        env.nodes.add(new)
+        handler.on_add(new, False)
+    else:
+        env.nodes.update(new)
+        handler.on_update(old, new)
+
+
+def delete_node(env: Env, name: str) -> None:
+    old = env.nodes.get_by_key(name)
+    env.nodes.delete(old)
+    env.routing.node_event_handler().on_delete(old)
+
+
+def edit_subnet(env: Env, name: str, status: dict[str, Any] | None = None, **spec: Any) -> None:
+    old = env.subnets.get_by_key(name)
+    new = copy.deepcopy(old)
+    new["spec"].update(spec)
+    new["status"] = {**(new.get("status") or {}), **(status or {})}
+    new["metadata"]["resourceVersion"] = str(int(old["metadata"].get("resourceVersion") or 0) + 1)
+    env.subnets.update(new)
+    env.routing.subnet_event_handler().on_update(old, new)
+
+
+def start(env: Env, name: str, node: str = NODE, **kw: Any) -> str:
+    env.create_pod(raw_pod(name, node=node, **kw))
+    env.converge()
+    return env.annotations(f"default/{name}")["ovn.kubernetes.io/ip_address"]
+
+
+def subnet_routes(env: Env) -> list[tuple[str, tuple[str, ...]]]:
+    return [
+        (p.match, p.nexthops)
+        for p in env.nb.list_router_policies(ROUTER)
+        if p.priority == rp.GATEWAY_PRIORITY and "$" not in p.match
+    ]
+
+
+def routing_sets(env: Env) -> dict[str, tuple[str, ...]]:
+    return {a.name: a.addresses for a in env.nb.list_address_sets({"kube-ovn-route": "gateway"})}
+
+
+def quiet(env: Env) -> None:
+    """A full pass finds nothing more to write (the state is converged)."""
+    env.enqueue_routing()
+    writes = env.nb.requests["apply_routing"]
+    env.converge()
+    assert env.nb.requests["apply_routing"] == writes
+    assert env.routing.backstop() == []
+
+
+# --- gateway type switches ----------------------------------------------------------------------
+
+
+def test_distributed_to_centralized_drops_every_node_reroute_and_entry(env: Env) -> None:
+    a = start(env, "a")
+    b = start(env, "b", N2)
+    assert sorted(env.routes()) == [("src-ip", a, NODE_JOIN_IP), ("src-ip", b, N2_JOIN)]
+
+    edit_subnet(env, DEFAULT_SUBNET, gatewayType="centralized", gatewayNode=f"{N2},{NODE}")
+    env.converge()
+
+    assert routing_sets(env) == {}
+    assert env.routes() == []
+    assert subnet_routes(env) == [("ip4.src == 10.16.0.0/16", (N2_JOIN,))]
+    assert env.kube.subnets[DEFAULT_SUBNET]["status"]["activateGateway"] == N2
+    quiet(env)
+
+
+def test_centralized_to_distributed_puts_every_running_pod_back_first(env: Env) -> None:
+    edit_subnet(env, DEFAULT_SUBNET, gatewayType="centralized", gatewayNode=NODE)
+    a = start(env, "a")
+    b = start(env, "b", N2)
+    assert routing_sets(env) == {} and subnet_routes(env)
+    applied: list[Any] = []
+    real = env.nb.apply_routing
+    env.nb.apply_routing = lambda r, c: (applied.append(c), real(r, c))[1]  # type: ignore[method-assign]
+
+    edit_subnet(env, DEFAULT_SUBNET, gatewayType="distributed", gatewayNode="")
+    env.converge()
+
+    assert sorted(env.routes()) == [("src-ip", a, NODE_JOIN_IP), ("src-ip", b, N2_JOIN)]
+    assert subnet_routes(env) == []
+    # the subnet-wide reroute went only after both nodes' entries were written
+    dropped = [i for i, c in enumerate(applied) if c.delete_policies]
+    written = [i for i, c in enumerate(applied) if c.sets]
+    assert len(written) == 2 and max(written) < min(dropped)
+    quiet(env)
+
+
+# --- pods moving --------------------------------------------------------------------------------
+
+
+def test_a_pod_re_created_on_another_node_before_its_delete_runs_leaves_no_entry(env: Env) -> None:
+    ip = start(env, "web")
+    old = env.pods.get_by_key("default/web")
+    # the successor (same name, new uid, other node, same address: a StatefulSet's) is cached
+    # before the old delete is handled, which then skips its cleanup as "re-created"
+    new = copy.deepcopy(old)
+    new["metadata"]["uid"] = "uid-2"
+    new["metadata"]["resourceVersion"] += "1"
+    new["spec"]["nodeName"] = N2
+    env.kube.pods["default/web"] = copy.deepcopy(new)
+    env.pods.update(new)
+    env.controller.on_update(old, new)
+    env.routing_events.on_update(old, new)
+    env.converge()
+    assert env.routes() == [("src-ip", ip, N2_JOIN)]
+    assert routing_sets(env) == {rp.set_name(DEFAULT_SUBNET, N2, 4): (ip,)}
+    quiet(env)
+
+
+def test_churn_with_the_same_names_over_two_nodes_converges(env: Env) -> None:
+    for rnd in range(6):
+        node = NODE if rnd % 2 == 0 else N2
+        for i in range(5):
+            env.create_pod(raw_pod(f"p{i}", node=node))
+        env.converge()
+        for i in range(5):
+            env.remove_pod(f"default/p{i}")
+        if rnd == 5:
+            break
+        env.converge()
+    env.converge()
+    assert env.routes() == []
+    assert all(not entries for entries in routing_sets(env).values())
+    quiet(env)
+
+
+def test_a_pod_moved_to_another_subnet_leaves_no_entry_or_nat() -> None:
+    env = standard_env(config=Config(enable_eip_snat=True))
+    try:
+        make_ready(env, NODE, NODE_JOIN_IP)
+        env.add_subnet(raw_subnet("other", "10.17.0.0/16", gateway="10.17.0.1"))
+        env.configmaps.add(GW_CONFIG)
+        ip = start(env, "db-0", annotations={SNAT: "172.56.0.20"})
+        assert ("snat", ip, "172.56.0.20", "") in env.nats()
+        # the StatefulSet pod comes back in another subnet with another address
+        old = env.pods.get_by_key("default/db-0")
+        env.kube.pods.pop("default/db-0")
+        env.pods.delete(old)
+        env.routing_events.on_delete(old)
+        env.ipam.release_address_by_pod("default/db-0")
+        env.create_pod(
+            raw_pod(
+                "db-0",
+                node=NODE,
+                annotations={"ovn.kubernetes.io/logical_switch": "other", SNAT: "172.56.0.21"},
+            )
+        )
+        env.converge()
+        new_ip = env.annotations("default/db-0")["ovn.kubernetes.io/ip_address"]
+        assert new_ip.startswith("10.17.")
+        assert [n for n in env.nats() if n[1] == ip] == []
+        assert ("snat", new_ip, "172.56.0.21", "") in env.nats()
+        assert [r for r in env.routes() if r[1] == ip] == []
+        quiet(env)
+    finally:
+        env.close()
+
+
+def test_a_pod_whose_user_preset_routed_still_gets_routed(env: Env) -> None:
+    ip = start(env, "web", annotations={ROUTED: "true"})
+    assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
+
+
+# --- nodes --------------------------------------------------------------------------------------
+
+
+def test_a_join_address_change_moves_the_reroute(env: Env) -> None:
+    ip = start(env, "web")
+    make_ready(env, NODE, "100.64.0.99")
+    env.converge()
+    assert env.routes() == [("src-ip", ip, "100.64.0.99")]
+    quiet(env)
+
+
+def test_a_node_deleted_and_re_registered_gets_its_pods_back(env: Env) -> None:
+    ip = start(env, "web")
+    delete_node(env, NODE)
+    env.converge()
+    assert env.routes() == []  # no next hop while the node is gone
+    make_ready(env, NODE, NODE_JOIN_IP)
+    env.converge()
+    assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
+    quiet(env)
+
+
+def test_the_centralized_gateway_must_be_ready_and_follows_the_nodes(env: Env) -> None:
+    make_ready(env, NODE, NODE_JOIN_IP, ready=False)
+    edit_subnet(env, DEFAULT_SUBNET, gatewayType="centralized", gatewayNode=f"{NODE},{N2}")
+    env.converge()
+    assert subnet_routes(env) == [("ip4.src == 10.16.0.0/16", (N2_JOIN,))]
+    # node1 recovers: the active gateway stays (sticky status.activateGateway)
+    edit_subnet(env, DEFAULT_SUBNET, status=env.kube.subnets[DEFAULT_SUBNET]["status"])
+    make_ready(env, NODE, NODE_JOIN_IP)
+    env.converge()
+    assert subnet_routes(env) == [("ip4.src == 10.16.0.0/16", (N2_JOIN,))]
+    # the active gateway is deleted: its delete re-queues the subnet
+    delete_node(env, N2)
+    env.converge()
+    assert subnet_routes(env) == [("ip4.src == 10.16.0.0/16", (NODE_JOIN_IP,))]
+    assert env.kube.subnets[DEFAULT_SUBNET]["status"]["activateGateway"] == NODE
+
+
+def test_no_ready_gateway_keeps_the_last_reroute(env: Env) -> None:
+    edit_subnet(env, DEFAULT_SUBNET, gatewayType="centralized", gatewayNode=NODE)
+    env.converge()
+    make_ready(env, NODE, NODE_JOIN_IP, ready=False)
+    env.converge()
+    assert subnet_routes(env) == [("ip4.src == 10.16.0.0/16", (NODE_JOIN_IP,))]
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+def test_a_malformed_subnet_never_makes_a_pass_raise(env: Env) -> None:
+    ip = start(env, "web")
+    env.subnets.add({"metadata": {"name": "bad"}, "spec": {"cidrBlock": ["x"]}})
+    env.routing.enqueue("bad")
+    env.routing.enqueue(f"bad/{NODE}")
+    env.enqueue_routing()
+    env.converge()
+    assert env.routing.backstop() == []
+    assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
+
+
+def test_a_delete_whose_subnet_is_gone_from_the_cache_is_not_retried_forever(env: Env) -> None:
+    start(env, "web")
+    raw = env.subnets.get_by_key(DEFAULT_SUBNET)
+    env.subnets.delete(raw)  # IPAM still lists it
+    env.remove_pod("default/web")
+    env.converge()
+    assert env.ipam.get_pod_address("default/web") == []
+    assert len(env.queues.delete) == 0
+
+
+# --- KubeVirt -----------------------------------------------------------------------------------
+
+
+def test_live_migration_source_delete_keeps_the_nat_and_reroute_the_vm_uses() -> None:
+    env = standard_env(config=Config(enable_keep_vm_ip=True, enable_eip_snat=True))
+    try:
+        make_ready(env, NODE, NODE_JOIN_IP)
+        make_ready(env, N2, N2_JOIN)
+        env.configmaps.add(GW_CONFIG)
+        env.vms.add({"metadata": {"name": "vm1", "namespace": "default"}})
+        owner = ("kubevirt.io/v1", "VirtualMachineInstance", "vm1")
+        ip = start(env, "virt-launcher-vm1-src", owner=owner, annotations={EIP: "172.56.0.9"})
+        start(env, "virt-launcher-vm1-dst", N2, owner=owner, annotations={EIP: "172.56.0.9"})
+        assert (
+            env.annotations("default/virt-launcher-vm1-dst")["ovn.kubernetes.io/ip_address"] == ip
+        )
+        env.remove_pod("default/virt-launcher-vm1-src")
+        env.converge()
+        assert (NatRule(ROUTER, "dnat_and_snat", "172.56.0.9", ip)) in env.nb.list_nat_rules(ROUTER)
+        assert ("src-ip", ip, "172.56.0.1") in env.routes()
+        quiet(env)
+    finally:
+        env.close()
