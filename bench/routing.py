@@ -11,11 +11,17 @@ routed and deleted one by one through `OvsdbappNbClient`, with the calls the pod
 
 * v1.8: add = add_static_route + update_nat_rule x2 (the EIP/SNAT clean-up of a plain pod);
   delete = delete_static_route + delete_nat_rule;
-* policies: add = add_router_policy x3 (the subnet's and the join's allow, the node's reroute:
-  free once they exist) + add_address_set_addresses + update_nat_rule x2 +
-  delete_static_route(src-ip) (the migration step: free when there is none); delete =
-  delete_static_route + delete_nat_rule + remove_address_set_addresses + delete_router_policy
-  (the pod's own policy: free when it has none).
+* policies (the per-event writes of the pod handlers before the routing reconciler): add =
+  add_router_policy x3 (the subnet's and the join's allow, the node's reroute: free once they
+  exist) + add_address_set_addresses + update_nat_rule x2 + delete_static_route(src-ip) (the
+  migration step: free when there is none); delete = delete_static_route + delete_nat_rule +
+  remove_address_set_addresses + delete_router_policy (the pod's own policy: free when it has
+  none);
+* reconciler (`controller.routing.RoutingReconciler` over a `CacheView` of the pods, nodes and
+  subnets, as the pod handlers call it): add = `route_pod` (the pod's rows, one `apply_routing`
+  transaction); delete = the pod leaves the cache, then `release_pod` (its rows no live pod
+  claims, one transaction). The keys they queue are settled by the reconciler's workers, off
+  the pod's path (a queue coalesces a burst's events per key); not timed here.
 
 Printed per case: NB transactions per pod add / delete (the client's own count: a verb with
 nothing to change sends none), ms per add / delete (median of 3 runs), the rows the cluster
@@ -38,9 +44,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from controller.cache import Indexer
+from controller.config import Config
 from controller.core import router_policy as rp
+from controller.core.model import Pod
 from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
+from controller.routing import RoutingReconciler
 from controller.sandbox.ovsdb import NbServer
+from controller.testing import builders
+from controller.view import IP_INDEX, NODE_INDEX, CacheView, ip_index, node_index
 
 ROUTER = "ovn-cluster"
 SWITCH = "ovn-default"
@@ -160,14 +173,74 @@ def delete_policies(client: OvsdbappNbClient, i: int) -> None:
     client.delete_router_policy(ROUTER, rp.POD_PRIORITY, rp.src_match(ip))
 
 
-SCHEMES = {
+class Reconciled:
+    """The reconciler's per-pod calls over caches holding the pods (seeded ones included)."""
+
+    def __init__(self) -> None:
+        self.pods = Indexer(indexers={NODE_INDEX: node_index, IP_INDEX: ip_index})
+        self.nodes = Indexer()
+        self.subnets = Indexer()
+        for n in range(NODES):
+            name, hop = node_of(n)
+            self.nodes.add(
+                builders.node(
+                    name, f"172.18.0.{n + 2}", annotations={"ovn.kubernetes.io/ip_address": hop}
+                )
+            )
+        self.subnets.add(builders.subnet(SWITCH, "10.16.0.0/12", gateway="10.16.0.1"))
+        self.subnets.add(builders.subnet(JOIN, "100.64.0.0/16", gateway="100.64.0.1"))
+        self.view = CacheView(kube=None, pods=self.pods, nodes=self.nodes, subnets=self.subnets)  # type: ignore[arg-type]
+        self.reconciler: RoutingReconciler | None = None
+
+    def start(self, client: OvsdbappNbClient) -> None:
+        self.reconciler = RoutingReconciler(
+            config=Config(cluster_router=ROUTER, node_switch=JOIN, default_logical_switch=SWITCH),
+            view=self.view,
+            kube=None,  # type: ignore[arg-type]
+            nb=client,
+            queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
+            is_leader=lambda: True,
+        )
+
+    def raw(self, i: int) -> dict[str, object]:
+        return builders.pod(
+            f"p{i}",
+            "default",
+            annotations=builders.allocated(pod_ip(i), "00:00:00:00:00:01", SWITCH),
+            node=node_of(i)[0],
+            phase="Running",
+        )
+
+    def seed(self, existing: range) -> None:
+        for i in existing:
+            self.pods.add(self.raw(i))
+
+    def add(self, client: OvsdbappNbClient, i: int) -> None:
+        assert self.reconciler is not None
+        raw = self.raw(i)
+        self.pods.add(raw)
+        self.reconciler.route_pod(Pod.from_dict(raw))
+
+    def delete(self, client: OvsdbappNbClient, i: int) -> None:
+        assert self.reconciler is not None
+        raw = self.pods.get_by_key(f"default/p{i}")
+        self.pods.delete(raw)
+        self.reconciler.release_pod(Pod.from_dict(raw), SWITCH, pod_ip(i))
+
+
+SCHEMES: dict[str, tuple[Callable[[OvsdbappNbClient, int], None], ...]] = {
     "v1.8 src-ip routes": (add_v18, delete_v18),
     "policies + sets": (add_policies, delete_policies),
+    "reconciler": (),
 }
 
 
 def run_case(scheme: str, existing: int, pods: int, workdir: Path) -> dict[str, float]:
-    add, delete = SCHEMES[scheme]
+    reconciled = Reconciled() if scheme == "reconciler" else None
+    if reconciled is not None:
+        add, delete = reconciled.add, reconciled.delete
+    else:
+        add, delete = SCHEMES[scheme]
     calls: Counter[str] = Counter()
     nb = NbServer(workdir / f"nb-{existing}-{scheme[:2]}").start()
     try:
@@ -185,6 +258,10 @@ def run_case(scheme: str, existing: int, pods: int, workdir: Path) -> dict[str, 
                 )
             else:
                 seed_policies(client, seeded)
+            if reconciled is not None:
+                reconciled.seed(seeded)
+                reconciled.start(client)
+                allow(client)
             add(client, 0)  # the node's policy and the allows exist, as in a running cluster
             delete(client, 0)
             adds, deletes = [], []
@@ -240,12 +317,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-routing") as d:
         for e in existing:
             results = {s: run_case(s, e, pods, Path(d)) for s in SCHEMES}
-            base, new = results["v1.8 src-ip routes"], results["policies + sets"]
+            base, old = results["v1.8 src-ip routes"], results["policies + sets"]
+            new = results["reconciler"]
             print(f"\n== {e} pods already routed on {NODES} nodes; {pods} pods added, then deleted")
-            print(f"{'':18}{'v1.8 src-ip routes':>20}{'policies + sets':>18}{'ratio':>8}")
+            print(
+                f"{'':18}{'v1.8 src-ip routes':>20}{'policies + sets':>18}{'reconciler':>12}"
+                f"{'rec/pol':>9}"
+            )
             for key in base:
-                ratio = f"{new[key] / base[key]:.2f}" if base[key] else "-"
-                print(f"{key:18}{base[key]:20.2f}{new[key]:18.2f}{ratio:>8}")
+                ratio = f"{new[key] / old[key]:.2f}" if old[key] else "-"
+                print(f"{key:18}{base[key]:20.2f}{old[key]:18.2f}{new[key]:12.2f}{ratio:>9}")
 
 
 if __name__ == "__main__":

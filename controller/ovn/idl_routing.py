@@ -396,6 +396,8 @@ class RoutingVerbs:
                     if row is not None:
                         return False
                     continue
+                if row is None and not add:
+                    continue
                 if row is None or not logic.ids_match(
                     committed(row, "external_ids"), c.external_ids
                 ):
@@ -464,7 +466,8 @@ class RoutingVerbs:
                         ctx.deleted.add(row.uuid)
                     continue
                 if row is None:
-                    ctx.insert(AS, name=name, addresses=add, external_ids=dict(c.external_ids))
+                    if add:
+                        ctx.insert(AS, name=name, addresses=add, external_ids=dict(c.external_ids))
                     continue
                 for entry in add:
                     if row._data is None or not has_string(row, "addresses", entry):

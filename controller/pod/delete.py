@@ -48,11 +48,10 @@ class DeleteHandlers(PodControllerBase):
                 del self._deleting[key]
 
     def _unroute_address(self, pod: Pod, subnet: str, address: str) -> None:
-        """The pod's routing and NAT rows of its `address` in `subnet` go unless a live pod
-        still claims them: the routing reconciler's keys of the pod are reconciled now, from
-        caches in which the pod is gone (or terminating)."""
+        """The pod's routing and NAT rows of its `address` in `subnet` go now (one transaction),
+        unless a live pod still claims them; the routing reconciler settles its keys after."""
         if address.strip():
-            self._routing.release_pod(pod, subnet)
+            self._routing.release_pod(pod, subnet, address)
 
     def _delete_pod(self, key: str, pod: Pod) -> None:
         current_raw = self._view.pod_raw(key)

@@ -377,10 +377,15 @@ class RoutingReconciler:
             subnet_name,
             node_name,
             self._nb.list_router_policies(router),
+            # only this key's sets: a read costs the node's pods, not the subnet's
             self._nb.list_address_sets(
-                {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: subnet_name}
+                {
+                    rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY,
+                    rp.SUBNET_KEY: subnet_name,
+                    rp.NODE_KEY: node_name,
+                }
             ),
-            self._nb.list_nat_rules(router) if desired.ips else (),
+            self._nb.list_nat_rules(router) if desired.ips and cfg.enable_eip_snat else (),
             self._nb.list_static_routes(router) if desired.ips else (),
             desired.ips,
         )
@@ -401,7 +406,9 @@ class RoutingReconciler:
         desired = rs.desired_subnet_rows(subnet, nodes, cfg)
         router = cfg.router
         policies = self._nb.list_router_policies(router)
-        sets = self._nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.SUBNET_KEY: name})
+        # NOTE: every set is a node key's (and named by its reroute policy); reading the
+        # subnet's sets here would cost all its pods' entries on every pod delete.
+        sets: list[AddressSetInfo] = []
         node_names = self._node_names_of(name, policies, sets)
         blocks = [b.strip() for b in (subnet.cidr_block if subnet else "").split(",") if b.strip()]
         nats = [n for n in self._nb.list_nat_rules(router) if _in_any(n.logical_ip, blocks)]
@@ -508,18 +515,51 @@ class RoutingReconciler:
             self.enqueue(key)  # routed once what it waits for is there (a node event)
         return rows.complete
 
-    def release_pod(self, pod: Pod, subnet: str) -> None:
-        """`pod` is going (or its address in `subnet` is): its node key and subnet key are
-        reconciled now, so its rows are gone before the address can be handed out again
-        (rows a live pod still claims stay)."""
+    def release_pod(self, pod: Pod, subnet: str, address: str) -> None:
+        """`pod`'s `address` ("v4,v6") in `subnet` is going: its rows (set entry, own reroute,
+        NAT, v1.8 src-ip route) are removed in one transaction now, before the address can be
+        handed out again, except those another live pod still claims (a successor on the same
+        node, a VM's migration target); its keys are queued to settle the rest."""
         self._forget_pending(pod.key)
-        if pod.node_name:
-            self.reconcile(rs.node_key(subnet, pod.node_name))
-        else:
-            # known by name only (a tombstone): any node's key of the subnet may hold it
-            for node in self._node_names_of(subnet):
-                self.reconcile(rs.node_key(subnet, node))
-        self.reconcile(rs.subnet_key(subnet))
+        cfg = self._cfg()
+        now = self._now()
+        nodes = [pod.node_name] if pod.node_name else self._node_names_of(subnet)
+        sets: list[SetChange] = []
+        drops: list[tuple[int, str]] = []
+        nats: list[NatChange] = []
+        routes: list[str] = []
+        for ip in (a.strip() for a in address.split(",") if a.strip()):
+            others = [
+                p
+                for p in self._holders(ip)
+                if p.uid != pod.uid and rs.pod_subnet(p) == subnet and rs.routable(p, now)
+            ]
+            version = rp.family(ip)
+            for node in nodes:
+                if not any(p.node_name == node for p in others):
+                    sets.append(SetChange(rp.set_name(subnet, node, version), remove=(ip,)))
+                    sets.append(SetChange(rp.legacy_set_name(subnet, node, version), remove=(ip,)))
+            if others:
+                continue  # its own reroute, NAT and route are the live holder's now
+            drops.append((rp.POD_PRIORITY, rp.src_match(ip)))
+            if cfg.enable_eip_snat:
+                nats += [
+                    NatChange(NAT_TYPE_DNAT_AND_SNAT, ip, ""),
+                    NatChange(NAT_TYPE_SNAT, ip, ""),
+                ]
+            routes.append(ip)
+        change = RoutingChange(
+            delete_policies=tuple(drops),
+            sets=tuple(sets),
+            nats=tuple(nats),
+            delete_src_routes=tuple(routes),
+        )
+        for node in nodes:
+            self.enqueue(rs.node_key(subnet, node))
+        self.enqueue(rs.subnet_key(subnet))
+        lock = rs.node_key(subnet, pod.node_name) if pod.node_name else rs.subnet_key(subnet)
+        with self._locks.locked(lock):
+            self._nb.apply_routing(cfg.router, change)
 
     # --- garbage collection backstop -------------------------------------------------------------
 

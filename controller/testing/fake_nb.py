@@ -466,6 +466,8 @@ class FakeNbClient:
                     if have is not None:
                         return False
                     continue
+                if have is None and not add:
+                    continue
                 if (
                     have is None
                     or not set(add) <= set(have)
@@ -506,6 +508,8 @@ class FakeNbClient:
                 if c.delete:
                     u.pop(st.address_sets, name)
                     u.pop(st.address_set_ids, name)
+                    continue
+                if name not in st.address_sets and not add:
                     continue
                 have = st.address_sets.get(name, [])
                 u.put(st.address_sets, name, sorted((set(have) | set(add)) - remove))
