@@ -293,6 +293,26 @@ def gc_runs(ctl: Controller) -> float:
     return 0.0
 
 
+def gc_deleted(ctl: Controller) -> float:
+    """Every object gc ever deleted (`kube_ovn_controller_gc_deleted_total`, all resources)."""
+    code, body = http_get(f"http://127.0.0.1:{ctl.metrics_port}/metrics")
+    assert code == 200, body
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in body.splitlines()
+        if line.startswith("kube_ovn_controller_gc_deleted_total{")
+    )
+
+
+def gc_finds_nothing(ctl: Controller) -> None:
+    """Two gc passes in a row (an orphan is deleted on its second sighting) delete nothing:
+    once the routing has converged, gc is a backstop with nothing left to do."""
+    before = gc_deleted(ctl)
+    ctl.gc.run_once()
+    ctl.gc.run_once()
+    assert gc_deleted(ctl) == before, "gc found leftovers after the routing converged"
+
+
 def gc_passes(ctl: Controller, n: int = 2, timeout: float = 15.0) -> None:
     """Wait until `n` more gc passes have run (a controller started with a short
     --gc-interval)."""

@@ -31,6 +31,7 @@ from tests.e2e.routing_state import (
     Snapshot,
     egress,
     egress_becomes,
+    gc_finds_nothing,
     gc_passes,
     gc_runs,
     join_ip,
@@ -65,10 +66,12 @@ EXTERNAL_GW = {
 
 
 def two_nodes(cluster: Cluster) -> None:
-    """node1 (the cluster's) and node2, both Ready."""
+    """node1 (the cluster's) and node2, both Ready (a real API server drops the status of a
+    create: it is set through the status subresource, as a kubelet does)."""
     store = cluster.server.store
-    make_ready(store, NODE)
     store.create("nodes", ready_node(NODE2, NODE2_IP))
+    make_ready(store, NODE)
+    make_ready(store, NODE2)
 
 
 def start(cluster: Cluster, start_controller: StartController, *flags: str) -> Controller:
@@ -184,6 +187,7 @@ def test_distributed_to_centralized_moves_every_pod_to_the_gateway(
     assert stray_sets(remote, {a: j2, b: j2}) == {}
     settled(cluster, *FLAGS)
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 @pytest.mark.xfail(
@@ -212,6 +216,7 @@ def test_centralized_to_distributed_puts_every_pod_back_on_its_node(
     egress_becomes(remote, {a: j1, b: j2}, message="distributed: each pod via its node")
     settled(cluster, *FLAGS)
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 # --- pods ---------------------------------------------------------------------------------------
@@ -247,6 +252,7 @@ def test_pod_recreated_on_another_node_leaves_nothing_on_the_old_node(
         no_routing_rows(remote, [old_ip])
     settled(cluster, *FLAGS)
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 @pytest.mark.xfail(
@@ -288,13 +294,14 @@ def test_user_preset_routed_annotation_is_not_trusted(
     """A pod whose creator already set `ovn.kubernetes.io/routed: "true"` gets its address
     routed through its node anyway, and the audit finds nothing."""
     two_nodes(cluster)
-    start(cluster, start_controller, *FLAGS)
+    ctl = start(cluster, start_controller, *FLAGS)
     add_pod(cluster, "prerouted", NODE2, extra={ROUTED_ANNOTATION: "true"})
     ip = allocated(cluster, "prerouted")[IP_ADDRESS_ANNOTATION]
     egress_becomes(
         cluster.nb_server.remote, {ip: join_ip(cluster.server, NODE2)}, message="routed anyway"
     )
     settled(cluster, *FLAGS)
+    gc_finds_nothing(ctl)
 
 
 # --- nodes --------------------------------------------------------------------------------------
@@ -330,6 +337,7 @@ def test_node_join_address_change_moves_its_pods_next_hop(
     assert top and top[0].nexthops == (moved,), top
     settled(cluster, *FLAGS)
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 @pytest.mark.xfail(
@@ -358,6 +366,7 @@ def test_node_deleted_and_reregistered_routes_its_pods_again(
     egress_becomes(remote, {b: j2}, message="node2's pod via its join address again")
     settled(cluster, *FLAGS)
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 @pytest.mark.xfail(
@@ -392,6 +401,7 @@ def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     egress_becomes(remote, {ip: ja}, message="via gw-a once gw-b is gone")
     settled(cluster, *FLAGS)
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 @pytest.mark.xfail(
@@ -474,6 +484,7 @@ def test_statefulset_pod_moved_to_another_subnet_leaves_no_old_rows(
     assert ("snat", "172.56.0.210") in nats_of(cluster, new_ip)
     settled(cluster, "--enable-eip-snat=true", *FLAGS)
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 # --- robustness ---------------------------------------------------------------------------------
@@ -541,7 +552,9 @@ def test_pod_delete_with_its_subnet_gone_finishes(
     cluster: Cluster, start_controller: StartController
 ) -> None:
     """A pod deleted right after its Subnet: its port, IP CR and routing rows go, and no delete
-    is left pending."""
+    is left pending. (This passes on main too: the Subnet's delete drops it from IPAM before the
+    pod's delete is retried; the endless re-queue needs IPAM to keep a Subnet the cache lost,
+    which nothing outside the controller can arrange.)"""
     ctl = running(start_controller(*FLAGS))
     make_subnet(ctl, cluster, "fleeting", "10.80.0.0/24")
     add_pod(cluster, "fleeting-a", NODE, "fleeting")
@@ -556,6 +569,7 @@ def test_pod_delete_with_its_subnet_gone_finishes(
     )
     no_routing_rows(cluster.nb_server.remote, [ip])
     until(lambda: not ctl.pod_controller.pending_deletes(), "no delete pending")
+    gc_finds_nothing(ctl)
     assert get_or_none(cluster.server, "pods", NS, "fleeting-a") is None
 
 
@@ -594,6 +608,7 @@ def test_churn_with_the_same_names_over_two_nodes_converges_without_gc(
     want = {ips[name]: hops[node] for name, (_, node) in placed.items()}
     assert egress(cluster.nb_server.remote, want) == {ip: [(hop,)] for ip, hop in want.items()}
     assert gc_runs(ctl) == runs
+    gc_finds_nothing(ctl)
 
 
 def settled_within(cluster: Cluster, timeout: float, *flags: str) -> None:
