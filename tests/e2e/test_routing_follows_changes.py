@@ -55,6 +55,7 @@ NODE2_IP = "172.18.0.3"
 FLAGS = ("--gc-interval=3600",)
 #: A gc pass every second, for the scenarios about what gc does.
 GC_FLAGS = ("--gc-interval=1",)
+ROUTER = "ovn-cluster"
 FAULTS = "deterministic relist through the emulator's fault injection"
 EXTERNAL_GW = {
     "metadata": {"name": "ovn-external-gw-config", "namespace": "kube-system"},
@@ -487,6 +488,67 @@ def test_statefulset_pod_moved_to_another_subnet_leaves_no_old_rows(
     gc_finds_nothing(ctl)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="kube-ovn v1.8's subnet-wide src-ip routes (centralized, ECMP) are never migrated "
+    "or removed",
+)
+@pytest.mark.emulator_only("a second node without a kubelet; a controller restart")
+def test_v18_subnet_wide_routes_are_migrated_at_start(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    """A centralized subnet as kube-ovn v1.8 routed it (a src-ip static route of its whole CIDR
+    via each gateway node's join address, ECMP; kube-ovn v1.8.18 pkg/controller/subnet.go
+    reconcileGateway through pkg/ovs/ovn-nbctl.go AddStaticRoute) is adopted by a controller
+    start: the subnet-wide routes go, and the pods leave through the gateway's reroute alone."""
+    two_nodes(cluster)
+    ctl = start(cluster, start_controller, *FLAGS)
+    make_subnet(
+        ctl, cluster, "legacy", "10.84.0.0/24", gatewayType="centralized", gatewayNode=NODE2
+    )
+    add_pod(cluster, "legacy-a", NODE, "legacy")
+    add_pod(cluster, "legacy-b", NODE2, "legacy")
+    a, b = ip_of(cluster, "legacy-a"), ip_of(cluster, "legacy-b")
+    j1, j2 = join_ip(cluster.server, NODE), join_ip(cluster.server, NODE2)
+    remote = cluster.nb_server.remote
+    egress_becomes(remote, {a: j2, b: j2})
+    ctl.stop()
+    for hop in (j1, j2):
+        nbctl(
+            remote, "--ecmp", "--policy=src-ip", "lr-route-add", "ovn-cluster", "10.84.0.0/24", hop
+        )
+    assert subnet_routes(remote, "10.84.0.0/24"), "the v1.8 routes are in place"
+
+    ctl = start(cluster, start_controller, *FLAGS)
+    until(lambda: not subnet_routes(remote, "10.84.0.0/24"), "the v1.8 subnet-wide routes gone")
+    egress_becomes(remote, {a: j2, b: j2}, message="via the gateway's reroute alone")
+    settled(cluster, *FLAGS)
+    gc_finds_nothing(ctl)
+
+
+def nbctl(remote: str, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["ovn-nbctl", f"--db={remote}", "--timeout=10", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=15,
+    ).stdout
+
+
+def subnet_routes(remote: str, cidr: str) -> list[dict[str, Any]]:
+    """The src-ip static routes of `cidr` on the cluster router."""
+    from tests.e2e.nbrows import nb_rows
+
+    return [
+        r
+        for r in nb_rows(remote, "Logical_Router_Static_Route")
+        if r.get("ip_prefix") == cidr and r.get("policy") in ("src-ip", ["src-ip"])
+    ]
+
+
 # --- robustness ---------------------------------------------------------------------------------
 
 
@@ -501,14 +563,7 @@ def subnet_warnings(cluster: Cluster, name: str) -> list[dict[str, Any]]:
 
 
 def _inject_orphan(remote: str, set_name: str, address: str) -> None:
-    import subprocess
-
-    subprocess.run(
-        ["ovn-nbctl", f"--db={remote}", "add", "Address_Set", set_name, "addresses", address],
-        check=True,
-        capture_output=True,
-        timeout=15,
-    )
+    nbctl(remote, "add", "Address_Set", set_name, "addresses", address)
 
 
 @pytest.mark.xfail(
