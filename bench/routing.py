@@ -182,13 +182,16 @@ class Reconciled:
         self.subnets = Indexer()
         for n in range(NODES):
             name, hop = node_of(n)
-            self.nodes.add(
-                builders.node(
-                    name, f"172.18.0.{n + 2}", annotations={"ovn.kubernetes.io/ip_address": hop}
-                )
+            raw = builders.node(
+                name, f"172.18.0.{n + 2}", annotations={"ovn.kubernetes.io/ip_address": hop}
             )
-        self.subnets.add(builders.subnet(SWITCH, "10.16.0.0/12", gateway="10.16.0.1"))
-        self.subnets.add(builders.subnet(JOIN, "100.64.0.0/16", gateway="100.64.0.1"))
+            raw["metadata"]["resourceVersion"] = "1"  # informer objects have one (parsed once)
+            self.nodes.add(raw)
+        for name, cidr, gw in (
+            (SWITCH, "10.16.0.0/12", "10.16.0.1"),
+            (JOIN, "100.64.0.0/16", "100.64.0.1"),
+        ):
+            self.subnets.add(builders.subnet(name, cidr, gateway=gw, resource_version="1"))
         self.view = CacheView(kube=None, pods=self.pods, nodes=self.nodes, subnets=self.subnets)  # type: ignore[arg-type]
         self.reconciler: RoutingReconciler | None = None
 
@@ -209,6 +212,7 @@ class Reconciled:
             annotations=builders.allocated(pod_ip(i), "00:00:00:00:00:01", SWITCH),
             node=node_of(i)[0],
             phase="Running",
+            resource_version=str(i + 1),
         )
 
     def seed(self, existing: range) -> None:

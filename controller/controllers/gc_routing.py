@@ -7,15 +7,19 @@ Contract:
   subnet event keeps converged. A pass diffs every key with the reconciler's own desired-state
   functions, under the key's lock (`RoutingReconciler.backstop`), so nothing an add writes
   between a check and a delete is lost; rows of other owners are never looked at.
-* What a pass has to change is drift the events missed: it is applied, logged as a warning and
-  counted (gc metric `router_policy`, one per key changed). In a healthy cluster a pass finds
-  nothing.
+* What a pass has to remove is drift the events missed: it is applied, logged as a warning and
+  counted in the gc metric (`router_policy` per policy, `address_set_entry` per entry,
+  `address_set` per set removed). Rows it only adds (the first pass after a start) are not
+  deletions. In a healthy cluster a pass finds nothing.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+
+from controller.ovn.api import RoutingChange
+from controller.routing import describe
 
 LOG = logging.getLogger(__name__)
 
@@ -28,7 +32,10 @@ class RoutingSweeper:
     """One backstop pass per `sweep()` call (the `GarbageCollector`'s lock serialises it)."""
 
     def __init__(
-        self, *, backstop: Callable[[], list[str]], count: Callable[[str, int], None]
+        self,
+        *,
+        backstop: Callable[[], list[tuple[str, RoutingChange]]],
+        count: Callable[[str, int], None],
     ) -> None:
         self._backstop = backstop
         self._count = count
@@ -39,9 +46,20 @@ class RoutingSweeper:
         return False
 
     def sweep(self) -> list[str]:
-        """Returns a description of every key whose rows had drifted (and were repaired)."""
-        self.last = self._backstop()
-        if self.last:
-            self._count(RESOURCE_POLICY, len(self.last))
-        LOG.info("routing gc: %d keys had drifted", len(self.last))
+        """Returns "<key>: <change>" for every key whose rows had to change (now repaired)."""
+        found = self._backstop()
+        policies = entries = sets = 0
+        for _, change in found:
+            policies += len(change.delete_policies)
+            entries += sum(len(s.remove) for s in change.sets if not s.delete)
+            sets += sum(1 for s in change.sets if s.delete)
+        for resource, n in (
+            (RESOURCE_POLICY, policies),
+            (RESOURCE_SET_ENTRY, entries),
+            (RESOURCE_SET, sets),
+        ):
+            if n:
+                self._count(resource, n)
+        self.last = [f"{key}: {describe(change)}" for key, change in found]
+        LOG.info("routing gc: %d keys changed", len(found))
         return self.last

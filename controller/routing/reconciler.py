@@ -563,23 +563,27 @@ class RoutingReconciler:
 
     # --- garbage collection backstop -------------------------------------------------------------
 
-    def backstop(self) -> list[str]:
-        """Diff every key under its lock and apply what differs; returns what was found (each
-        a drift the events should have prevented)."""
-        found: list[str] = []
+    def backstop(self) -> list[tuple[str, RoutingChange]]:
+        """Diff every key under its lock and apply what differs; returns each key that had to
+        change, with the change (a drift the events should have prevented, or the first pass
+        of a controller that just started)."""
+        found: list[tuple[str, RoutingChange]] = []
         for name in self._subnet_names():
             with self._locks.locked(rs.subnet_key(name)):
                 change = self._reconcile_subnet(name)
             if not change.empty():
-                found.append(f"{name}: {describe(change)}")
+                found.append((name, change))
             for node in self._node_names_of(name):
                 key = rs.node_key(name, node)
                 with self._locks.locked(key):
                     change, _ = self._reconcile_node(name, node)
                 if not change.empty():
-                    found.append(f"{key}: {describe(change)}")
-        for item in found:
-            LOG.warning("routing gc found drift: %s", item)
+                    found.append((key, change))
+        for key, change in found:
+            if removes(change):
+                LOG.warning("routing gc found drift: %s: %s", key, describe(change))
+            else:
+                LOG.info("routing gc wrote missing rows: %s: %s", key, describe(change))
         return found
 
     # --- workers ---------------------------------------------------------------------------------
@@ -606,6 +610,16 @@ def _node_inputs(obj: Any) -> tuple[Any, ...]:
 
 def _in_any(ip: str, blocks: Iterable[str]) -> bool:
     return any(rs.in_blocks(ip, b) for b in blocks)
+
+
+def removes(change: RoutingChange) -> bool:
+    """Does `change` remove or rewrite anything (rather than only add what was missing)?"""
+    return bool(
+        change.delete_policies
+        or change.delete_src_routes
+        or any(s.delete or s.remove for s in change.sets)
+        or any(not n.external_ip for n in change.nats)
+    )
 
 
 def describe(change: RoutingChange) -> str:

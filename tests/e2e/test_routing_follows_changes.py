@@ -158,11 +158,6 @@ class PodWatchOutage:
 # --- gateway type switches ---------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a switch to centralized keeps every node's reroute and set entries beside the "
-    "subnet-wide reroute",
-)
 @pytest.mark.emulator_only("a second node without a kubelet")
 def test_distributed_to_centralized_moves_every_pod_to_the_gateway(
     cluster: Cluster, start_controller: StartController
@@ -191,11 +186,6 @@ def test_distributed_to_centralized_moves_every_pod_to_the_gateway(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a switch to distributed drops the subnet-wide reroute and puts no pod into its "
-    "node's set",
-)
 @pytest.mark.emulator_only("a second node without a kubelet")
 def test_centralized_to_distributed_puts_every_pod_back_on_its_node(
     cluster: Cluster, start_controller: StartController
@@ -223,11 +213,6 @@ def test_centralized_to_distributed_puts_every_pod_back_on_its_node(
 # --- pods ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the old pod's delete is skipped as re-created, so its entry stays in the old "
-    "node's set",
-)
 @pytest.mark.emulator_only(FAULTS)
 def test_pod_recreated_on_another_node_leaves_nothing_on_the_old_node(
     cluster: Cluster, start_controller: StartController
@@ -256,11 +241,6 @@ def test_pod_recreated_on_another_node_leaves_nothing_on_the_old_node(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='subnet "prod" + node "db-node1" and subnet "prod-db" + node "node1" share one '
-    "address set and one policy",
-)
 @pytest.mark.emulator_only("a second node without a kubelet")
 def test_ambiguous_subnet_and_node_names_keep_both_pairs_routed(
     cluster: Cluster, start_controller: StartController
@@ -284,10 +264,6 @@ def test_ambiguous_subnet_and_node_names_keep_both_pairs_routed(
     settled(cluster, *GC_FLAGS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a pod created with routed=true is never routed and inspection never repairs it",
-)
 @pytest.mark.emulator_only("a second node without a kubelet")
 def test_user_preset_routed_annotation_is_not_trusted(
     cluster: Cluster, start_controller: StartController
@@ -308,9 +284,6 @@ def test_user_preset_routed_annotation_is_not_trusted(
 # --- nodes --------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a node's new join address is never written into its pods' reroute"
-)
 @pytest.mark.emulator_only("a second node without a kubelet")
 def test_node_join_address_change_moves_its_pods_next_hop(
     cluster: Cluster, start_controller: StartController
@@ -341,10 +314,6 @@ def test_node_join_address_change_moves_its_pods_next_hop(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a node deleted and registered again loses its sets and its pods are never added back",
-)
 @pytest.mark.emulator_only("a node deleted under running pods (a real plane's pod GC)")
 def test_node_deleted_and_reregistered_routes_its_pods_again(
     cluster: Cluster, start_controller: StartController
@@ -370,11 +339,6 @@ def test_node_deleted_and_reregistered_routes_its_pods_again(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the centralized gateway is the first listed node whatever its readiness, and its "
-    "delete does not move it",
-)
 @pytest.mark.emulator_only("nodes whose readiness the test sets")
 def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     cluster: Cluster, start_controller: StartController
@@ -405,9 +369,6 @@ def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the active gateway node is not recorded in status.activateGateway"
-)
 @pytest.mark.emulator_only("nodes whose readiness the test sets")
 def test_centralized_subnet_status_names_the_active_gateway(
     cluster: Cluster, start_controller: StartController
@@ -433,10 +394,6 @@ def test_centralized_subnet_status_names_the_active_gateway(
 # --- StatefulSet pod moved to another subnet ----------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a StatefulSet pod moved to another subnet leaves its old address's reroute and NAT",
-)
 @pytest.mark.emulator_only(f"{HANDMADE_STS}; {FAULTS}")
 def test_statefulset_pod_moved_to_another_subnet_leaves_no_old_rows(
     cluster: Cluster, start_controller: StartController
@@ -488,11 +445,6 @@ def test_statefulset_pod_moved_to_another_subnet_leaves_no_old_rows(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kube-ovn v1.8's subnet-wide src-ip routes (centralized, ECMP) are never migrated "
-    "or removed",
-)
 @pytest.mark.emulator_only("a second node without a kubelet; a controller restart")
 def test_v18_subnet_wide_routes_are_migrated_at_start(
     cluster: Cluster, start_controller: StartController
@@ -566,9 +518,6 @@ def _inject_orphan(remote: str, set_name: str, address: str) -> None:
     nbctl(remote, "add", "Address_Set", set_name, "addresses", address)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="one malformed Subnet in the cache makes every routing gc pass raise"
-)
 @pytest.mark.emulator_only("a Subnet the real API server's schema would refuse")
 def test_malformed_subnet_does_not_stop_routing_gc_of_the_others(
     cluster: Cluster, start_controller: StartController
@@ -634,10 +583,6 @@ CHURN_PODS = 10
 CHURN_ROUNDS = 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="re-creating pods under their names on the other node leaves old set entries until gc",
-)
 @pytest.mark.emulator_only("a second node without a kubelet")
 def test_churn_with_the_same_names_over_two_nodes_converges_without_gc(
     cluster: Cluster, start_controller: StartController
