@@ -137,10 +137,6 @@ def on(subnet: str) -> dict[str, str]:
     return {LOGICAL_SWITCH_ANNOTATION: subnet}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a switch to centralized, egress still leaves through each pod's own node",
-)
 def test_distributed_to_centralized_egress_moves_to_the_gateway_node(bed: Net) -> None:
     """Pods of a distributed subnet on node1 and node2 leave through their own nodes; after
     the subnet switches to a centralized gateway on node2 both leave through node2, with
@@ -162,9 +158,6 @@ def test_distributed_to_centralized_egress_moves_to_the_gateway_node(bed: Net) -
     assert gc_runs(bed.ctl) == runs
 
 
-@pytest.mark.xfail(
-    strict=True, reason="after a switch to distributed, the subnet's pods lose egress"
-)
 def test_centralized_to_distributed_egress_returns_to_each_node(bed: Net) -> None:
     """Pods of a subnet centralized on node2 all leave through node2; after the subnet
     switches to distributed each leaves through its own node again."""
@@ -184,11 +177,6 @@ def test_centralized_to_distributed_egress_returns_to_each_node(bed: Net) -> Non
     assert gc_runs(bed.ctl) == runs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a pod re-created on another node before its old delete ran keeps the old node's "
-    "reroute",
-)
 def test_pod_recreated_on_another_node_leaves_through_the_new_node(bed: Net) -> None:
     """A pod force-deleted on node1 and re-created under its name on node2 while the
     controller's pod watch is down (one relist shows only the successor) leaves through
@@ -216,7 +204,6 @@ def test_pod_recreated_on_another_node_leaves_through_the_new_node(bed: Net) -> 
     assert gc_runs(bed.ctl) == runs
 
 
-@pytest.mark.xfail(strict=True, reason="a node's new join address never reaches its pods' reroute")
 def test_node_join_address_change_egress_follows(bed: Net) -> None:
     """node2's join address changes (its annotation names other join-subnet addresses and its
     ovn0 is configured with them, as the CNI daemon does on start): node2's pod leaves through
