@@ -18,7 +18,7 @@ The package is split by concern; this module re-exports every public name, so ca
   `plan_address_request`, `validate_static_request`, `acquire_address` (IPAM);
 * `build`: after allocation, `build_pod_allocation` (vlan), `validate_pod_cidr`,
   `build_pod_annotations`, `build_ip_cr`, `build_port_spec` / `security_groups_to_sync`;
-* `routing`: handleUpdatePod's `needs_update` -> `plan_update_pod` (routes, NAT);
+* `routing`: handleUpdatePod's `needs_update`; `routing_state`: the routing reconciler's rows;
 * `deletion`: handleDeletePod's `is_replaced_by` -> `decide_delete` (with the owner rules of
   `controller.core.keep`) -> `ports_to_delete`, `annotations.attachment_providers_to_release`;
 * `inspection`: `inspect_pod` -> remove `annotations.allocation_state_keys`.
@@ -100,17 +100,9 @@ from controller.pod_logic.networks import (
     waits_for_subnet,
 )
 from controller.pod_logic.routing import (
-    NatAction,
-    PolicyAction,
-    RouteAction,
-    SetMember,
-    UpdatePlan,
     external_gateway_next_hop,
-    get_node_tunnel_ips,
     needs_reroute,
-    needs_routing,
     needs_update,
-    plan_update_pod,
     routes_with_add,
     src_ip_route_pairs,
     subnet_allow_policies,
@@ -126,14 +118,9 @@ __all__ = [
     "EnqueueDecision",
     "InspectResult",
     "InvalidPodNetworkError",
-    "NatAction",
     "PodAction",
-    "PolicyAction",
     "ResourceNotReadyError",
     "RetryableError",
-    "RouteAction",
-    "SetMember",
-    "UpdatePlan",
     "acquire_address",
     "append_check_pod_to_del",
     "build_ip_cr",
@@ -151,7 +138,6 @@ __all__ = [
     "external_gateway_next_hop",
     "get_name_by_pod",
     "get_node_internal_ip",
-    "get_node_tunnel_ips",
     "get_ns_available_subnets",
     "get_pod_attachment_nets",
     "get_pod_default_subnet",
@@ -172,10 +158,8 @@ __all__ = [
     "need_allocate_subnets",
     "needs_add_after_edit",
     "needs_reroute",
-    "needs_routing",
     "needs_update",
     "plan_address_request",
-    "plan_update_pod",
     "pod_attachment_requests",
     "ports_to_delete",
     "routes_with_add",

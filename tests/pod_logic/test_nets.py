@@ -10,14 +10,16 @@ from controller.core import router_policy as rp
 from controller.core.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
 from controller.core.model import (
     NetworkAttachmentDefinition,
+    Node,
     Pod,
     PodNet,
     ProviderType,
     Subnet,
     Vlan,
 )
-from controller.ovn.api import PortSpec
+from controller.ovn.api import NatChange, PortSpec
 from controller.pod_logic import AddressMode
+from controller.pod_logic import routing_state as rs
 from controller.testing.builders import MACVLAN_CONF, NOW, OVN_CONF, OVN_CONFLIST
 from controller.testing.models import nad, namespace, node, pod, sts_pod, subnet
 
@@ -490,21 +492,11 @@ def test_build_ip_cr_for_attachment_and_node() -> None:
 
 
 def test_routing_helpers() -> None:
-    assert pl.needs_routing("10.16.0.5", DEFAULT)
-    assert not pl.needs_routing("", DEFAULT)
-    assert not pl.needs_routing("10.16.0.5", subnet("u", "10.16.0.0/16", vlan="v"))
-    assert not pl.needs_routing("10.16.0.5", subnet("c", "10.16.0.0/16", vpc="vpc1"))
-    n = node("n1", "192.168.0.2", tunnel_ip="100.64.0.2,fd00:100::2")
-    hops = pl.get_node_tunnel_ips(n)
-    assert hops == ["100.64.0.2", "fd00:100::2"]
+    hops = ["100.64.0.2", "fd00:100::2"]
     assert pl.src_ip_route_pairs("10.16.0.5,fd00::5", hops) == [
         ("10.16.0.5", "100.64.0.2"),
         ("fd00::5", "fd00:100::2"),
     ]
-    with pytest.raises(ResourceNotReadyError, match="no tunnel ip annotation"):
-        pl.get_node_tunnel_ips(node("n2"))
-    with pytest.raises(ResourceNotReadyError, match="invalid tunnel ip"):
-        pl.get_node_tunnel_ips(node("n3", tunnel_ip="x"))
     assert pl.external_gateway_next_hop({"external-gw-addr": "172.56.0.1/16"}) == "172.56.0.1"
     with pytest.raises(ResourceNotReadyError, match="no available gateway nic address"):
         pl.external_gateway_next_hop({})
@@ -571,94 +563,73 @@ DUAL_NETS = [PodNet(ProviderType.ORIGINAL, "ovn", DUAL, True)]
 NODE = node("n1", "192.168.0.2", tunnel_ip="100.64.0.2,fd00:100::2")
 
 
-def plan(annotations: dict[str, str], **kw: object) -> pl.UpdatePlan:
-    args: dict[str, object] = {
-        "node": NODE,
-        "external_gw_config": None,
-        "cluster_router": "ovn-cluster",
-        "enable_eip_snat": True,
-        "keep_vm_ip": False,
-        "nets": DUAL_NETS,
-    }
-    args.update(kw)
-    nets = args.pop("nets")
-    return pl.plan_update_pod(
-        ns1_pod(annotations, node_name="n1"),
-        nets,
-        **args,  # type: ignore[arg-type]
+def plan(
+    annotations: dict[str, str],
+    *,
+    on: Subnet = DUAL,
+    node: Node | None = NODE,
+    eip_snat: bool = True,
+    gw: dict[str, str] | None = None,
+) -> rs.PodRows:
+    cfg = rs.RoutingConfig(
+        router="ovn-cluster", node_switch="join", enable_eip_snat=eip_snat, external_gw_config=gw
     )
+    return rs.pod_rows(ns1_pod(annotations, node_name="n1"), on, node, cfg)
 
 
-def reroutes(got: pl.UpdatePlan) -> list[tuple[int, str, tuple[str, ...]]]:
+def reroutes(got: rs.PodRows) -> list[tuple[int, str, tuple[str, ...]]]:
     return [(p.priority, p.match, p.nexthops) for p in got.policies if p.action == "reroute"]
 
 
-def allows(got: pl.UpdatePlan) -> list[str]:
-    return [p.match for p in got.policies if p.action == "allow"]
-
-
-def test_update_plan_distributed_routes_via_node_and_clears_nat() -> None:
+def test_pod_rows_distributed_route_via_node() -> None:
     got = plan(ALLOCATED)
-    assert got.routes == ()  # no src-ip static routes any more
     v4, v6 = rp.set_name("ovn-default", "n1", 4), rp.set_name("ovn-default", "n1", 6)
     assert reroutes(got) == [
         (29000, f"ip4.src == ${v4}", ("100.64.0.2",)),
         (29000, f"ip6.src == ${v6}", ("fd00:100::2",)),
     ]
-    assert [(m.name, m.ip) for m in got.members] == [(v4, "10.16.0.5"), (v6, "fd00::5")]
-    assert got.members[0].external_ids["node"] == "n1"
-    assert got.replaced_routes == ("10.16.0.5", "fd00::5")
-    assert got.router == "ovn-cluster"
-    assert got.nats == (
-        pl.NatAction("dnat_and_snat", "10.16.0.5", "", "ovn-cluster"),
-        pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),
-        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster"),
-        pl.NatAction("snat", "fd00::5", "", "ovn-cluster"),
-    )
-    # a distributed external gateway puts dnat_and_snat on the pod's port, with its MAC
-    distributed = plan(ALLOCATED, external_gw_config={"type": "distributed"})
-    assert distributed.nats[0] == pl.NatAction(
-        "dnat_and_snat", "10.16.0.5", "", "ovn-cluster", "00:00:00:AA:BB:CC", "p.ns1"
-    )
-    assert plan(ALLOCATED, enable_eip_snat=False).nats == ()
-    with pytest.raises(ResourceNotReadyError, match="node 'n1'"):
-        plan(ALLOCATED, node=None)
+    assert [(name, ip) for name, ip, _ in got.members] == [(v4, "10.16.0.5"), (v6, "fd00::5")]
+    assert got.members[0][2]["node"] == "n1"
+    assert got.nats == () and got.complete
+    # its node unknown (or without a join address): nothing yet, and not complete
+    missing = plan(ALLOCATED, node=None)
+    assert (missing.members, missing.complete) == ((), False)
 
 
-def test_update_plan_eip_snat_uses_external_gateway() -> None:
+def test_pod_rows_eip_snat_use_the_external_gateway() -> None:
     ann = {**ALLOCATED, "ovn.kubernetes.io/eip": "172.56.0.9"}
-    got = plan(ann, node=None, external_gw_config={"external-gw-addr": "172.56.0.1/16"})
+    got = plan(ann, node=None, gw={"external-gw-addr": "172.56.0.1/16"})
     assert reroutes(got) == [(29250, "ip4.src == 10.16.0.5", ("172.56.0.1",))]
     assert got.members == ()
-    assert got.nats[0].external_ip == "172.56.0.9"
-    with pytest.raises(ResourceNotReadyError, match="no available gateway nic address"):
-        plan(ann)
+    assert got.nats == (NatChange("dnat_and_snat", "10.16.0.5", "172.56.0.9"),)
+    assert not plan(ann).complete  # no external gateway ConfigMap yet
+    # a distributed external gateway puts dnat_and_snat on the pod's port, with its MAC
+    distributed = plan(ann, gw={"external-gw-addr": "172.56.0.1", "type": "distributed"})
+    assert distributed.nats[0] == NatChange(
+        "dnat_and_snat", "10.16.0.5", "172.56.0.9", "00:00:00:AA:BB:CC", "p.ns1"
+    )
     # without --enable-eip-snat the annotation is ignored: node routes as usual
-    assert len(plan(ann, enable_eip_snat=False).members) == 2
+    assert len(plan(ann, eip_snat=False).members) == 2
 
 
-def test_update_plan_north_gateway_and_centralized() -> None:
+def test_pod_rows_north_gateway_and_centralized() -> None:
     north = {**ALLOCATED, "ovn.kubernetes.io/north_gateway": "10.16.0.254"}
-    got = plan(north, node=None, enable_eip_snat=False)
+    got = plan(north, node=None, eip_snat=False)
     assert reroutes(got) == [(29250, "ip4.src == 10.16.0.5", ("10.16.0.254",))]
     assert got.members == ()
     central = subnet(
         "c", "10.16.0.0/16,fd00::/64", gateway="10.16.0.1,fd00::1", gatewayType="centralized"
     )
-    nets = [PodNet(ProviderType.ORIGINAL, "ovn", central, True)]
-    got = plan(ALLOCATED, nets=nets, node=None, enable_eip_snat=False)
-    # the subnet controller reroutes the whole CIDR; the pod's plan only has the allows
-    assert (reroutes(got), got.members, got.nats) == ([], (), ())
-    assert allows(got) == ["ip4.dst == 10.16.0.0/16", "ip6.dst == fd00::/64"]
+    got = plan(ALLOCATED, on=central, node=None, eip_snat=False)
+    # the subnet key reroutes the whole CIDR; the pod has no row of its own
+    assert (got.policies, got.members, got.nats, got.complete) == ((), (), (), True)
 
 
-def test_update_plan_nothing_for_underlay_custom_vpc_or_no_default_net() -> None:
-    underlay = [PodNet(ProviderType.ORIGINAL, "ovn", subnet("u", "10.16.0.0/16", vlan="v"), True)]
-    assert plan(ALLOCATED, nets=underlay) == pl.UpdatePlan()
-    vpc = [PodNet(ProviderType.ORIGINAL, "ovn", subnet("v", "10.16.0.0/16", vpc="vpc1"), True)]
-    assert plan(ALLOCATED, nets=vpc) == pl.UpdatePlan()
-    attach_only = [PodNet(ProviderType.ORIGINAL, "net1.ns1.ovn", ATTACH, True)]
-    assert plan(ALLOCATED, nets=attach_only) == pl.UpdatePlan()
+def test_only_overlay_subnets_of_the_default_vpc_are_routed() -> None:
+    cfg = rs.RoutingConfig(router="ovn-cluster", node_switch="join")
+    assert rs.routed_subnet(DUAL, cfg)
+    assert not rs.routed_subnet(subnet("u", "10.16.0.0/16", vlan="v"), cfg)
+    assert not rs.routed_subnet(subnet("v", "10.16.0.0/16", vpc="vpc1"), cfg)
 
 
 def test_needs_update() -> None:
@@ -670,23 +641,21 @@ def test_needs_update() -> None:
         pl.needs_update(ns1_pod({}), NOW)
 
 
-def test_update_plan_dual_stack_eip_snat_pair_by_family() -> None:
+def test_pod_rows_dual_stack_eip_snat_pair_by_family() -> None:
     got = plan(
         {
             **ALLOCATED,
             "ovn.kubernetes.io/eip": "172.56.0.9",
             "ovn.kubernetes.io/snat": "fd00:56::9",
         },
-        external_gw_config={"external-gw-addr": "172.56.0.1/16,fd00:56::1/64"},
+        gw={"external-gw-addr": "172.56.0.1/16,fd00:56::1/64"},
     )
     assert reroutes(got) == [
         (29250, "ip4.src == 10.16.0.5", ("172.56.0.1",)),
         (29250, "ip6.src == fd00::5", ("fd00:56::1",)),
     ]
     assert got.nats == (
-        pl.NatAction("dnat_and_snat", "10.16.0.5", "172.56.0.9", "ovn-cluster"),
-        pl.NatAction("snat", "10.16.0.5", "", "ovn-cluster"),
-        pl.NatAction("dnat_and_snat", "fd00::5", "", "ovn-cluster"),
-        pl.NatAction("snat", "fd00::5", "fd00:56::9", "ovn-cluster"),
+        NatChange("dnat_and_snat", "10.16.0.5", "172.56.0.9"),
+        NatChange("snat", "fd00::5", "fd00:56::9"),
     )
     assert pl.external_gateway_next_hop({"external-gw-addr": "172.56.0.1/16"}) == "172.56.0.1"
