@@ -13,9 +13,9 @@ Contract:
   cluster router gets a default route per family to the join gateway when it has none. The pod
   controller reads `ip_address` as the node's ovn0 address (the next hop of its pods' reroute
   policy).
-* A node delete removes the node's router policies and address sets, releases the address and
-  deletes the port and the IP CR (unless a node of the
-  same name exists again by then).
+* A node delete removes the node's own router policies (its pods' reroutes and address sets are
+  the routing reconciler's, `controller.routing`), releases the address and deletes the port
+  and the IP CR (unless a node of the same name exists again by then).
 * Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done (part 2):
   gateway checks, `NodeAddressConflictWithSubnet` events.
 """
@@ -215,15 +215,13 @@ class NodeController:
                 self._nb.add_static_route(POLICY_DST_IP, default, gateway, router)
 
     def _unroute_node(self, name: str) -> None:
-        """Every router policy and address set written for the node (its mark says so)."""
+        """The node's own router policies (the reroute of its InternalIPs); its pods' rows are
+        the routing reconciler's, which follows the node's delete."""
         router = self._config.cluster_router
         for p in self._nb.list_router_policies(router):
-            if p.external_ids.get(rp.ROUTE_KIND_KEY) and p.external_ids.get(rp.NODE_KEY) == name:
+            ids = p.external_ids
+            if ids.get(rp.ROUTE_KIND_KEY) == rp.KIND_NODE and ids.get(rp.NODE_KEY) == name:
                 self._nb.delete_router_policy(router, p.priority, p.match)
-        for aset in self._nb.list_address_sets(
-            {rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY, rp.NODE_KEY: name}
-        ):
-            self._nb.delete_address_set(aset.name)
 
     def _acquire(self, key: str, ann: Mapping[str, str], join: str) -> tuple[str, str, str]:
         ip, mac = ann.get(IP_ADDRESS_ANNOTATION, ""), ann.get(MAC_ADDRESS_ANNOTATION, "")

@@ -325,3 +325,51 @@ def test_live_migration_source_delete_keeps_the_nat_and_reroute_the_vm_uses() ->
         quiet(env)
     finally:
         env.close()
+
+
+def test_gc_never_removes_an_entry_an_add_writes_between_its_read_and_its_write(env: Env) -> None:
+    """The backstop reads and applies a key under the key's lock: an add of a pod that reuses a
+    released address on the same node (the pod handler writes under the same lock) waits, and
+    its entry survives the pass."""
+    import threading
+
+    start(env, "old")
+    ip = env.annotations("default/old")["ovn.kubernetes.io/ip_address"]
+    env.remove_pod("default/old")
+    env.converge()
+    # the entry of the released address is back (drift the backstop will remove)
+    set_ids = rp.ids(rp.KIND_GATEWAY, 4, subnet=DEFAULT_SUBNET, node=NODE)
+    env.nb.add_address_set_addresses(rp.set_name(DEFAULT_SUBNET, NODE, 4), [ip], set_ids)
+    # a new pod got that very address on the same node; its add runs mid-pass
+    successor = raw_pod("new", node=NODE, annotations=builders_allocated(ip), uid="uid-new")
+    adder: list[threading.Thread] = []
+    real = env.nb.list_address_sets
+
+    def read_then_race(ids: Any) -> Any:
+        rows = real(ids)
+        if not adder and ids.get("node") == NODE:
+            stored = env.kube.add_pod(successor)
+            env.pods.add(copy.deepcopy(stored))
+            thread = threading.Thread(
+                target=env.routing.route_pod, args=(env.view.pod_model(stored),)
+            )
+            adder.append(thread)
+            thread.start()
+            thread.join(0.2)
+            # it cannot write while the pass holds the key
+            assert thread.is_alive()
+        return rows
+
+    env.nb.list_address_sets = read_then_race  # type: ignore[method-assign]
+    env.routing.backstop()
+    adder[0].join(10)
+    env.nb.list_address_sets = real  # type: ignore[method-assign]
+    assert not adder[0].is_alive()
+    assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
+    quiet(env)
+
+
+def builders_allocated(ip: str) -> dict[str, str]:
+    from controller.testing import builders
+
+    return builders.allocated(ip, "00:00:00:00:00:99", DEFAULT_SUBNET)
