@@ -410,8 +410,15 @@ class RoutingReconciler:
         # subnet's sets here would cost all its pods' entries on every pod delete.
         sets: list[AddressSetInfo] = []
         node_names = self._node_names_of(name, policies, sets)
-        blocks = [b.strip() for b in (subnet.cidr_block if subnet else "").split(",") if b.strip()]
-        nats = [n for n in self._nb.list_nat_rules(router) if _in_any(n.logical_ip, blocks)]
+        # only a routed subnet's addresses are looked at (a custom VPC may reuse its CIDR)
+        routed = subnet is not None and rs.routed_subnet(subnet, cfg)
+        cidr = subnet.cidr_block if subnet is not None and routed else ""
+        blocks = [b.strip() for b in cidr.split(",") if b.strip()]
+        nats = (
+            [n for n in self._nb.list_nat_rules(router) if _in_any(n.logical_ip, blocks)]
+            if cfg.enable_eip_snat
+            else []
+        )
         routes = self._nb.list_static_routes(router)
         hosts = {
             r.ip_prefix.split("/", 1)[0]
