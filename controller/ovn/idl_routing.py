@@ -380,57 +380,90 @@ class RoutingVerbs:
         ]
         routes = [p for prefix in change.delete_src_routes for p in logic.route_prefixes(prefix)]
 
-        def nothing_to_do() -> bool:
+        def pending() -> tuple[list[Any], ...] | None:
+            """The parts that would change something (None: the router is missing)."""
             lr = self._index.first(LR, ("name", router))
             if lr is None:
-                return False
-            for p, match, hops in policies:
-                rows = self._policy_rows(lr, p.priority, match)
-                if len(rows) != 1 or not _policy_is(rows[0], p.action, hops, p.external_ids):
-                    return False
-            if any(self._policy_rows(lr, priority, match) for priority, match in drops):
-                return False
-            for c, name, add, remove in sets:
+                return None
+            todo_policies = [
+                item
+                for item in policies
+                if len(rows := self._policy_rows(lr, item[0].priority, item[1])) != 1
+                or not _policy_is(rows[0], item[0].action, item[2], item[0].external_ids)
+            ]
+            todo_drops = [d for d in drops if self._policy_rows(lr, *d)]
+            todo_sets = []
+            missing: set[str] = set()
+            for set_item in sets:
+                c, name, add, remove = set_item
                 row = self._index.first(AS, ("name", name))
                 if c.delete:
                     if row is not None:
-                        return False
+                        todo_sets.append(set_item)
                     continue
-                if row is None and not add:
+                if row is None:
+                    if add:
+                        todo_sets.append(set_item)
+                        missing.add(name)
                     continue
-                if row is None or not logic.ids_match(
-                    committed(row, "external_ids"), c.external_ids
+                if (
+                    not logic.ids_match(committed(row, "external_ids"), c.external_ids)
+                    or not all(has_string(row, "addresses", e) for e in add)
+                    or any(has_string(row, "addresses", e) for e in remove)
                 ):
-                    return False
-                if not all(has_string(row, "addresses", e) for e in add) or any(
-                    has_string(row, "addresses", e) for e in remove
-                ):
-                    return False
-            for n, lip, eip in nats:
+                    todo_sets.append(set_item)
+            todo_nats = []
+            for nat_item in nats:
+                n, lip, eip = nat_item
                 rows = [
                     r for r in self._index.rows(NAT, ("lip", n.type, lip)) if has_ref(lr, "nat", r)
                 ]
-                if not eip:
-                    if rows:
-                        return False
-                    continue
-                if len(rows) != 1 or rows[0].external_ip != eip:
-                    return False
-                if n.port and (
-                    opt_value(rows[0].logical_port) != n.port
-                    or opt_value(rows[0].external_mac) != n.logical_mac.lower()
-                ):
-                    return False
-            return not any(
-                has_ref(lr, "static_routes", r)
+                same = (
+                    not rows
+                    if not eip
+                    else len(rows) == 1
+                    and rows[0].external_ip == eip
+                    and (
+                        not n.port
+                        or (
+                            opt_value(rows[0].logical_port) == n.port
+                            and opt_value(rows[0].external_mac) == n.logical_mac.lower()
+                        )
+                    )
+                )
+                if not same:
+                    todo_nats.append(nat_item)
+            todo_routes = [
+                prefix
                 for prefix in routes
-                for r in self._index.rows(ROUTE, ("route", prefix, "src-ip"))
-            )
+                if any(
+                    has_ref(lr, "static_routes", r)
+                    for r in self._index.rows(ROUTE, ("route", prefix, "src-ip"))
+                )
+            ]
+            return todo_policies, todo_drops, todo_sets, todo_nats, todo_routes, [missing]
 
-        if self._read(nothing_to_do):
-            # NOTE: a pod's rows are usually in place already (its add wrote them); an empty
-            # transaction would still cost a round trip through the IDL thread.
-            return
+        found = self._read(pending)
+        if found is not None:
+            if not any(found[:5]):
+                # NOTE: a pod's rows are usually in place already (its add wrote them); an
+                # empty transaction would still cost a round trip through the IDL thread.
+                return
+            policies, drops, sets, nats, routes, (missing,) = found
+
+        keys: set[Hashable] = set()
+        for p, match, _ in policies:
+            keys.add(("policy", router, p.priority, match))
+        for priority, match in drops:
+            keys.add(("policy", router, priority, match))
+        for c, name, add, remove in sets:
+            keys.update((AS, name, e) for e in (*add, *remove))
+            if c.delete or found is None or name in missing:
+                keys.add((AS, name))  # creates or deletes the set: alone on it
+        for n, lip, eip in nats:
+            keys.update({("nat", router, n.type, lip), ("nat-eip", router, n.type, eip)})
+        for prefix in routes:
+            keys.add(("route", router, prefix, "src-ip"))
 
         def run(ctx: VerbContext) -> None:
             lr = router_row(ctx, router)
@@ -487,7 +520,9 @@ class RoutingVerbs:
                     if has_ref(lr, "static_routes", r) and r.uuid not in ctx.deleted:
                         ctx.delete(r, lr, "static_routes")
 
-        self._transact("apply_routing", run)
+        # NOTE: the rows are looked up through the indexes by these keys, so the changes of
+        # pods of one node (different entries) may share a transaction (group commit).
+        self._transact("apply_routing", run, frozenset(keys))
 
     def list_nat_rules(self, router: str) -> list[NatRule]:
         def read() -> list[NatRule]:
