@@ -44,7 +44,17 @@ from tests.e2e.routing_state import (
     stray_sets,
     until,
 )
-from tests.e2e.workloads import allocated, routed, settled, statefulset
+from tests.e2e.workloads import (
+    allocated,
+    delete_pod,
+    gone,
+    graceful,
+    quiet,
+    routed,
+    settled,
+    statefulset,
+    virtual_machine,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -94,6 +104,7 @@ def add_pod(
     subnet: str = "",
     extra: dict[str, str] | None = None,
     owner: dict[str, Any] | None = None,
+    grace: int = 0,
 ) -> dict[str, Any]:
     ann = {LOGICAL_SWITCH_ANNOTATION: subnet} if subnet else {}
     ann.update(extra or {})
@@ -105,7 +116,7 @@ def add_pod(
             annotations=ann or None,
             node=node,
             owner=owner,
-            terminationGracePeriodSeconds=0,
+            terminationGracePeriodSeconds=grace,
         ),
     )
 
@@ -547,6 +558,44 @@ def subnet_routes(remote: str, cidr: str) -> list[dict[str, Any]]:
         for r in nb_rows(remote, "Logical_Router_Static_Route")
         if r.get("ip_prefix") == cidr and r.get("policy") in ("src-ip", ["src-ip"])
     ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the source launcher's delete removes the NAT rules and reroute the VM uses on "
+    "the target",
+)
+@pytest.mark.emulator_only("hand-made KubeVirt launcher pods on a node without a kubelet")
+def test_vm_live_migration_keeps_the_targets_nat_and_reroute(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    """Under --keep-vm-ip a VM with an SNAT address live-migrates: its target launcher pod on
+    node2 runs beside the source on node1 with the VM's address; once the source launcher is
+    deleted (kubelet-confirmed), the VM keeps its port, its SNAT rule and its reroute to the
+    external gateway. The inspection is off, so a port lost on the way is not re-made."""
+    flags = ("--keep-vm-ip=true", "--enable-eip-snat=true", "--inspect-interval=3600", *FLAGS)
+    store = cluster.server.store
+    two_nodes(cluster)
+    store.create("configmaps", EXTERNAL_GW)
+    graceful(cluster)
+    ctl = start(cluster, start_controller, *flags)
+    owner = virtual_machine(cluster, "vm-live")
+    snat = {SNAT_ANNOTATION: "172.56.0.220"}
+    add_pod(cluster, "virt-launcher-vm-live-src", NODE, extra=snat, owner=owner, grace=1)
+    ip = ip_of(cluster, "virt-launcher-vm-live-src")
+    add_pod(cluster, "virt-launcher-vm-live-dst", NODE2, extra=snat, owner=owner, grace=1)
+    assert ip_of(cluster, "virt-launcher-vm-live-dst") == ip
+    remote = cluster.nb_server.remote
+    egress_becomes(remote, {ip: "172.56.0.1"})
+
+    delete_pod(cluster, "virt-launcher-vm-live-src")
+    gone(cluster, "pods", "virt-launcher-vm-live-src", NS)
+    quiet(ctl)
+    assert cluster.nb.get_port(f"vm-live.{NS}") is not None, "the VM's port was deleted"
+    egress_becomes(remote, {ip: "172.56.0.1"}, message="the VM keeps its reroute")
+    assert ("snat", "172.56.0.220") in nats_of(cluster, ip)
+    settled(cluster, *flags)
+    gc_finds_nothing(ctl)
 
 
 # --- robustness ---------------------------------------------------------------------------------
