@@ -174,7 +174,6 @@ class PodWatchOutage:
     reason="a switch to centralized keeps every node's reroute and set entries beside the "
     "subnet-wide reroute",
 )
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_distributed_to_centralized_moves_every_pod_to_the_gateway(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -207,7 +206,6 @@ def test_distributed_to_centralized_moves_every_pod_to_the_gateway(
     reason="a switch to distributed drops the subnet-wide reroute and puts no pod into its "
     "node's set",
 )
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_centralized_to_distributed_puts_every_pod_back_on_its_node(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -272,7 +270,6 @@ def test_pod_recreated_on_another_node_leaves_nothing_on_the_old_node(
     reason='subnet "prod" + node "db-node1" and subnet "prod-db" + node "node1" share one '
     "address set and one policy",
 )
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_ambiguous_subnet_and_node_names_keep_both_pairs_routed(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -299,7 +296,6 @@ def test_ambiguous_subnet_and_node_names_keep_both_pairs_routed(
     strict=True,
     reason="a pod created with routed=true is never routed and inspection never repairs it",
 )
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_user_preset_routed_annotation_is_not_trusted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -322,7 +318,6 @@ def test_user_preset_routed_annotation_is_not_trusted(
 @pytest.mark.xfail(
     strict=True, reason="a node's new join address is never written into its pods' reroute"
 )
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_node_join_address_change_moves_its_pods_next_hop(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -386,7 +381,6 @@ def test_node_deleted_and_reregistered_routes_its_pods_again(
     reason="the centralized gateway is the first listed node whatever its readiness, and its "
     "delete does not move it",
 )
-@pytest.mark.emulator_only("nodes whose readiness the test sets")
 def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -419,7 +413,6 @@ def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
 @pytest.mark.xfail(
     strict=True, reason="the active gateway node is not recorded in status.activateGateway"
 )
-@pytest.mark.emulator_only("nodes whose readiness the test sets")
 def test_centralized_subnet_status_names_the_active_gateway(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -504,7 +497,6 @@ def test_statefulset_pod_moved_to_another_subnet_leaves_no_old_rows(
     reason="kube-ovn v1.8's subnet-wide src-ip routes (centralized, ECMP) are never migrated "
     "or removed",
 )
-@pytest.mark.emulator_only("a second node without a kubelet; a controller restart")
 def test_v18_subnet_wide_routes_are_migrated_at_start(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -687,7 +679,7 @@ CHURN_ROUNDS = 20
     strict=True,
     reason="re-creating pods under their names on the other node leaves old set entries until gc",
 )
-@pytest.mark.emulator_only("a second node without a kubelet")
+@pytest.mark.emulator_only("200 pod creations: the real plane's variant would not keep it quick")
 def test_churn_with_the_same_names_over_two_nodes_converges_without_gc(
     cluster: Cluster, start_controller: StartController
 ) -> None:
