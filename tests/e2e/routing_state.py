@@ -1,23 +1,24 @@
 """Where the cluster router sends a pod's egress, read from the NB by content (not by name).
 
-The routing tests assert behaviour, not today's row names: for a packet from a pod address to an
-address outside the cluster, `reroutes(remote, ip)` evaluates every Logical_Router_Policy of the
-cluster router against the packet (its `match` as a conjunction of `ip4|ip6 .src|.dst ==|!=`
-terms whose right side is an address, a CIDR, an `{...}` list or a `$address_set`, resolved
-through the Address_Set table) and returns the reroutes that match, highest priority first.
-A pod routed right has exactly one, whose next hop is its node's (or its subnet's gateway
-node's) join address; a leftover reroute of another node at any priority, or none, is the drift
-the tests look for. A match term the evaluator cannot read fails the test loudly rather than
-being skipped, so a new policy shape cannot make a test pass by accident.
+The routing tests assert behaviour, not today's row names. `Snapshot.read(remote)` takes the
+cluster router's Logical_Router_Policy rows and every Address_Set in one `ovn-nbctl` call (what
+OVN sees, independent of the controller's client); `reroutes(snap, ip)` evaluates every policy
+against a packet from `ip` to an address outside the cluster (its `match` as a conjunction of
+`ip4|ip6 .src|.dst ==|!=` terms whose right side is an address, a CIDR, an `{...}` list or a
+`$address_set`) and returns the reroutes that match, highest priority first. A pod routed right
+has exactly one, naming the join address of its node (distributed gateway) or of its subnet's
+gateway node (centralized); a leftover reroute of another node at any priority, or none, is the
+drift the tests look for (`egress`, `egress_becomes`). A match term the evaluator cannot read
+fails the test loudly rather than being skipped, so a new policy shape cannot make a test pass
+by accident.
 
-`routing_sets_holding(remote, ip)` names the routing address sets (those a reroute policy of the
-router names, or marked with a `kube-ovn-route` external id) that list `ip`, to catch an entry
-left behind whose policy is gone. Both read the NB with `ovn-nbctl` (`tests.e2e.nbrows`), so
-they see what OVN sees, independent of the controller's client.
+`routing_sets_holding` names the routing address sets (named by a policy of the router, or
+carrying a `...route...` external id) that list an address, to catch an entry left behind whose
+policy is gone (`stray_sets`, `leftovers`, `no_routing_rows`).
 
 Nodes are built Ready (`ready_node`, `make_ready`): kube-ovn v1.8 only elects a Ready node as a
-centralized subnet's gateway. `gc_runs` reads the controller's gc pass counter from its metrics
-endpoint.
+centralized subnet's gateway. `gc_runs` / `gc_deleted` read the controller's gc counters from its
+metrics endpoint; `gc_finds_nothing` runs two gc passes and asserts they deleted nothing.
 """
 
 from __future__ import annotations

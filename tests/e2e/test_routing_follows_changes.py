@@ -44,7 +44,17 @@ from tests.e2e.routing_state import (
     stray_sets,
     until,
 )
-from tests.e2e.workloads import allocated, routed, settled, statefulset
+from tests.e2e.workloads import (
+    allocated,
+    delete_pod,
+    gone,
+    graceful,
+    quiet,
+    routed,
+    settled,
+    statefulset,
+    virtual_machine,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -94,6 +104,7 @@ def add_pod(
     subnet: str = "",
     extra: dict[str, str] | None = None,
     owner: dict[str, Any] | None = None,
+    grace: int = 0,
 ) -> dict[str, Any]:
     ann = {LOGICAL_SWITCH_ANNOTATION: subnet} if subnet else {}
     ann.update(extra or {})
@@ -105,7 +116,7 @@ def add_pod(
             annotations=ann or None,
             node=node,
             owner=owner,
-            terminationGracePeriodSeconds=0,
+            terminationGracePeriodSeconds=grace,
         ),
     )
 
@@ -158,7 +169,6 @@ class PodWatchOutage:
 # --- gateway type switches ---------------------------------------------------------------------
 
 
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_distributed_to_centralized_moves_every_pod_to_the_gateway(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -186,7 +196,6 @@ def test_distributed_to_centralized_moves_every_pod_to_the_gateway(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_centralized_to_distributed_puts_every_pod_back_on_its_node(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -241,7 +250,6 @@ def test_pod_recreated_on_another_node_leaves_nothing_on_the_old_node(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_ambiguous_subnet_and_node_names_keep_both_pairs_routed(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -264,7 +272,6 @@ def test_ambiguous_subnet_and_node_names_keep_both_pairs_routed(
     settled(cluster, *GC_FLAGS)
 
 
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_user_preset_routed_annotation_is_not_trusted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -284,7 +291,6 @@ def test_user_preset_routed_annotation_is_not_trusted(
 # --- nodes --------------------------------------------------------------------------------------
 
 
-@pytest.mark.emulator_only("a second node without a kubelet")
 def test_node_join_address_change_moves_its_pods_next_hop(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -339,7 +345,6 @@ def test_node_deleted_and_reregistered_routes_its_pods_again(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.emulator_only("nodes whose readiness the test sets")
 def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -369,7 +374,6 @@ def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.emulator_only("nodes whose readiness the test sets")
 def test_centralized_subnet_status_names_the_active_gateway(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -445,7 +449,6 @@ def test_statefulset_pod_moved_to_another_subnet_leaves_no_old_rows(
     gc_finds_nothing(ctl)
 
 
-@pytest.mark.emulator_only("a second node without a kubelet; a controller restart")
 def test_v18_subnet_wide_routes_are_migrated_at_start(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -499,6 +502,39 @@ def subnet_routes(remote: str, cidr: str) -> list[dict[str, Any]]:
         for r in nb_rows(remote, "Logical_Router_Static_Route")
         if r.get("ip_prefix") == cidr and r.get("policy") in ("src-ip", ["src-ip"])
     ]
+
+
+@pytest.mark.emulator_only("hand-made KubeVirt launcher pods on a node without a kubelet")
+def test_vm_live_migration_keeps_the_targets_nat_and_reroute(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    """Under --keep-vm-ip a VM with an SNAT address live-migrates: its target launcher pod on
+    node2 runs beside the source on node1 with the VM's address; once the source launcher is
+    deleted (kubelet-confirmed), the VM keeps its port, its SNAT rule and its reroute to the
+    external gateway. The inspection is off, so a port lost on the way is not re-made."""
+    flags = ("--keep-vm-ip=true", "--enable-eip-snat=true", "--inspect-interval=3600", *FLAGS)
+    store = cluster.server.store
+    two_nodes(cluster)
+    store.create("configmaps", EXTERNAL_GW)
+    graceful(cluster)
+    ctl = start(cluster, start_controller, *flags)
+    owner = virtual_machine(cluster, "vm-live")
+    snat = {SNAT_ANNOTATION: "172.56.0.220"}
+    add_pod(cluster, "virt-launcher-vm-live-src", NODE, extra=snat, owner=owner, grace=1)
+    ip = ip_of(cluster, "virt-launcher-vm-live-src")
+    add_pod(cluster, "virt-launcher-vm-live-dst", NODE2, extra=snat, owner=owner, grace=1)
+    assert ip_of(cluster, "virt-launcher-vm-live-dst") == ip
+    remote = cluster.nb_server.remote
+    egress_becomes(remote, {ip: "172.56.0.1"})
+
+    delete_pod(cluster, "virt-launcher-vm-live-src")
+    gone(cluster, "pods", "virt-launcher-vm-live-src", NS)
+    quiet(ctl)
+    assert cluster.nb.get_port(f"vm-live.{NS}") is not None, "the VM's port was deleted"
+    egress_becomes(remote, {ip: "172.56.0.1"}, message="the VM keeps its reroute")
+    assert ("snat", "172.56.0.220") in nats_of(cluster, ip)
+    settled(cluster, *flags)
+    gc_finds_nothing(ctl)
 
 
 # --- robustness ---------------------------------------------------------------------------------
@@ -583,7 +619,7 @@ CHURN_PODS = 10
 CHURN_ROUNDS = 20
 
 
-@pytest.mark.emulator_only("a second node without a kubelet")
+@pytest.mark.emulator_only("200 pod creations: the real plane's variant would not keep it quick")
 def test_churn_with_the_same_names_over_two_nodes_converges_without_gc(
     cluster: Cluster, start_controller: StartController
 ) -> None:
