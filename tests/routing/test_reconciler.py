@@ -373,3 +373,40 @@ def builders_allocated(ip: str) -> dict[str, str]:
     from controller.testing import builders
 
     return builders.allocated(ip, "00:00:00:00:00:99", DEFAULT_SUBNET)
+
+
+def test_a_key_settled_before_the_cache_has_the_pods_allocation_keeps_its_entry(env: Env) -> None:
+    """The add writes the pod's rows before its annotation patch reaches the cache; a pass over
+    the node's key in between keeps them (the routed pod is remembered until then)."""
+    env.create_pod(raw_pod("web", node=NODE))
+    env.process(env.queues.add)  # routed and patched on the API server, the cache not synced
+    ip = env.annotations("default/web")["ovn.kubernetes.io/ip_address"]
+    assert "ovn.kubernetes.io/ip_address" not in (
+        env.pods.get_by_key("default/web")["metadata"].get("annotations") or {}
+    )
+    env.routing.handle(f"{DEFAULT_SUBNET}/{NODE}")
+    assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
+    env.converge()
+    assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
+    quiet(env)
+
+
+def test_events_that_change_nothing_routing_depends_on_queue_nothing(env: Env) -> None:
+    start(env, "web")
+    env.drain(env.routing_queue)
+    old = env.pods.get_by_key("default/web")
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {"app": "x"}
+    new["metadata"]["resourceVersion"] += "1"
+    env.routing_events.on_update(old, new)
+    # a node's heartbeat
+    node = env.nodes.get_by_key(NODE)
+    beat = copy.deepcopy(node)
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T12:00:10Z"
+    beat["metadata"]["resourceVersion"] += "1"
+    env.routing.node_event_handler().on_update(node, beat)
+    assert env.drain(env.routing_queue) == []
+    # an address change queues the pod's keys
+    new["metadata"]["annotations"]["ovn.kubernetes.io/ip_address"] = "10.16.0.99"
+    env.routing_events.on_update(old, new)
+    assert sorted(env.drain(env.routing_queue)) == [DEFAULT_SUBNET, f"{DEFAULT_SUBNET}/{NODE}"]
