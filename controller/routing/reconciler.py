@@ -43,6 +43,7 @@ from controller.cache.keys import object_name
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.constants import (
+    ALLOCATED_ANNOTATION,
     EIP_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
@@ -77,22 +78,25 @@ _RELEVANT = (
     EIP_ANNOTATION,
     SNAT_ANNOTATION,
     NORTH_GATEWAY_ANNOTATION,
-    POLICY_SRC_IP,
+    ALLOCATED_ANNOTATION,
 )
 
 
+def _field(obj: Any, name: str) -> Mapping[str, Any]:
+    value = obj.get(name) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
 def _relevant(obj: Any) -> tuple[Any, ...]:
-    meta = obj.get("metadata") or {} if isinstance(obj, Mapping) else {}
-    annotations = meta.get("annotations") or {}
-    spec = obj.get("spec") or {} if isinstance(obj, Mapping) else {}
-    status = obj.get("status") or {} if isinstance(obj, Mapping) else {}
+    """What a pod's routing rows depend on (an update that changes none of it queues nothing)."""
+    meta = _field(obj, "metadata")
+    annotations = _field(meta, "annotations")
     return (
         meta.get("uid"),
         meta.get("deletionTimestamp"),
-        spec.get("nodeName"),
-        status.get("phase"),
-        status.get("reason"),
-        annotations.get("ovn.kubernetes.io/allocated"),
+        _field(obj, "spec").get("nodeName"),
+        _field(obj, "status").get("phase"),
+        _field(obj, "status").get("reason"),
         *(annotations.get(k) for k in _RELEVANT),
     )
 
@@ -113,6 +117,9 @@ class _KeyLocks:
 
 
 class RoutingReconciler:
+    """The routing reconciler (see the module docstring): informer handlers that queue keys,
+    the key handler, the pod handlers' hooks and gc's backstop pass."""
+
     def __init__(
         self,
         *,
@@ -160,14 +167,11 @@ class RoutingReconciler:
     def _enqueue_pod(self, obj: Any) -> None:
         if isinstance(obj, DeletedFinalStateUnknown):
             obj = obj.obj
-        if not isinstance(obj, Mapping):
-            return
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        subnet = annotations.get(LOGICAL_SWITCH_ANNOTATION) if isinstance(annotations, dict) else ""
-        if not isinstance(subnet, str) or not subnet:
+        subnet = _field(_field(obj, "metadata"), "annotations").get(LOGICAL_SWITCH_ANNOTATION)
+        if not isinstance(subnet, str) or not subnet or rs.KEY_SEP in subnet:
             return
         self.enqueue(rs.subnet_key(subnet))
-        node = (obj.get("spec") or {}).get("nodeName")
+        node = _field(obj, "spec").get("nodeName")
         if isinstance(node, str) and node:
             self.enqueue(rs.node_key(subnet, node))
 
