@@ -186,11 +186,13 @@ def pod_rows(pod: Pod, subnet: Subnet, node: Node | None, cfg: RoutingConfig) ->
         pairs = src_ip_route_pairs(pod_ip, north_gateway.split(","))
     elif subnet.gateway_type != GATEWAY_TYPE_CENTRALIZED:
         hops = join_ips(node) if node is not None else []
+        complete = bool(hops)
         for ip in ips:
             version = rp.family(ip)
             hop = [h for h in hops if rp.family(h) == version]
             if not hop:
-                complete = False
+                # NOTE: as kube-ovn, an address is routed only through a node address of its
+                # family: a dual-stack pod on an IPv4-only join network leaves by IPv4 alone.
                 continue
             name = rp.set_name(subnet.name, pod.node_name, version)
             ids = rp.ids(rp.KIND_GATEWAY, version, subnet=subnet.name, node=pod.node_name)

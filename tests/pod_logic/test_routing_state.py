@@ -182,3 +182,10 @@ def test_a_terminating_pod_past_its_grace_is_not_routed() -> None:
         grace_period=30,
     )
     assert not rs.routable(Pod.from_dict(raw), NOW)
+
+
+def test_a_family_the_join_network_lacks_is_not_routed_and_does_not_hold_the_pod_back() -> None:
+    dual = pod("a", "10.16.0.5,fd00::5")
+    got = rs.pod_rows(dual, Subnet("ovn-default", "10.16.0.0/16,fd00::/64"), N1, CFG)
+    assert [ip for _, ip, _ in got.members] == ["10.16.0.5"]
+    assert got.complete
