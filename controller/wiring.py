@@ -36,6 +36,7 @@ from controller.controllers.security_group import (
 )
 from controller.controllers.subnet import SubnetController, SubnetQueues
 from controller.controllers.subnet_ipam import SubnetIpamTracker
+from controller.controllers.subnet_status import SubnetConditions
 from controller.core.constants import (
     KUBEOVN_GROUP,
     KUBEOVN_VERSION,
@@ -215,6 +216,13 @@ def wire_controllers(
     namespace_controller: NamespaceController | None = None
     node_controller: NodeController | None = None
     if cfg.enable_subnet_controller:
+        conditions = SubnetConditions(
+            kube=kube,
+            nb=nb,
+            nodes=idx("nodes"),
+            subnets=idx(RESOURCE_SUBNETS),
+            node_switch=cfg.node_switch,
+        )
         subnet_controller = SubnetController(
             config=cfg,
             subnets=idx(RESOURCE_SUBNETS),
@@ -234,8 +242,12 @@ def wire_controllers(
             status_delay=status_delay,
             on_ready=pod_controller.subnet_ready,
             nodes=idx("nodes"),
+            conditions=conditions,
         )
         inf[RESOURCE_SUBNETS].add_event_handler(subnet_controller)
+        inf["nodes"].add_event_handler(
+            conditions.node_event_handler(subnet_controller.enqueue_status)
+        )
         inf[RESOURCE_IPS].add_event_handler(subnet_controller.ip_event_handler())
     else:
         # Another controller owns the Subnets; IPAM must still follow them.
