@@ -245,6 +245,9 @@ def wire_controllers(
             conditions=conditions,
         )
         inf[RESOURCE_SUBNETS].add_event_handler(subnet_controller)
+        inf[RESOURCE_SUBNETS].add_event_handler(
+            conditions.subnet_event_handler(subnet_controller.enqueue_status)
+        )
         inf["nodes"].add_event_handler(
             conditions.node_event_handler(subnet_controller.enqueue_status)
         )

@@ -10,10 +10,12 @@ Contract:
 * Health, in order (kube-ovn v1.8.18 `pkg/controller/subnet.go` handleAddOrUpdateSubnet):
   a spec `formatSubnet` rejects is invalid (`ValidateLogicalSwitchFailed`, its message); a subnet
   of another provider is IPAM-only and gets no conditions (v1.8.18 returns before validating it,
-  line 511); a subnet whose logical switch is not in the NB yet is left as it is; a centralized,
+  line 511); a subnet whose logical switch is not in the NB yet is retried (ResourceNotReadyError,
+  the status queue's backoff) until the add handler has created it; a centralized,
   non-VLAN subnet other than the node switch whose `spec.gatewayNode` names no Ready node with a
   join address (`controller.core.gateway.active_gateway`) is `NoReadyGateway`; any other is in
   place.
+* `subnet_event_handler(enqueue)` queues a subnet's status on add and on every spec change.
 * `node_event_handler(enqueue)` re-queues the centralized subnets that list a node whenever that
   node appears, goes, or changes readiness or join address, so NoReadyGateway follows the nodes.
 * The CNI daemon routes a subnet on the node's ovn0 only while Ready is True
@@ -32,7 +34,7 @@ from controller.core.constants import (
     GATEWAY_TYPE_CENTRALIZED,
     REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
 )
-from controller.core.errors import MalformedObjectError
+from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.gateway import active_gateway, gateway_node_names, join_ips
 from controller.core.model import Node
 from controller.core.subnet_conditions import SubnetHealth, timestamp, wanted_conditions
@@ -90,7 +92,8 @@ class SubnetConditions:
         if not is_ovn_provider(str(spec["provider"])):
             return None
         if name not in self._nb.list_logical_switches():
-            return None
+            # the add handler creates it; retried (with backoff) until it is there
+            raise ResourceNotReadyError(f"subnet {name}: logical switch not created yet")
         if (
             spec.get("gatewayType") == GATEWAY_TYPE_CENTRALIZED
             and not spec.get("vlan")
@@ -135,6 +138,21 @@ class SubnetConditions:
             if node_name in gateway_node_names(str(spec.get("gatewayNode") or "")):
                 names.append(str((raw.get("metadata") or {}).get("name") or ""))
         return [n for n in names if n]
+
+    def subnet_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
+        """A Subnet added or its spec changed: its conditions are due, whether or not the add
+        handler gets as far as queueing its status (a gateway that cannot be routed stops it)."""
+
+        def added(obj: Any) -> None:
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            if name:
+                enqueue(name)
+
+        def updated(old: Any, new: Any) -> None:
+            if old.get("spec") != new.get("spec"):
+                added(new)
+
+        return ResourceEventHandlerFuncs(added, updated, None)
 
     def node_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
         def touched(obj: Any) -> None:

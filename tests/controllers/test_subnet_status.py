@@ -8,11 +8,13 @@ import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from controller.cache import Indexer
 from controller.config import parse_args
 from controller.controllers.subnet import SubnetController, SubnetQueues
 from controller.controllers.subnet_status import SubnetConditions
-from controller.core.errors import PermanentError
+from controller.core.errors import PermanentError, ResourceNotReadyError
 from controller.ipam import IPAM
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.testing.builders import node, subnet
@@ -196,3 +198,17 @@ def test_the_written_spec_fills_the_printer_columns_kube_ovn_always_serialises()
     spec = w.cluster.replaced[-1]["spec"]
     assert (spec["private"], spec["natOutgoing"], spec["default"]) == (False, False, False)
     assert spec["gatewayNode"] == ""
+
+
+def test_conditions_wait_for_the_switch_and_a_new_subnet_queues_its_status() -> None:
+    w = World(subnet("s1", "10.1.0.0/24"))
+    with pytest.raises(ResourceNotReadyError):  # the status queue retries it with backoff
+        w.conditions.reconcile(w.kube.subnets["s1"])
+    assert w.conditions_of("s1") == {}
+    queued: list[str] = []
+    handler = w.conditions.subnet_event_handler(queued.append)
+    raw = w.kube.subnets["s1"]
+    handler.on_add(raw, False)
+    handler.on_update(raw, {**raw, "status": {"v4usingIPs": 1}})  # a status write: nothing
+    handler.on_update(raw, {**raw, "spec": {**raw["spec"], "gatewayType": "centralized"}})
+    assert queued == ["s1", "s1"]
