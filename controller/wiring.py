@@ -75,7 +75,7 @@ from controller.runtime.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
-from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock
+from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock, max_hold
 from controller.runtime.metrics import ControllerMetrics
 from controller.view import MAY_WAIT_INDEX, CacheView, may_wait_index
 
@@ -322,6 +322,7 @@ def leader_elector(api_client: Any, cfg: Config, callbacks: LeaderCallbacks) -> 
             retry_period=cfg.leader_elect_retry_period,
             release_on_cancel=True,
             name=f"{cfg.leader_elect_resource_namespace}/{cfg.leader_elect_resource_name}",
+            max_hold=max_hold(cfg.leader_elect_lease_duration),
         )
     )
 
