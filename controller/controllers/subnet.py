@@ -328,8 +328,13 @@ class SubnetController:
         cached = self._subnets.get_by_key(name)
         if cached is None:
             return
-        if self._conditions is not None:
-            self._conditions.reconcile(cached)
+        try:
+            self._update_usage(name, cached)
+        finally:
+            if self._conditions is not None:
+                self._conditions.reconcile(cached)  # may wait (retry) for the switch
+
+    def _update_usage(self, name: str, cached: Any) -> None:
         try:
             usage = self._ipam.subnet_usage(name)
         except SubnetNotFoundError:

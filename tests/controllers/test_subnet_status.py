@@ -212,3 +212,15 @@ def test_conditions_wait_for_the_switch_and_a_new_subnet_queues_its_status() -> 
     handler.on_update(raw, {**raw, "status": {"v4usingIPs": 1}})  # a status write: nothing
     handler.on_update(raw, {**raw, "spec": {**raw["spec"], "gatewayType": "centralized"}})
     assert queued == ["s1", "s1"]
+
+
+def test_usage_counters_are_written_while_the_conditions_wait_for_the_switch() -> None:
+    # a custom VPC without a router yet: IPAM knows the subnet, its switch does not exist
+    w = World(subnet("v1", "10.5.0.0/24", vpc="vpc-without-router"))
+    with pytest.raises(ResourceNotReadyError):
+        w.ctl.handle_add_subnet("v1")
+    w.sync()
+    with pytest.raises(ResourceNotReadyError):
+        w.ctl.handle_update_subnet_status("v1")
+    status = w.kube.subnets["v1"]["status"]
+    assert status["v4availableIPs"] == 253 and "conditions" not in status
