@@ -196,3 +196,10 @@ def test_notes_list_every_crd_the_chart_installs(default_render: Rendered) -> No
     assert sorted(n.strip() for n in listed.group(1).split(",")) == crds
     assert "rollout status deployment/kube-ovn-controller" in notes
     assert "ConfigMap kube-system/ovn-config" in notes
+
+
+def test_notes_without_leader_election_name_no_lease(chart: helm_python.Chart) -> None:
+    values = {"replicaCount": 1, "config": {"leader-elect": False}}
+    notes = render(chart, values).notes
+    assert "lease" not in notes.lower() and "who leads" not in notes
+    assert "who leads" in render(chart).notes
