@@ -118,52 +118,84 @@ def test_kube_ovns_service_monitor_and_kubectl_ko_find_the_charts_controller(
         for i in range(REPLICAS)
     ]
     with plane.api_client() as api, SandboxKubelet(api, nodes):
-        apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
-        custom = client.CustomObjectsApi(api)
+        try:
+            _check(api, namespace)
+        finally:
+            _clean_up(api, namespace, manifests, nodes)
 
-        # kubectl-ko checkDeployment kube-ovn-controller
-        def deployment_ready() -> dict[str, Any] | None:
-            status = apps.read_namespaced_deployment_status(
-                kube_ovn.CONTROLLER, namespace
-            ).to_dict()["status"]
-            camel = {
-                "readyReplicas": status.get("ready_replicas"),
-                "updatedReplicas": status.get("updated_replicas"),
-                "replicas": status.get("replicas"),
-                "availableReplicas": status.get("available_replicas"),
-            }
-            return camel if kube_ovn.check_deployment(camel) else None
 
-        status = _wait("kubectl-ko's checkDeployment kube-ovn-controller", deployment_ready)
-        assert status["readyReplicas"] == REPLICAS
+def _clean_up(api: Any, namespace: str, manifests: list[Any], nodes: list[SimNode]) -> None:
+    """Leave the shared plane as it was, while the kubelet still finishes pod deletions."""
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    rbac = client.RbacAuthorizationV1Api(api)
+    apps.delete_namespaced_deployment(
+        kube_ovn.CONTROLLER, namespace, propagation_policy="Foreground"
+    )
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    core.delete_namespace(namespace)
 
-        # kubectl logs -l app=kube-ovn-controller
-        by_label = core.list_namespaced_pod(namespace, label_selector="app=kube-ovn-controller")
-        ours = sorted(p.metadata.name for p in by_label.items)
-        assert len(ours) == REPLICAS
-        assert all(p.metadata.labels["app.kubernetes.io/name"] == "kube-ovn-pod-controller"
-                   for p in by_label.items)  # fmt: skip
+    def gone() -> bool:
+        return namespace not in {n.metadata.name for n in core.list_namespace().items}
 
-        # kube-ovn's Service selects them (what its endpoints would list), port `metrics`
-        service = core.read_namespaced_service(kube_ovn.CONTROLLER, namespace)
-        selected = core.list_namespaced_pod(
-            namespace, label_selector=_selector(service.spec.selector)
-        ).items
-        assert sorted(p.metadata.name for p in selected) == ours
-        assert all(p.status.phase == "Running" for p in selected)
-        for pod in selected:
-            ports = {p.name: p.container_port for c in pod.spec.containers for p in c.ports or []}
-            for port in service.spec.ports:
-                assert ports.get(port.name) == port.port, (pod.metadata.name, port.name)
+    _wait(f"namespace {namespace} deleted", gone)
+    for m in manifests:
+        name = m["metadata"]["name"]
+        if m["kind"] == "ClusterRole":
+            rbac.delete_cluster_role(name)
+        elif m["kind"] == "ClusterRoleBinding":
+            rbac.delete_cluster_role_binding(name)
+    for node in nodes:
+        core.delete_node(node.name)
 
-        # kube-ovn's ServiceMonitor selects that Service, on a port the Service has
-        monitor = custom.get_namespaced_custom_object(
-            "monitoring.coreos.com", "v1", namespace, "servicemonitors", kube_ovn.CONTROLLER
-        )
-        assert namespace in monitor["spec"]["namespaceSelector"]["matchNames"]
-        services = core.list_namespaced_service(
-            namespace, label_selector=_selector(monitor["spec"]["selector"]["matchLabels"])
-        ).items
-        assert [s.metadata.name for s in services] == [kube_ovn.CONTROLLER]
-        names = {p.name for p in services[0].spec.ports}
-        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= names
+
+def _check(api: Any, namespace: str) -> None:
+    """kubectl-ko's checks and the selectors of kube-ovn's Service and ServiceMonitor."""
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+
+    # kubectl-ko checkDeployment kube-ovn-controller
+    def deployment_ready() -> dict[str, Any] | None:
+        status = apps.read_namespaced_deployment_status(kube_ovn.CONTROLLER, namespace).to_dict()[
+            "status"
+        ]
+        camel = {
+            "readyReplicas": status.get("ready_replicas"),
+            "updatedReplicas": status.get("updated_replicas"),
+            "replicas": status.get("replicas"),
+            "availableReplicas": status.get("available_replicas"),
+        }
+        return camel if kube_ovn.check_deployment(camel) else None
+
+    status = _wait("kubectl-ko's checkDeployment kube-ovn-controller", deployment_ready)
+    assert status["readyReplicas"] == REPLICAS
+
+    # kubectl logs -l app=kube-ovn-controller
+    by_label = core.list_namespaced_pod(namespace, label_selector="app=kube-ovn-controller")
+    ours = sorted(p.metadata.name for p in by_label.items)
+    assert len(ours) == REPLICAS
+    assert all(p.metadata.labels["app.kubernetes.io/name"] == "kube-ovn-pod-controller"
+               for p in by_label.items)  # fmt: skip
+
+    # kube-ovn's Service selects them (what its endpoints would list), port `metrics`
+    service = core.read_namespaced_service(kube_ovn.CONTROLLER, namespace)
+    selected = core.list_namespaced_pod(
+        namespace, label_selector=_selector(service.spec.selector)
+    ).items
+    assert sorted(p.metadata.name for p in selected) == ours
+    assert all(p.status.phase == "Running" for p in selected)
+    for pod in selected:
+        ports = {p.name: p.container_port for c in pod.spec.containers for p in c.ports or []}
+        for port in service.spec.ports:
+            assert ports.get(port.name) == port.port, (pod.metadata.name, port.name)
+
+    # kube-ovn's ServiceMonitor selects that Service, on a port the Service has
+    monitor = custom.get_namespaced_custom_object(
+        "monitoring.coreos.com", "v1", namespace, "servicemonitors", kube_ovn.CONTROLLER
+    )
+    assert namespace in monitor["spec"]["namespaceSelector"]["matchNames"]
+    services = core.list_namespaced_service(
+        namespace, label_selector=_selector(monitor["spec"]["selector"]["matchLabels"])
+    ).items
+    assert [s.metadata.name for s in services] == [kube_ovn.CONTROLLER]
+    names = {p.name for p in services[0].spec.ports}
+    assert {e["port"] for e in monitor["spec"]["endpoints"]} <= names
