@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# The kube-ovn pod controller image: the installed package run as `python -m cmd.controller`, as the
-# unprivileged uid/gid 65532 (the chart's podSecurityContext runs it with runAsNonRoot). The wheel
+# The kube-ovn pod controller image: the installed package run as `python -m cmd.controller`
+# (through /kube-ovn/start-controller.sh, kube-ovn's entry point path), as the unprivileged
+# uid/gid 65532 (the chart's podSecurityContext runs it with runAsNonRoot). The wheel
 # leaves out the sandbox and the test doubles; the source tree is removed once installed.
 #   docker build -t kube-ovn-pod-controller:0.1.0 .
 # The base is pinned by digest (a tag moves; a digest is the image that was tested). Bookworm, not
@@ -34,7 +35,11 @@ RUN apt-get update \
 
 COPY controller ./controller
 COPY cmd ./cmd
-RUN pip install --no-deps . \
+# kube-ovn's entry point path: its Deployment args (`/kube-ovn/start-controller.sh --flags...`)
+# and the chart's (flags only) both start the controller.
+COPY image/start-controller.sh /kube-ovn/start-controller.sh
+RUN chmod 0755 /kube-ovn/start-controller.sh \
+    && pip install --no-deps . \
     && rm -rf controller build ./*.egg-info \
     && python -c "from controller.ovn.connection import enable_c_json_parser as c; \
 raise SystemExit(0 if c() else 'python-ovs C JSON parser not loadable')" \
@@ -48,4 +53,4 @@ USER 65532:65532
 # /metrics, /healthz and /readyz (--metrics-port)
 EXPOSE 10660
 
-ENTRYPOINT ["python", "-m", "cmd.controller"]
+ENTRYPOINT ["/kube-ovn/start-controller.sh"]

@@ -156,9 +156,9 @@ class Config:
     gc_interval: float = 360.0
     # leader election
     leader_elect: bool = True
-    leader_elect_lease_duration: float = 30.0
-    leader_elect_renew_deadline: float = 20.0
-    leader_elect_retry_period: float = 6.0
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 10.0
+    leader_elect_retry_period: float = 2.0
     leader_elect_resource_name: str = LEADER_ELECTION_LOCK_NAME
     leader_elect_resource_namespace: str = DEFAULT_CONTROLLER_NAMESPACE
     pod_name: str = ""

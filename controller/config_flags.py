@@ -243,9 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("leader election")
     boolean("--leader-elect", True, "elect a leader among replicas before doing anything")
-    g.add_argument("--leader-elect-lease-duration", type=parse_duration, default=30.0)
-    g.add_argument("--leader-elect-renew-deadline", type=parse_duration, default=20.0)
-    g.add_argument("--leader-elect-retry-period", type=parse_duration, default=6.0)
+    g.add_argument("--leader-elect-lease-duration", type=parse_duration, default=15.0)
+    g.add_argument("--leader-elect-renew-deadline", type=parse_duration, default=10.0)
+    g.add_argument("--leader-elect-retry-period", type=parse_duration, default=2.0)
     g.add_argument("--leader-elect-resource-name", default=LEADER_ELECTION_LOCK_NAME)
     g.add_argument(
         "--leader-elect-resource-namespace", default="", help="lease namespace; $KUBE_NAMESPACE"

@@ -37,6 +37,7 @@ from controller.controllers.security_group import (
 )
 from controller.controllers.subnet import SubnetController, SubnetQueues
 from controller.controllers.subnet_ipam import SubnetIpamTracker
+from controller.controllers.subnet_status import SubnetConditions
 from controller.core.constants import (
     KUBEOVN_GROUP,
     KUBEOVN_VERSION,
@@ -77,7 +78,7 @@ from controller.runtime.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
-from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock
+from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock, max_hold
 from controller.runtime.metrics import ControllerMetrics
 from controller.view import (
     IP_INDEX,
@@ -243,6 +244,13 @@ def wire_controllers(
     namespace_controller: NamespaceController | None = None
     node_controller: NodeController | None = None
     if cfg.enable_subnet_controller:
+        conditions = SubnetConditions(
+            kube=kube,
+            nb=nb,
+            nodes=idx("nodes"),
+            subnets=idx(RESOURCE_SUBNETS),
+            node_switch=cfg.node_switch,
+        )
         subnet_controller = SubnetController(
             config=cfg,
             subnets=idx(RESOURCE_SUBNETS),
@@ -262,8 +270,15 @@ def wire_controllers(
             status_delay=status_delay,
             on_ready=pod_controller.subnet_ready,
             nodes=idx("nodes"),
+            conditions=conditions,
         )
         inf[RESOURCE_SUBNETS].add_event_handler(subnet_controller)
+        inf[RESOURCE_SUBNETS].add_event_handler(
+            conditions.subnet_event_handler(subnet_controller.enqueue_status)
+        )
+        inf["nodes"].add_event_handler(
+            conditions.node_event_handler(subnet_controller.enqueue_status)
+        )
         inf[RESOURCE_IPS].add_event_handler(subnet_controller.ip_event_handler())
     else:
         # Another controller owns the Subnets; IPAM must still follow them.
@@ -336,6 +351,7 @@ def leader_elector(api_client: Any, cfg: Config, callbacks: LeaderCallbacks) -> 
             retry_period=cfg.leader_elect_retry_period,
             release_on_cancel=True,
             name=f"{cfg.leader_elect_resource_namespace}/{cfg.leader_elect_resource_name}",
+            max_hold=max_hold(cfg.leader_elect_lease_duration),
         )
     )
 

@@ -21,6 +21,8 @@ Contract:
   switch exists), `on_ready(name)` re-queues the pods waiting for it.
 * A Subnet delete (queue `DeleteSubnet`, also for a subnet being deleted) forgets it in IPAM,
   deletes its logical switch and its metric series (the routing reconciler removes its rows).
+* The status handler also reconciles `status.conditions` through `SubnetConditions`
+  (controllers/subnet_status.py): queued after every add, also for a spec that fails validation.
 * Status counts (`v4availableIPs`, `v4usingIPs`, `v6availableIPs`, `v6usingIPs`) come from IPAM
   usage, queue `UpdateSubnetStatus`. Every IP CR add/delete (kube-ovn `ip.go`) schedules the
   subnet's status `status_delay` seconds later; the delaying queue keeps one pending entry per
@@ -40,6 +42,7 @@ from typing import Any
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
 from controller.cache.keys import object_name, replaced
 from controller.config import Config
+from controller.controllers.subnet_status import SubnetConditions
 from controller.core.address import check_protocol
 from controller.core.constants import (
     DEFAULT_VPC,
@@ -119,8 +122,10 @@ class SubnetController:
         status_delay: float = DEFAULT_STATUS_DELAY,
         on_ready: Callable[[str], None] | None = None,
         nodes: Indexer | None = None,
+        conditions: SubnetConditions | None = None,
     ) -> None:
         self._nodes = nodes
+        self._conditions = conditions
         self._config = config
         self._subnets = subnets
         self._vpcs = vpcs
@@ -204,6 +209,7 @@ class SubnetController:
             )
             reason = REASON_VALIDATE_LOGICAL_SWITCH_FAILED
             self._recorder.event(ref, EVENT_TYPE_WARNING, reason, exc.message)
+            self.queues.status.add(name)  # Error + NotValidated + NotReady
             raise PermanentError(exc.message, reason=reason) from exc
         if spec != (cached.get("spec") or {}):
             LOG.info("format subnet %s spec", name)
@@ -266,6 +272,13 @@ class SubnetController:
         cached = self._subnets.get_by_key(name)
         if cached is None:
             return
+        try:
+            self._update_usage(name, cached)
+        finally:
+            if self._conditions is not None:
+                self._conditions.reconcile(cached)  # may wait (retry) for the switch
+
+    def _update_usage(self, name: str, cached: Any) -> None:
         try:
             usage = self._ipam.subnet_usage(name)
         except SubnetNotFoundError:

@@ -3,7 +3,11 @@
 `format_subnet_spec(name, spec)` returns a new dict: CIDR blocks normalised to their network
 address, the gateway defaulted to the first address of each block and always added to
 `excludeIps`, `protocol`, `provider` (`ovn`), `vpc` (`ovn-cluster`) and `gatewayType`
-(`distributed`) defaulted. Bad CIDRs or gateways raise `MalformedObjectError`. Pure.
+(`distributed`) defaulted. The booleans `default`, `natOutgoing` and `private` and the string
+`gatewayNode` are filled in as false/empty when absent: kube-ovn v1.8.18's SubnetSpec
+(pkg/apis/kubeovn/v1/types.go) serialises them without omitempty, so every Subnet kube-ovn has
+written carries them, and `kubectl get subnet` shows them in its Private/NAT/Default columns.
+Bad CIDRs or gateways raise `MalformedObjectError`. Pure.
 """
 
 from __future__ import annotations
@@ -57,4 +61,7 @@ def format_subnet_spec(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     out["provider"] = spec.get("provider") or OVN_PROVIDER
     out["vpc"] = spec.get("vpc") or DEFAULT_VPC
     out["gatewayType"] = spec.get("gatewayType") or GATEWAY_TYPE_DISTRIBUTED
+    for key, empty in (("default", False), ("natOutgoing", False), ("private", False)):
+        out.setdefault(key, empty)
+    out.setdefault("gatewayNode", "")
     return out

@@ -18,10 +18,19 @@ Contract of `LeaderElector.run(stop)`:
 * `on_new_leader(identity)` runs on a new thread whenever the observed holder changes.
 
 `is_leader()` is true only while this elector is in its leading phase, the last observed record
-names it, and that record is still valid by the local clock; so two electors sharing a clock rate
-never both report leadership. Defaults are kube-ovn's (30 s / 20 s / 6 s), not client-go's
-15/10/2. The `kubernetes` package's own elector is not used: it cannot be cancelled, never
-releases the lease and times everything by the wall clock.
+names it, and the *hold* since the start of its last successful write has not run out by the
+local clock. The hold is `min(retry_period + renew_deadline, lease_duration, max_hold)`: as long
+as client-go's leader goes on after its last renewal, but never longer than another candidate
+waits. Candidates of older client-go (v0.20 in kube-ovn v1.8.18, v0.27 in v1.12) judge expiry by
+their *own* configured lease duration, not the record's, so `max_hold` is set from the shortest
+of theirs (controller.wiring). A watchdog ends the leadership when the hold runs out even while a
+renewal request hangs: `lost` is set and `on_stopped_leading()` called then, not when the request
+returns, so the process stops its workers before another candidate can acquire. A write that
+succeeds after that never revives the leadership.
+
+Defaults are client-go's and kube-ovn v1.8.18's (pkg/controller/election.go): 15 s lease, 10 s
+renew deadline, 2 s retry, a 12 s hold. The `kubernetes` package's own elector is not used: it
+cannot be cancelled, never releases the lease and times everything by the wall clock.
 """
 
 from __future__ import annotations
@@ -43,9 +52,9 @@ from controller.queues.clock import REAL_CLOCK, Clock
 LOG = logging.getLogger(__name__)
 
 JITTER_FACTOR = 1.2
-DEFAULT_LEASE_DURATION = 30.0
-DEFAULT_RENEW_DEADLINE = 20.0
-DEFAULT_RETRY_PERIOD = 6.0
+DEFAULT_LEASE_DURATION = 15.0
+DEFAULT_RENEW_DEADLINE = 10.0
+DEFAULT_RETRY_PERIOD = 2.0
 MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
@@ -256,6 +265,14 @@ class LeaderElectionConfig:
     retry_period: float = DEFAULT_RETRY_PERIOD
     release_on_cancel: bool = True
     name: str = ""
+    #: the longest leadership may outlast the start of the last successful write (None: no cap)
+    max_hold: float | None = None
+
+    @property
+    def hold(self) -> float:
+        """How long after the start of its last successful write this elector still leads."""
+        hold = min(self.retry_period + self.renew_deadline, self.lease_duration)
+        return hold if self.max_hold is None else min(hold, self.max_hold)
 
     def __post_init__(self) -> None:
         if self.lease_duration <= self.renew_deadline:
@@ -275,6 +292,8 @@ class LeaderElectionConfig:
             raise ValueError("OnStartedLeading callback must not be nil")
         if self.callbacks.on_stopped_leading is None:
             raise ValueError("OnStoppedLeading callback must not be nil")
+        if self.max_hold is not None and self.max_hold <= self.retry_period:
+            raise ValueError("maxHold must be greater than retryPeriod")
         if self.lock is None:
             raise ValueError("Lock must not be nil.")
         if not self.lock.identity:
@@ -303,6 +322,9 @@ class LeaderElector:
         self._observed_time = float("-inf")
         self._reported_leader = ""
         self._leading = False
+        self._held_since = float("-inf")  # start of our last successful write
+        self._expired = threading.Event()  # the hold ran out while leading
+        self._ended = False  # on_stopped_leading called
         self.name = config.name or config.lock.describe()
 
     # -- observation ----------------------------------------------------------------------
@@ -317,8 +339,16 @@ class LeaderElector:
             return (
                 self._leading
                 and self._observed_record.holder_identity == self._lock.identity
-                and self._lease_valid_locked(self._clock.now())
+                and self._clock.now() < self._hold_until_locked()
             )
+
+    def hold_until(self) -> float:
+        """The clock time at which leadership ends unless a write succeeds before."""
+        with self._state:
+            return self._hold_until_locked()
+
+    def _hold_until_locked(self) -> float:
+        return self._held_since + self.config.hold
 
     def check(self, max_tolerable_expired_lease: float) -> str | None:
         """Health check: an error message if we lead but failed to renew for too long."""
@@ -336,6 +366,14 @@ class LeaderElector:
     def _set_observed(self, record: LeaderElectionRecord, now: float) -> None:
         with self._state:
             self._set_observed_locked(record, record.raw(), now)
+
+    def _wrote(self, record: LeaderElectionRecord, now: float) -> None:
+        """Our write, started at `now`, succeeded: the hold counts from `now`, unless it already
+        ran out (a late answer never revives a leadership that ended)."""
+        with self._state:
+            self._set_observed_locked(record, record.raw(), now)
+            if not self._expired.is_set() and record.holder_identity == self._lock.identity:
+                self._held_since = max(self._held_since, now)
 
     def _set_observed_locked(self, record: LeaderElectionRecord, raw: bytes, now: float) -> None:
         self._observed_record = record
@@ -358,16 +396,49 @@ class LeaderElector:
                 name=f"{self.name}-leading",
                 daemon=True,
             ).start()
+            done = threading.Event()
+            threading.Thread(
+                target=self._watchdog,
+                args=(lost, done, stop),
+                name=f"{self.name}-watchdog",
+                daemon=True,
+            ).start()
             try:
                 self._renew(stop)
             finally:
-                with self._state:
-                    self._leading = False
-                lost.set()
+                done.set()
+                self._end_leading(lost)
                 if self.config.release_on_cancel:
                     self.release()
         finally:
-            self.config.callbacks.on_stopped_leading()
+            self._stopped()
+
+    def _end_leading(self, lost: threading.Event) -> None:
+        with self._state:
+            self._leading = False
+        lost.set()
+
+    def _stopped(self) -> None:
+        with self._state:
+            if self._ended:
+                return
+            self._ended = True
+        self.config.callbacks.on_stopped_leading()
+
+    def _watchdog(
+        self, lost: threading.Event, done: threading.Event, stop: threading.Event
+    ) -> None:
+        """End the leadership when the hold runs out, even while a renewal request hangs."""
+        while not done.is_set() and not stop.is_set():
+            left = self.hold_until() - self._clock.now()
+            if left <= 0:
+                self._expired.set()
+                LOG.error("%s: lease not renewed within the hold, stepping down", self.name)
+                self._end_leading(lost)
+                self._stopped()
+                return
+            if self._clock.sleep(left, done):
+                return
 
     def _started_leading(self, lost: threading.Event) -> None:
         try:
@@ -390,11 +461,11 @@ class LeaderElector:
 
     def _renew(self, stop: threading.Event) -> None:
         period = self.config.retry_period
-        while not stop.is_set():
-            deadline = self._clock.now() + self.config.renew_deadline
+        while not stop.is_set() and not self._expired.is_set():
+            deadline = min(self._clock.now() + self.config.renew_deadline, self.hold_until())
             renewed = False
-            while not stop.is_set():
-                if self.try_acquire_or_renew():
+            while not stop.is_set() and not self._expired.is_set():
+                if self.try_acquire_or_renew() and not self._expired.is_set():
                     renewed = True
                     break
                 remaining = deadline - self._clock.now()
@@ -433,7 +504,7 @@ class LeaderElector:
             )
             try:
                 self._lock.update(record)
-                self._set_observed(record, now)
+                self._wrote(record, now)
                 return True
             except LockError as err:
                 LOG.info(
@@ -449,7 +520,7 @@ class LeaderElector:
             except LockError as err:
                 LOG.error("%s: error initially creating lease lock: %s", self.name, err)
                 return False
-            self._set_observed(desired, now)
+            self._wrote(desired, now)
             return True
         except LockError as err:
             LOG.error("%s: error retrieving lease lock: %s", self.name, err)
@@ -483,7 +554,7 @@ class LeaderElector:
         except LockError as err:
             LOG.info("%s: failed to update lease: %s", self.name, err)
             return False
-        self._set_observed(record, now)
+        self._wrote(record, now)
         return True
 
     def release(self) -> bool:

@@ -18,6 +18,12 @@ kube-ovn-controller of the other generation allocate beside it. So this controll
 * `release()` (the elector's, through `update`) empties the holder of both.
 
 `ConfigMapLock` alone is a `ResourceLock` too (tests play kube-ovn v1.8 with it).
+
+Timings (`max_hold`): a renewal counts only when both writes succeeded, and the elector leads at
+most `max_hold` after the start of the last such renewal, so whichever lock's renewal failed,
+leadership ends `STOP_MARGIN` before the earliest moment a kube-ovn v1.8 candidate (ConfigMap,
+15 s of its own clock), a v1.12+ one (Lease, 30 s) or one of ours (the record's duration) could
+take that lock.
 """
 
 from __future__ import annotations
@@ -41,6 +47,27 @@ LOG = logging.getLogger(__name__)
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 #: kube-ovn v1.8's ConfigMap lock name (pkg/controller/election.go).
 KUBE_OVN_V18_LOCK = "ovn-config"
+#: How long other generations' candidates wait, by their own clock, after they last saw a lock
+#: record change before they take it: their client-go (v0.20 in kube-ovn v1.8.18, v0.27 in v1.12)
+#: judges expiry by its *configured* lease duration, whatever the record says. kube-ovn v1.8.18
+#: pkg/controller/election.go: ConfigMap lock, 15 s lease / 10 s renew deadline / 2 s retry;
+#: v1.12.0 cmd/controller/controller.go: Lease lock, 30 s / 20 s / 6 s. Newer client-go reads
+#: the record's leaseDurationSeconds, which is ours.
+KUBE_OVN_V18_LEASE_DURATION = 15.0
+KUBE_OVN_V112_LEASE_DURATION = 30.0
+#: What the process gets, after its leadership ended, to stop its workers before the first other
+#: candidate could acquire either lock (a fifth of the shortest wait for very short test leases).
+STOP_MARGIN = 3.0
+
+
+def max_hold(lease_duration: float) -> float:
+    """The longest this controller may lead after the start of its last successful write of both
+    locks: the shortest wait of any candidate on either lock (ours included: they wait the
+    record's `lease_duration`), less `STOP_MARGIN`."""
+    shortest = min(KUBE_OVN_V18_LEASE_DURATION, KUBE_OVN_V112_LEASE_DURATION, lease_duration)
+    return shortest - min(STOP_MARGIN, shortest / 5)
+
+
 _SECONDS_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 

@@ -51,9 +51,15 @@ Where this differs from kube-ovn v1.8, and why:
 * No gateway check by default (kube-ovn pings the gateway up to 200 times unless the subnet
   disables it): the tests ping explicitly, and a pod in a deny-all security group could never
   pass it. `check_gateway=True` turns it on (one ping per second until the deadline).
-* The node's `ovn0` is a veth (not an internal port, same reason) in a namespace of its own, with
-  a default route via the join gateway (kube-ovn adds a route per subnet CIDR on the host; in an
-  otherwise empty namespace the default route is the same thing).
+* The node's `ovn0` is a veth (not an internal port, same reason) in a namespace of its own.
+* Node routes follow kube-ovn v1.8.18's daemon (pkg/daemon/controller.go, lines 549-603):
+  `set_subnets(subnets)` (fed by the sandbox kubelet's Subnet watch) gives every wired node a
+  route on ovn0 via its join gateway (the `gateway` annotation, per family) for each CIDR of a
+  Subnet of the default VPC, without a VLAN, whose status is Ready (`node_route_cidrs`), and
+  deletes the other routes on ovn0; there is no default route, so a subnet that is not Ready
+  is unreachable from the node and its pods cannot answer the node. Unlike the daemon, the
+  kernel's own connected routes (the join subnet's) are left alone instead of being replaced by a
+  route via the join gateway: on ovn0 they are the same path.
 * Not done: egress/ingress rate limits (QoS), mirroring, SR-IOV/offload, custom routes from the
   CNI request, the IP CR's nodeName update (the controller and the tests do not read it).
 """
@@ -77,6 +83,7 @@ from controller.core.constants import (
     CIDR_ANNOTATION,
     CIDR_ANNOTATION_TEMPLATE,
     DEFAULT_NETWORK_ANNOTATION,
+    DEFAULT_VPC,
     GATEWAY_ANNOTATION,
     GATEWAY_ANNOTATION_TEMPLATE,
     IP_ADDRESS_ANNOTATION,
@@ -92,6 +99,7 @@ from controller.core.constants import (
 from controller.core.errors import InvalidPodNetworkError
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.core.network_attachment import ovn_provider_name, parse_pod_network_annotation
+from controller.core.subnet_conditions import is_ready
 from controller.sandbox.dataplane import BRIDGE, NETNS_DIR, DataPlane
 from controller.sandbox.ovsdb import SandboxError
 from controller.sandbox.wiring import WiringError
@@ -241,7 +249,25 @@ def plan_node(node: Mapping[str, Any]) -> NicPlan:
         ann.get(CIDR_ANNOTATION, ""),
         ann.get(GATEWAY_ANNOTATION, ""),
     )
-    return NicPlan(OVN_PROVIDER, port, NODE_NIC, mac.lower(), addresses, gateways, True)
+    return NicPlan(OVN_PROVIDER, port, NODE_NIC, mac.lower(), addresses, gateways, False)
+
+
+def node_route_cidrs(subnets: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The CIDRs kube-ovn v1.8.18's daemon routes on a node's ovn0 (pkg/daemon/controller.go
+    line 551): every block of each Subnet of the default VPC, without a VLAN, that is Ready."""
+    cidrs: list[str] = []
+    for subnet in subnets:
+        spec = subnet.get("spec") or {}
+        if spec.get("vlan") or spec.get("vpc") != DEFAULT_VPC or not is_ready(subnet.get("status")):
+            continue
+        for block in str(spec.get("cidrBlock") or "").split(","):
+            try:
+                cidr = str(ipaddress.ip_network(block.strip(), strict=False))
+            except ValueError:
+                continue  # the daemon logs an invalid block and goes on
+            if cidr not in cidrs:
+                cidrs.append(cidr)
+    return cidrs
 
 
 def _hash(*parts: str, size: int = 8) -> str:
@@ -280,6 +306,8 @@ class CniWiring:
         self.check_gateway = check_gateway
         self.node_lookup = node_lookup
         self._nodes: dict[str, str] = {}  # node name -> its namespace
+        self._node_plans: dict[str, NicPlan] = {}  # node name -> its ovn0
+        self._subnets: list[Mapping[str, Any]] = []  # the last set_subnets()
         # The kubelet wires pods from several threads; a node is wired by one of them only.
         self._node_lock = threading.Lock()
         self._plans: dict[str, tuple[NicPlan, ...]] = {}  # pod identity -> what was wired
@@ -391,7 +419,64 @@ class CniWiring:
         except SandboxError as exc:
             raise WiringError(f"node {name}: {exc}") from None
         self._nodes[name] = netns
+        self._node_plans[name] = plan
+        self._sync_node_routes(name)
         return netns
+
+    def set_subnets(self, subnets: Iterable[Mapping[str, Any]]) -> None:
+        """The cluster's Subnets changed: every wired node's ovn0 routes follow them."""
+        with self._node_lock:
+            self._subnets = list(subnets)
+            for name in list(self._nodes):
+                self._sync_node_routes(name)
+
+    def node_routes(self, name: str) -> dict[str, str]:
+        """The routes on the node's ovn0 this stand-in manages: destination -> gateway."""
+        netns = self._nodes.get(name)
+        return {} if netns is None else self._ovn0_routes(netns)
+
+    def _ovn0_routes(self, netns: str) -> dict[str, str]:
+        routes: dict[str, str] = {}
+        for family in ("-4", "-6"):
+            out = self.dp.exec_in(netns, ["ip", "-j", family, "route", "show", "dev", NODE_NIC])
+            for route in json.loads(out or "[]"):
+                dst = str(route.get("dst") or "")
+                # as the daemon's routeDiff: no link-scope, default or link-local routes; and
+                # the kernel's connected routes stay (see the module docstring)
+                if route.get("scope") == "link" or route.get("protocol") == "kernel":
+                    continue
+                if not dst or dst == "default":
+                    continue
+                net = ipaddress.ip_network(dst, strict=False)
+                if net.is_link_local:
+                    continue
+                routes[str(net)] = str(route.get("gateway") or "")
+        return routes
+
+    def _sync_node_routes(self, name: str) -> None:
+        plan, netns = self._node_plans.get(name), self._nodes.get(name)
+        if plan is None or netns is None:
+            return
+        on_link = [ipaddress.ip_interface(a).network for a in plan.addresses]
+        wanted: dict[str, str] = {}
+        for cidr in node_route_cidrs(self._subnets):
+            net = ipaddress.ip_network(cidr)
+            if any(net.version == c.version and net.overlaps(c) for c in on_link):
+                continue
+            for gw in plan.gateways:
+                if gw and ipaddress.ip_address(gw).version == net.version:
+                    wanted[cidr] = gw
+        try:
+            have = self._ovn0_routes(netns)
+            for dst in have:
+                if dst not in wanted:
+                    self.dp.exec_in(netns, ["ip", "route", "del", dst, "dev", NODE_NIC])
+            for dst, gw in wanted.items():
+                if have.get(dst) != gw:
+                    argv = ["ip", "route", "replace", dst, "via", gw, "dev", NODE_NIC]
+                    self.dp.exec_in(netns, argv)
+        except (SandboxError, ValueError) as exc:
+            LOG.warning("node %s: ovn0 routes: %s", name, exc)
 
     def unwire_node(self, name: str) -> None:
         with self._node_lock:
@@ -405,6 +490,7 @@ class CniWiring:
         except SandboxError as exc:
             raise WiringError(f"node {name}: {exc}") from None
         self._nodes.pop(name, None)
+        self._node_plans.pop(name, None)
 
     # --- steps -----------------------------------------------------------------------------------
     def _plug(self, plan: NicPlan, host: str, netns: str, ids: Mapping[str, str]) -> None:

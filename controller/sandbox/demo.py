@@ -26,7 +26,9 @@ Contract:
   `--no-dataplane`, and with a one-line reason when it cannot run): a `DataPlane` (SB,
   ovn-northd, OVS, ovn-controller) on the same NB, each node's `ovn0` and every pod wired into it
   by `CniWiring` as kube-ovn's CNI would (a pod is marked Running only once wired and bound), and
-  after the table a connectivity matrix: every pod pings every other pod and its gateway.
+  after the table a connectivity matrix: every pod and node (its join address on ovn0) pings
+  every other pod and node, and each pod its gateway; a node reaches a subnet's pods once the
+  controller reports the subnet Ready (the CNI daemon's rule).
 * Then prints where `/metrics` is served and waits for SIGINT/SIGTERM (`--once`: exits 0 as soon
   as every pod is up; 1 when they are not up within `--timeout`).
 * Ctrl-C (or SIGTERM) at any point, start-up included, stops everything it started: the
@@ -78,12 +80,13 @@ from controller.core.constants import (
     ROUTED_ANNOTATION,
 )
 from controller.core.naming import pod_name_to_port_name
+from controller.core.subnet_conditions import is_ready
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.runtime.metrics import port_is_free
 from controller.sandbox import matrix
 from controller.sandbox.apiserver import ApiServer
-from controller.sandbox.cni import CniWiring, plan_pod
+from controller.sandbox.cni import CniWiring, plan_node, plan_pod
 from controller.sandbox.dataplane import DataPlane, missing_requirements
 from controller.sandbox.demo_real import RealDemoServer, create_workloads, deployment_object
 from controller.sandbox.matrix import MatrixPod
@@ -553,6 +556,10 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _subnet_ready(subnet: Any) -> bool:
+    return is_ready((subnet or {}).get("status"))
+
+
 def _has_join_address(node: Any) -> bool:
     annotations = ((node or {}).get("metadata") or {}).get("annotations") or {}
     return bool(annotations.get(IP_ADDRESS_ANNOTATION))
@@ -760,7 +767,7 @@ class Demo:
         if not up:
             return 1
         if wiring is not None:
-            self.show_matrix(server, wiring, pods)
+            self.show_matrix(server, wiring, pods, controller)
         self.say(f"metrics: http://127.0.0.1:{self.metrics_port}/metrics")
         if opts.once:
             self.say("--once: every pod is up; stopping")
@@ -951,12 +958,19 @@ class Demo:
         return wiring
 
     def show_matrix(
-        self, server: DemoApi, wiring: CniWiring, pods: Sequence[tuple[str, str]]
+        self,
+        server: DemoApi,
+        wiring: CniWiring,
+        pods: Sequence[tuple[str, str]],
+        controller: ControllerProcess | None = None,
     ) -> None:
         rows = []
+        switches: set[str] = set()
         for ns, name in sorted(pods):
             pod = server.store.get("pods", ns, name)
             plan = plan_pod(pod)[0]
+            annotations = pod["metadata"].get("annotations") or {}
+            switches.add(str(annotations.get(LOGICAL_SWITCH_ANNOTATION) or ""))
             rows.append(
                 MatrixPod(
                     f"{ns}/{name}",
@@ -965,10 +979,25 @@ class Demo:
                     next((g for g in plan.gateways if g), ""),
                 )
             )
+        # The nodes route a subnet on ovn0 once it is Ready, as kube-ovn's CNI daemon does.
+        for switch in sorted(s for s in switches if s):
+            if controller is not None:
+                self.wait_store(server, controller, "subnets", None, switch, _subnet_ready, "Ready")
+        wiring.set_subnets(server.store.list("subnets", None))
+        for node_name, _ in NODES:
+            node = server.store.get("nodes", None, node_name)
+            rows.append(
+                MatrixPod(
+                    f"node/{node_name}",
+                    wiring.node_netns(node_name),
+                    plan_node(node).ips.split(",")[0],
+                    "",
+                )
+            )
         results = matrix.measure(lambda netns, ip: wiring.dp.ping(netns, ip, wait=1.0), rows)
         self.say(
-            "\nconnectivity: one ping from each pod (row) to each pod (column) and to its "
-            "gateway; ✓ round-trip ms, ✗ no answer within 1 s"
+            "\nconnectivity: one ping from each pod or node (row) to each pod and node (column) "
+            "and to its gateway; ✓ round-trip ms, ✗ no answer within 1 s"
         )
         for line in matrix.format_matrix(rows, results):
             self.say(line)

@@ -31,6 +31,8 @@ Contract:
   wiring that raises, an API error: each gives one log line and, for pod problems, one Warning
   Event `FailedCreatePodSandBox` / `FailedKillPod` on the pod per distinct message (a kubelet's
   reasons); retries go through a rate-limited queue on the injected clock.
+* With a wiring that has `set_subnets` (`CniWiring`), a `SubnetWatch` feeds it every Subnet
+  change, as kube-ovn's daemon reconciles the nodes' ovn0 routes on Subnet events.
 * `stop()` ends every thread it started (watch, workers, the queue's timer) and returns once they
   have exited; it never deletes the Node objects.
 
@@ -84,6 +86,7 @@ from controller.queues import (
     RateLimitingQueue,
     RealClock,
 )
+from controller.sandbox.subnetwatch import SubnetWatch
 from controller.sandbox.wiring import NoWiring, PodWiring
 
 LOG = logging.getLogger(__name__)
@@ -398,6 +401,7 @@ class SandboxKubelet:
         self._threads: list[threading.Thread] = []
         self._watch: k8s_watch.Watch | None = None
         self._list_ready = threading.Event()
+        self._subnet_watch: SubnetWatch | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -414,6 +418,10 @@ class SandboxKubelet:
             )
             self._threads.append(worker)
             worker.start()
+        set_subnets = getattr(self.wiring, "set_subnets", None)
+        if callable(set_subnets):
+            # the CNI daemon's half: the nodes' ovn0 routes follow the Subnets' Ready condition
+            self._subnet_watch = SubnetWatch(self._custom, set_subnets).start()
         if not self._list_ready.wait(timeout):
             self.stop()
             raise TimeoutError(f"sandbox kubelet: no pod list within {timeout}s (API down?)")
@@ -422,6 +430,9 @@ class SandboxKubelet:
     def stop(self) -> None:
         self._stop.set()
         self._queue.shut_down()
+        if self._subnet_watch is not None:
+            self._subnet_watch.stop()
+            self._subnet_watch = None
         watch = self._watch
         if watch is not None:
             watch.stop()  # type: ignore[no-untyped-call,unused-ignore]

@@ -25,6 +25,9 @@ CRDS = {
     "vlans.kubeovn.io",
     "vpcs.kubeovn.io",
     "security-groups.kubeovn.io",
+    # not read by this controller; kube-ovn v1.8.18's CNI daemon and controller wait for them
+    "provider-networks.kubeovn.io",
+    "vpc-nat-gateways.kubeovn.io",
 }
 WITH_STATUS = CRDS - {"ips.kubeovn.io"}
 

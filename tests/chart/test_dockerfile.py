@@ -1,7 +1,8 @@
 """The Dockerfile's essentials, checked by parsing it (no container engine on the test machines).
 
 Checked: the base image, a numeric non-root USER that matches the chart's runAsUser, the source
-root as WORKDIR so `python -m cmd.controller` resolves, the exec-form ENTRYPOINT, the metrics
+root as WORKDIR so `python -m cmd.controller` resolves, the exec-form ENTRYPOINT (kube-ovn's
+/kube-ovn/start-controller.sh, run here with a stand-in python), the metrics
 port the chart probes, and a .dockerignore that keeps the build context small without dropping
 what the image needs.
 """
@@ -9,7 +10,10 @@ what the image needs.
 from __future__ import annotations
 
 import fnmatch
+import subprocess
+from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.chart.helpers import (
@@ -20,6 +24,9 @@ from tests.chart.helpers import (
     Instruction,
     dockerfile_instructions,
 )
+
+START_SCRIPT = "/kube-ovn/start-controller.sh"
+SCRIPT = ROOT / "image" / "start-controller.sh"
 
 
 def _instructions() -> list[Instruction]:
@@ -66,15 +73,45 @@ def test_runs_as_the_non_root_uid_the_chart_expects() -> None:
     assert (int(uid), int(gid)) == (pod_security["runAsUser"], pod_security["runAsGroup"])
 
 
-def test_entrypoint_runs_the_controller_module_from_the_source_root() -> None:
-    assert _last("ENTRYPOINT").exec_form() == ["python", "-m", "cmd.controller"]
+def test_entrypoint_is_kube_ovns_start_script_in_the_source_root() -> None:
+    # kube-ovn v1.8.18's Deployment runs /kube-ovn/start-controller.sh (dist/images/install.sh)
+    assert _last("ENTRYPOINT").exec_form() == [START_SCRIPT]
+    copies = [i.words() for i in _instructions() if i.name == "COPY"]
+    assert ["image/start-controller.sh", START_SCRIPT] in copies
+    runs = " ".join(i.args for i in _instructions() if i.name == "RUN")
+    assert f"chmod 0755 {START_SCRIPT}" in runs
     workdir = _last("WORKDIR").args
     assert workdir.startswith("/")
+    assert f"KUBE_OVN_POD_CONTROLLER_ROOT:-{workdir}" in SCRIPT.read_text(encoding="utf-8")
     # `cmd` is not an installed package: it must sit in the working directory.
-    copies = [i.words() for i in _instructions() if i.name == "COPY"]
     cmd_copies = [words for words in copies if words[:-1] == ["cmd"]]
     assert cmd_copies, "the cmd/ package is not copied"
     assert cmd_copies[0][-1] in ("./cmd", "cmd", f"{workdir}/cmd")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--default-cidr=10.16.0.0/16", "--v=3"],  # the chart's Deployment: flags only
+        [START_SCRIPT, "--default-cidr=10.16.0.0/16", "--v=3"],  # kube-ovn's: the script first
+    ],
+)
+def test_start_script_runs_the_controller_module_with_the_deployments_args(
+    tmp_path: Path, args: list[str]
+) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    python = fake / "python"
+    python.write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$@"\n', encoding="utf-8")
+    python.chmod(0o755)
+    env = {
+        "PATH": f"{fake}:/usr/bin:/bin",
+        "KUBE_OVN_POD_CONTROLLER_ROOT": str(ROOT),
+    }
+    out = subprocess.run(
+        [str(SCRIPT), *args], env=env, capture_output=True, text=True, check=True, timeout=10
+    ).stdout.splitlines()
+    assert out == [str(ROOT), "-m", "cmd.controller", "--default-cidr=10.16.0.0/16", "--v=3"]
 
 
 def test_installs_the_package_with_pip() -> None:

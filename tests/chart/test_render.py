@@ -115,11 +115,7 @@ def test_default_objects(default_render: Rendered) -> None:
         [
             "ClusterRole",
             "ClusterRoleBinding",
-            "CustomResourceDefinition",
-            "CustomResourceDefinition",
-            "CustomResourceDefinition",
-            "CustomResourceDefinition",
-            "CustomResourceDefinition",
+            *["CustomResourceDefinition"] * 7,
             "Deployment",
             "PodDisruptionBudget",
             "Role",
@@ -216,9 +212,10 @@ def test_default_args(default_render: Rendered) -> None:
         "inspect-interval": "20s",
         "gc-interval": "6m",
         "leader-elect": "true",
-        "leader-elect-lease-duration": "30s",
-        "leader-elect-renew-deadline": "20s",
-        "leader-elect-retry-period": "6s",
+        # kube-ovn v1.8.18's timings (pkg/controller/election.go)
+        "leader-elect-lease-duration": "15s",
+        "leader-elect-renew-deadline": "10s",
+        "leader-elect-retry-period": "2s",
         "leader-elect-resource-name": "kube-ovn-controller",
         "log-level": "info",
     }

@@ -39,7 +39,7 @@ def test_defaults_match_kube_ovn() -> None:
         cfg.leader_elect_lease_duration,
         cfg.leader_elect_renew_deadline,
         cfg.leader_elect_retry_period,
-    ) == (30.0, 20.0, 6.0)
+    ) == (15.0, 10.0, 2.0)  # kube-ovn v1.8.18's (pkg/controller/election.go)
     assert cfg.leader_elect is True
     assert cfg.leader_elect_resource_name == "kube-ovn-controller"
     assert cfg.leader_elect_resource_namespace == "kube-system"

@@ -1,5 +1,6 @@
 """The demo with its data plane: every pod wired, and the connectivity matrix printed after the
-table, with pods of one subnet reaching each other and every pod its gateway."""
+table, with pods of one subnet reaching each other, every pod its gateway, and every node every
+pod and back (node -> pod and pod -> node rows, all answering)."""
 
 from __future__ import annotations
 
@@ -39,15 +40,23 @@ def test_demo_wires_its_pods_and_prints_the_connectivity_matrix(start_demo: Star
     assert up, out
     table = parse_rows(run.lines)
     matrix = _matrix(run.lines)
-    assert set(matrix) == set(table), out
+    nodes = [row for row in matrix if row.startswith("node/")]
+    assert nodes == ["node/demo-node-1", "node/demo-node-2"], out
+    assert set(matrix) - set(nodes) == set(table), out
     order = list(matrix)  # rows are numbered in this order, and so are the columns
     for src, cells in matrix.items():
         assert len(cells) == len(order) + 1, out
         assert cells[order.index(src)] == "·"
-        assert cells[-1].startswith("✓"), f"{src} cannot reach its gateway:\n{out}"
+        if src in nodes:
+            assert cells[-1] == "-", out  # a node row has no gateway column
+        else:
+            assert cells[-1].startswith("✓"), f"{src} cannot reach its gateway:\n{out}"
         for dst, cell in zip(order, cells, strict=False):
-            same_subnet = table[src].switch == table[dst].switch
-            if dst != src and same_subnet:
+            # node -> pod and pod -> node (its join address) answer for every subnet
+            crosses_node = (src in nodes) != (dst in nodes)
+            same_subnet = src not in nodes and dst not in nodes
+            same_subnet = same_subnet and table[src].switch == table[dst].switch
+            if dst != src and (same_subnet or crosses_node):
                 assert cell.startswith("✓"), f"{src} -> {dst}:\n{out}"
     assert re.search(r"^\d+ of \d+ pings answered$", out, re.M), out
     assert "stopped data plane" in out

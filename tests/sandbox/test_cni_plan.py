@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox.cni import NicPlan, _ip_batch, plan_node, plan_pod
+from controller.sandbox.cni import NicPlan, _ip_batch, node_route_cidrs, plan_node, plan_pod
 from controller.sandbox.wiring import WiringError
 from controller.testing import builders
 
@@ -127,3 +127,38 @@ def test_node_plan_is_ovn0_on_the_join_address() -> None:
     )
     with pytest.raises(WiringError, match="no join address"):
         plan_node({"metadata": {"name": "n2"}})
+
+
+def _subnet(name: str, cidr: str, ready: str | None, **spec: Any) -> dict[str, Any]:
+    status = {"conditions": [{"type": "Ready", "status": ready}]} if ready else {}
+    return {"metadata": {"name": name}, "spec": {"cidrBlock": cidr, **spec}, "status": status}
+
+
+def test_node_routes_follow_the_daemons_rule() -> None:
+    # kube-ovn v1.8.18 pkg/daemon/controller.go: default VPC, no VLAN, Ready=True
+    subnets = [
+        _subnet("ovn-default", "10.16.0.0/16,fd00:10:16::/64", "True", vpc="ovn-cluster"),
+        _subnet("c", "10.40.0.5/24", "True", vpc="ovn-cluster"),
+        _subnet("notready", "10.41.0.0/24", "False", vpc="ovn-cluster"),
+        _subnet("unknown", "10.42.0.0/24", "Unknown", vpc="ovn-cluster"),
+        _subnet("fresh", "10.43.0.0/24", None, vpc="ovn-cluster"),
+        _subnet("vlan", "10.44.0.0/24", "True", vpc="ovn-cluster", vlan="v1"),
+        _subnet("custom-vpc", "10.45.0.0/24", "True", vpc="vpc1"),
+        _subnet("unformatted", "10.46.0.0/24", "True"),
+    ]
+    assert node_route_cidrs(subnets) == ["10.16.0.0/16", "fd00:10:16::/64", "10.40.0.0/24"]
+
+
+def test_a_node_has_no_default_route_on_ovn0() -> None:
+    node = {
+        "metadata": {
+            "name": "n1",
+            "annotations": {
+                "ovn.kubernetes.io/ip_address": "100.64.0.2",
+                "ovn.kubernetes.io/mac_address": "00:00:00:12:34:56",
+                "ovn.kubernetes.io/cidr": "100.64.0.0/16",
+                "ovn.kubernetes.io/gateway": "100.64.0.1",
+            },
+        }
+    }
+    assert "route" not in _ip_batch(plan_node(node))

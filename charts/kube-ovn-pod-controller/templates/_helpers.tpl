@@ -37,6 +37,54 @@ app.kubernetes.io/part-of: kube-ovn
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/*
+The Deployment, Service and ServiceMonitor name: kube-ovn's (controllerName) unless emptied.
+*/}}
+{{- define "kopc.controllerName" -}}
+{{- default (include "kopc.fullname" .) .Values.controllerName | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The labels kube-ovn v1.8.18's install.sh gives its controller's pods; kube-ovn's Service,
+ServiceMonitor and kubectl-ko select `app`. Nothing when controllerName is empty.
+*/}}
+{{- define "kopc.kubeOvnLabels" -}}
+{{- with .Values.controllerName }}
+app: {{ . }}
+component: network
+type: infra
+{{- end }}
+{{- end }}
+
+{{/*
+What kube-ovn's Service and ServiceMonitor select (app=<controllerName>), or the chart's own
+selector labels when controllerName is empty.
+*/}}
+{{- define "kopc.serviceSelector" -}}
+{{- if .Values.controllerName }}
+app: {{ .Values.controllerName }}
+{{- else }}
+{{- include "kopc.selectorLabels" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when the object (apiVersion, kind, namespace, name) may be rendered: absent from the
+cluster, or already this release's. kube-ovn's own Service is left as it is.
+*/}}
+{{- define "kopc.ours" -}}
+{{- $ctx := index . 0 -}}
+{{- $existing := lookup (index . 1) (index . 2) (index . 3) (index . 4) -}}
+{{- if not $existing -}}
+true
+{{- else -}}
+{{- $annotations := $existing.metadata.annotations | default dict -}}
+{{- if eq (get $annotations "meta.helm.sh/release-name") $ctx.Release.Name -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end }}
+
 {{- define "kopc.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "kopc.fullname" .) .Values.serviceAccount.name }}

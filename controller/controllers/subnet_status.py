@@ -1,0 +1,168 @@
+"""Subnet `status.conditions`, reconciled from the caches and the NB (kube-ovn v1.8.18 semantics).
+
+Contract:
+
+* `SubnetConditions.reconcile(subnet)` derives the subnet's health and merge-patches
+  `status.conditions` (the whole list, as kube-ovn's `patchSubnetStatus` does, since a JSON merge
+  patch replaces lists) only when the merged conditions differ from the cached ones; the merge and
+  timestamp rules are `controller.core.subnet_conditions`'. Other status fields (the usage
+  counters, `activateGateway`) are never touched here.
+* Health, in order (kube-ovn v1.8.18 `pkg/controller/subnet.go` handleAddOrUpdateSubnet):
+  a spec `formatSubnet` rejects is invalid (`ValidateLogicalSwitchFailed`, its message); a subnet
+  of another provider is IPAM-only and gets no conditions (v1.8.18 returns before validating it,
+  line 511); a subnet whose logical switch is not in the NB yet is retried (ResourceNotReadyError,
+  the status queue's backoff) until the add handler has created it; a centralized,
+  non-VLAN subnet other than the node switch whose `spec.gatewayNode` names no Ready node with a
+  join address (`controller.core.gateway.active_gateway`) is `NoReadyGateway`; any other is in
+  place.
+* `subnet_event_handler(enqueue)` queues a subnet's status on add and on every spec change.
+* `node_event_handler(enqueue)` re-queues the centralized subnets that list a node whenever that
+  node appears, goes, or changes readiness or join address, so NoReadyGateway follows the nodes.
+* The CNI daemon routes a subnet on the node's ovn0 only while Ready is True
+  (v1.8.18 `pkg/daemon/controller.go` line 551); that is why a subnet in place must say so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.core.constants import (
+    GATEWAY_TYPE_CENTRALIZED,
+    REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
+)
+from controller.core.errors import MalformedObjectError, ResourceNotReadyError
+from controller.core.gateway import active_gateway, gateway_node_names, join_ips
+from controller.core.model import Node
+from controller.core.subnet_conditions import SubnetHealth, timestamp, wanted_conditions
+from controller.core.subnet_spec import format_subnet_spec
+from controller.kube.api import KubeApi
+from controller.ovn.api import NbClient
+from controller.pod_logic import is_ovn_provider
+
+LOG = logging.getLogger(__name__)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _node(raw: Any) -> Node | None:
+    try:
+        return Node.from_dict(raw)
+    except MalformedObjectError:
+        return None
+
+
+def _gateway_view(raw: Any) -> tuple[bool, tuple[str, ...]] | None:
+    """What a centralized subnet's health depends on in a node: readiness and join addresses."""
+    node = _node(raw)
+    return None if node is None else (node.ready, tuple(join_ips(node)))
+
+
+class SubnetConditions:
+    def __init__(
+        self,
+        *,
+        kube: KubeApi,
+        nb: NbClient,
+        nodes: Indexer | None,
+        subnets: Indexer,
+        node_switch: str,
+        now: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._kube = kube
+        self._nb = nb
+        self._nodes = nodes
+        self._subnets = subnets
+        self._node_switch = node_switch
+        self._now = now
+
+    def health(self, subnet: Mapping[str, Any]) -> SubnetHealth | None:
+        """The subnet's health, None when its conditions are not this controller's to write
+        yet (an IPAM-only subnet, or a switch still being created)."""
+        name = str((subnet.get("metadata") or {}).get("name") or "")
+        try:
+            spec = format_subnet_spec(name, subnet.get("spec") or {})
+        except MalformedObjectError as exc:
+            return SubnetHealth.invalid(REASON_VALIDATE_LOGICAL_SWITCH_FAILED, exc.message)
+        if not is_ovn_provider(str(spec["provider"])):
+            return None
+        if name not in self._nb.list_logical_switches():
+            # the add handler creates it; retried (with backoff) until it is there
+            raise ResourceNotReadyError(f"subnet {name}: logical switch not created yet")
+        if (
+            spec.get("gatewayType") == GATEWAY_TYPE_CENTRALIZED
+            and not spec.get("vlan")
+            and name != self._node_switch
+        ):
+            current = str((subnet.get("status") or {}).get("activateGateway") or "")
+            listed = str(spec.get("gatewayNode") or "")
+            if active_gateway(listed, current, self._node_map()) is None:
+                return SubnetHealth.no_ready_gateway()
+        return SubnetHealth.in_place(bool(spec.get("private")))
+
+    def reconcile(self, subnet: Mapping[str, Any]) -> bool:
+        """Write the subnet's conditions if they changed; True when a write was made."""
+        health = self.health(subnet)
+        if health is None:
+            return False
+        name = str((subnet.get("metadata") or {}).get("name") or "")
+        current = (subnet.get("status") or {}).get("conditions") or []
+        wanted = wanted_conditions(current, health, timestamp(self._now()))
+        if wanted == current:
+            return False
+        LOG.info("subnet %s: %s (%s)", name, health.state, health.reason)
+        self._kube.update_subnet_status(name, {"conditions": wanted})
+        return True
+
+    def _node_map(self) -> dict[str, Node]:
+        out: dict[str, Node] = {}
+        for raw in self._nodes.list() if self._nodes is not None else ():
+            node = _node(raw)
+            if node is not None:
+                out[node.name] = node
+        return out
+
+    # --- nodes: a gateway's readiness or join address decides NoReadyGateway ---------------------
+    def subnets_listing(self, node_name: str) -> list[str]:
+        """The centralized subnets whose `spec.gatewayNode` names the node."""
+        names = []
+        for raw in self._subnets.list():
+            spec = raw.get("spec") or {}
+            if spec.get("gatewayType") != GATEWAY_TYPE_CENTRALIZED:
+                continue
+            if node_name in gateway_node_names(str(spec.get("gatewayNode") or "")):
+                names.append(str((raw.get("metadata") or {}).get("name") or ""))
+        return [n for n in names if n]
+
+    def subnet_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
+        """A Subnet added or its spec changed: its conditions are due, whether or not the add
+        handler gets as far as queueing its status (a gateway that cannot be routed stops it)."""
+
+        def added(obj: Any) -> None:
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            if name:
+                enqueue(name)
+
+        def updated(old: Any, new: Any) -> None:
+            if old.get("spec") != new.get("spec"):
+                added(new)
+
+        return ResourceEventHandlerFuncs(added, updated, None)
+
+    def node_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
+        def touched(obj: Any) -> None:
+            raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            name = str(((raw or {}).get("metadata") or {}).get("name") or "")
+            for subnet in self.subnets_listing(name) if name else ():
+                enqueue(subnet)
+
+        def updated(old: Any, new: Any) -> None:
+            if _gateway_view(old) != _gateway_view(new):
+                touched(new)
+
+        return ResourceEventHandlerFuncs(touched, updated, touched)
