@@ -309,6 +309,26 @@ def desired_ip(ip_cr: Mapping[str, Any]) -> KubeObject:
     return body
 
 
+def ip_owner_conflict(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> str | None:
+    """Why a pod's IP CR body must not overwrite `existing`, or None.
+
+    A body for a pod (its spec names a namespace) never takes over a CR that records another
+    owner: a node's (`node-<node>`, no namespace) or another pod's whose name and namespace
+    join to the same CR name. kube-ovn v1.8.18 `createOrUpdateCrdIPs` overwrites it, and the
+    owner's record stays wrong until the owner is written again. A node's body (no namespace)
+    may repair its own CR whatever it says; a CR that names no pod is anyone's.
+    """
+    have = existing.get("spec")
+    want = desired.get("spec") or {}
+    if not isinstance(have, Mapping) or not want.get("namespace"):
+        return None
+    owner = (have.get("namespace") or "", have.get("podName") or "")
+    if not owner[1] or owner == (want.get("namespace") or "", want.get("podName") or ""):
+        return None
+    who = f"pod {owner[0]}/{owner[1]}" if owner[0] else f"node {owner[1]}"
+    return f"IP CR {desired['metadata']['name']} belongs to {who}"
+
+
 def ip_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> KubeObject | None:
     """The object to PUT so `existing` carries `desired`'s labels and spec; `None` if equal.
 

@@ -47,6 +47,7 @@ from controller.kube.api import (
     annotation_merge_patch,
     check_name,
     desired_ip,
+    ip_owner_conflict,
     ip_update,
     validate_annotation_op,
 )
@@ -272,6 +273,9 @@ class KubeClient:
                 existing = self.get_ip(name)
                 if existing is None:
                     raise
+        conflict = ip_owner_conflict(existing, desired)
+        if conflict is not None:
+            raise AlreadyExistsError(409, "AlreadyExists", conflict)
         updated = ip_update(existing, desired)
         if updated is None:
             return existing

@@ -85,6 +85,8 @@ class PodControllerBase:
     _unfinished: dict[str, list[tuple[PodNet, str]]]
     _reroute_lock: threading.Lock
     _reroute: set[str]  # routed pods to route again (migration of v1.8 src-ip routes)
+    # allocated pods whose networks cannot be resolved -> the resourceVersion warned about
+    _inspect_warned: dict[str, str]
 
     def _reroute_requested(self, key: str) -> bool:
         raise NotImplementedError

@@ -124,6 +124,7 @@ class PodController(
         self._unfinished: dict[str, list[tuple[PodNet, str]]] = {}
         self._reroute_lock = threading.Lock()
         self._reroute: set[str] = set()
+        self._inspect_warned: dict[str, str] = {}
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 

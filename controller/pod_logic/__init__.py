@@ -16,6 +16,7 @@ The package is split by concern; this module re-exports every public name, so ca
   (`pod_attachment_requests` -> `get_pod_kubeovn_nets` -> `need_allocate_subnets`);
 * `allocation`: `validate_pod_network`, `get_ns_available_subnets` candidates,
   `plan_address_request`, `validate_static_request`, `acquire_address` (IPAM);
+* `request_check`: `check_pod_request`, the whole request checked before the add allocates;
 * `build`: after allocation, `build_pod_allocation` (vlan), `validate_pod_cidr`,
   `build_pod_annotations`, `build_ip_cr`, `build_port_spec` / `security_groups_to_sync`;
 * `routing`: handleUpdatePod's `needs_update` -> `plan_update_pod` (routes, NAT);
@@ -99,6 +100,12 @@ from controller.pod_logic.networks import (
     waits_for_nad,
     waits_for_subnet,
 )
+from controller.pod_logic.request_check import (
+    Refusal,
+    check_pod_request,
+    group_by_reason,
+    refusal_error,
+)
 from controller.pod_logic.routing import (
     NatAction,
     PolicyAction,
@@ -129,6 +136,7 @@ __all__ = [
     "NatAction",
     "PodAction",
     "PolicyAction",
+    "Refusal",
     "ResourceNotReadyError",
     "RetryableError",
     "RouteAction",
@@ -142,6 +150,7 @@ __all__ = [
     "build_port_spec",
     "candidate_subnets",
     "check_default_net_subnet",
+    "check_pod_request",
     "check_static_ip",
     "classify_add",
     "classify_delete",
@@ -158,6 +167,7 @@ __all__ = [
     "get_pod_key",
     "get_pod_kubeovn_nets",
     "get_pod_type",
+    "group_by_reason",
     "inspect_pod",
     "is_ovn_provider",
     "is_ovn_subnet",
@@ -178,6 +188,7 @@ __all__ = [
     "plan_update_pod",
     "pod_attachment_requests",
     "ports_to_delete",
+    "refusal_error",
     "routes_with_add",
     "security_changed",
     "security_groups_to_sync",

@@ -20,8 +20,10 @@ handleAddPod and acquireAddress, pkg/util/validator.go, pkg/ipam):
 
 * `ip_address` and `ip_pool` both set: `ip_address` wins, the pool is ignored (kube-ovn
   acquireAddress takes the static path first); such a pod is good.
-* a static IP equal to the subnet's gateway, or inside `excludeIps`, is allowed (kube-ovn's IPAM
-  lets a static request take a reserved address); such pods are good.
+* a static IP inside `excludeIps` is allowed (kube-ovn's IPAM lets a static request take a
+  reserved address); such a pod is good. Deviation: the subnet's gateway is not (the pod's port
+  would answer for the router's address): ValidatePodNetworkFailed
+  (controller/pod_logic/request_check.py lists every refusal made before allocating).
 * a v6 address on a v4 subnet is not an address of any candidate subnet: NoAvailableAddress (the
   reference IPAM behaviour), Event AcquireAddressFailed.
 * deviation: kube-ovn emits no Event when the pod's networks cannot be resolved (unknown subnet,
@@ -204,6 +206,7 @@ BAD: tuple[Bad, ...] = (
         VALIDATE,
         "00:00:00:aa:bb is not a valid",
     ),
+    Bad("gateway-ip", ip("10.70.0.1", **on("full")), VALIDATE, "is the gateway of subnet full"),
     # bad pool entries
     Bad(
         "pool-garbage",
@@ -281,7 +284,6 @@ GOOD: tuple[Good, ...] = (
     # decided per reference: ip_address wins over ip_pool
     Good("ip-and-pool", ip("10.16.0.52", **{IP_POOL_ANNOTATION: "10.16.0.53"}), "10.16.0.52"),
     Good("pool-skips-taken", {IP_POOL_ANNOTATION: f"{HOLDER_IP},10.16.0.54"}, "10.16.0.54"),
-    Good("gateway-ip", ip("10.70.0.1", **on("full")), "10.70.0.1", "full"),
     Good("excluded-ip", ip("10.70.0.3", **on("full")), "10.70.0.3", "full"),
     # reference quirk (see the module docstring)
     Good("static-from-ns-subnet", ip("10.16.0.41", **on("full")), "10.16.0.41"),
