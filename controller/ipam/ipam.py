@@ -73,7 +73,12 @@ class IPAM:
     # -- subnets ---------------------------------------------------------------------------
 
     def add_or_update_subnet(
-        self, name: str, cidr: str, exclude_ips: Iterable[str] | None = None
+        self,
+        name: str,
+        cidr: str,
+        exclude_ips: Iterable[str] | None = None,
+        *,
+        quiet: bool = False,
     ) -> tuple[StaleAddress, ...]:
         """Register a subnet, or apply a new CIDR block / exclude list to an existing one.
 
@@ -90,7 +95,7 @@ class IPAM:
             existing = self._subnets.get(name)
             if existing is None:
                 self._subnets[name] = Subnet(name, networks, excludes, self._rng)
-                LOG.info("add subnet %s %s", name, cidr)
+                LOG.log(logging.DEBUG if quiet else logging.INFO, "add subnet %s %s", name, cidr)
                 return ()
             stale = existing.update(networks, excludes)
             for item in stale:

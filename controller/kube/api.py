@@ -236,6 +236,10 @@ class ClusterLister(Protocol):
         """kubevirt.io/v1 VirtualMachines; empty when kubevirt is not installed."""
         ...
 
+    def list_events(self) -> list[KubeObject]:
+        """core/v1 Events of every namespace (the Warning Events a refused pod carries)."""
+        ...
+
 
 class EventRecorder(Protocol):
     """Records Kubernetes Events about an object; never blocks and never raises on API errors."""

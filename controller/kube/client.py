@@ -70,6 +70,7 @@ NAMESPACE = "/api/v1/namespaces/{name}"
 NODE = "/api/v1/nodes/{name}"
 CONFIGMAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
 EVENTS = "/api/v1/namespaces/{namespace}/events"
+ALL_EVENTS = "/api/v1/events"
 EVENT = "/api/v1/namespaces/{namespace}/events/{name}"
 IPS = "/apis/kubeovn.io/v1/ips"
 IP = "/apis/kubeovn.io/v1/ips/{name}"
@@ -341,6 +342,9 @@ class KubeClient:
             return self._list(ALL_VIRTUAL_MACHINES)
         except NotFoundError:  # kubevirt is not installed
             return []
+
+    def list_events(self) -> list[KubeObject]:
+        return self._list(ALL_EVENTS)
 
     # --- subnets --------------------------------------------------------------------------------
     def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:

@@ -73,6 +73,7 @@ from controller.pod_logic.classify import (
     is_vm_pod,
     need_allocate_subnets,
     needs_add_after_edit,
+    release_due,
     security_changed,
     termination_delay,
 )
@@ -189,6 +190,7 @@ __all__ = [
     "pod_attachment_requests",
     "ports_to_delete",
     "refusal_error",
+    "release_due",
     "routes_with_add",
     "security_changed",
     "security_groups_to_sync",

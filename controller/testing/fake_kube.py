@@ -338,6 +338,9 @@ class FakeKubeApi:
     def list_virtual_machines(self) -> list[KubeObject]:
         return self._list(self.virtual_machines, "list_virtual_machines")
 
+    def list_events(self) -> list[KubeObject]:
+        return self._list(self.events, "list_events")
+
     # --- subnets --------------------------------------------------------------------------------
     def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:
         meta = body.get("metadata")

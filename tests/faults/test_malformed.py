@@ -431,16 +431,21 @@ def test_good_pods_converge(run: Run) -> None:
     assert cluster.nb.get_port(name) is None
 
 
-def test_audit_reports_only_the_bad_pods_pending(run: Run) -> None:
+def test_audit_reports_only_the_bad_pods_refused(run: Run) -> None:
     test_good_pods_converge(run)  # idempotent: waits for the good pods if run alone
+    test_no_handler_crashed(run)  # every bad pod has its Event
     report = _audit(run.cluster)
-    # the audit flags the two malformed subnets itself, and nothing else
+    # the audit flags the two malformed subnets itself, and the refused pods with the reason
+    # of their Event, and nothing else: none of them is "pending"
     assert {(f.kind, f.object) for f in report.findings} == {
         ("malformed-object", "Subnet 'typo'"),
         ("ipam-disagrees", "subnet bad-cidr"),
+        *(("pod-refused", f"pod {c.key}") for c in BAD),
     }, report.render()
-    pending = {(f.kind, f.object) for f in report.pending}
-    assert pending == {("pod-not-allocated", f"pod {c.key}") for c in BAD}, report.render()
+    refused = {f.object: f.message for f in report.findings if f.kind == "pod-refused"}
+    for case in BAD:
+        assert f"{case.reason}: " in refused[f"pod {case.key}"], refused[f"pod {case.key}"]
+    assert report.pending == (), report.render()
 
 
 def test_no_handler_crashed(run: Run) -> None:
