@@ -40,6 +40,8 @@ class IpamRebuildCheck(AuditState):
                 self.add(KIND_IPAM_DISAGREES, f"subnet {subnet.name}", f"cannot be loaded: {e}")
 
         def claim(obj: str, key: str, ip: str, mac: str, subnet: str) -> None:
+            if subnet not in self.subnets:
+                return  # no subnet, no address to hand out twice (annotation-mismatch says it)
             try:
                 # quiet: the audit's own output is its report, not a rebuild's allocations
                 ipam.get_static_address(key, ip, mac, subnet, quiet=True)

@@ -17,6 +17,7 @@ from controller.audit.findings import (
     KIND_NAT_MISSING,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
+    KIND_POD_REFUSED,
     KIND_SG_MISMATCH,
 )
 from controller.audit.routing import check_pod_routing, routing_index
@@ -114,6 +115,12 @@ class PodChecks(AuditState):
             self.add_pending(
                 KIND_POD_NOT_ALLOCATED, pod, "alive pod has no allocated default network"
             )
+        elif a.get(LOGICAL_SWITCH_ANNOTATION, "") not in self.subnets and self.refused(pod):
+            # NOTE: allocated by its own annotations on a subnet that does not exist: the
+            # controller never made its network and said so in a Warning Event; that is the one
+            # finding, not the missing IP CR, port and routes it never had.
+            self.add(KIND_POD_REFUSED, obj, self.refusals[pod.key][1])
+            return
         elif pod.node_name and a.get(ROUTED_ANNOTATION) != "true" and OVN_PROVIDER in providers:
             self.add_pending(
                 KIND_POD_NOT_ROUTED, pod, f"scheduled on {pod.node_name} but not routed"

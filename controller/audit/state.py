@@ -214,15 +214,19 @@ class AuditState:
         target = self.pending if kind in PENDING_KINDS else self.findings
         target.append(Finding(kind, obj, message))
 
+    def refused(self, pod: Pod) -> bool:
+        """Does a refusal Warning Event name this pod (its UID, when the Event says one)?"""
+        refused = self.refusals.get(pod.key)
+        return refused is not None and (not refused[0] or refused[0] == pod.uid)
+
     def add_pending(self, kind: str, pod: Pod, message: str) -> None:
         """A pod not converged yet: pending, unless the controller refused it (a Warning Event
         with a refusal reason says why: `pod-refused`) or it has waited past the bound since
         its creation (`pod-stalled`)."""
         obj = f"pod {pod.key}"
         # an allocated pod's Events are about an earlier attempt, not why it waits now
-        refused = self.refusals.get(pod.key) if kind == KIND_POD_NOT_ALLOCATED else None
-        if refused is not None and (not refused[0] or refused[0] == pod.uid):
-            self.add(KIND_POD_REFUSED, obj, refused[1])
+        if kind == KIND_POD_NOT_ALLOCATED and self.refused(pod):
+            self.add(KIND_POD_REFUSED, obj, self.refusals[pod.key][1])
             return
         bound, created = self.snap.pending_bound, self.snap.created.get(pod.key)
         if bound is not None and created is not None:

@@ -24,7 +24,7 @@ from controller.audit.audit import (
 )
 from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, check, exit_code
 from controller.config import Config
-from controller.core.model import Pod
+from controller.core.model import FrozenDict, Pod
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from tests.audit.helpers import NOW, Cluster, clean_cluster
@@ -146,3 +146,14 @@ def test_the_ipam_rebuild_logs_nothing_above_debug(caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.INFO):
         run(clean_cluster())
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
+
+
+def test_pod_allocated_by_hand_on_a_missing_subnet_is_one_refused_finding() -> None:
+    c = clean_cluster()
+    c.add_pod("ghost", "10.99.0.5", "00:00:00:00:00:99", objects=False, routed=False)
+    pod = c.pods["default/ghost"]
+    annotations = dict(pod.annotations.to_dict(), **{"ovn.kubernetes.io/logical_switch": "nowhere"})
+    c.pods["default/ghost"] = dataclasses.replace(pod, annotations=FrozenDict(annotations))
+    message = "subnet 'nowhere' of pod default/ghost not found"
+    report = run(c, events=(warning("ghost", "ValidatePodNetworkFailed", message),))
+    assert report.kinds() == {KIND_POD_REFUSED: 1}, report.render()
