@@ -166,5 +166,13 @@ def _render_group(findings: Iterable[Finding], indent: str) -> list[str]:
     for kind in sorted(by_kind):
         group = sorted(by_kind[kind], key=lambda f: (f.object, f.message))
         lines.append(f"{indent}{kind} ({len(group)}):")
-        lines.extend(f"{indent}  {f.object}: {f.message}" for f in group)
+        lines.extend(f"{indent}  {_one_line(f.object)}: {_one_line(f.message)}" for f in group)
     return lines
+
+
+def _one_line(text: str) -> str:
+    """`text` with what would break or hide a report line escaped: the messages quote what
+    users wrote (an Event's message names the annotation's value), line separators included."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)

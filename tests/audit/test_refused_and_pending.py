@@ -157,3 +157,12 @@ def test_pod_allocated_by_hand_on_a_missing_subnet_is_one_refused_finding() -> N
     message = "subnet 'nowhere' of pod default/ghost not found"
     report = run(c, events=(warning("ghost", "ValidatePodNetworkFailed", message),))
     assert report.kinds() == {KIND_POD_REFUSED: 1}, report.render()
+
+
+def test_a_message_quoting_line_separators_stays_on_its_line() -> None:
+    c = with_unallocated(clean_cluster())
+    message = "x\u2028y\nz is not a valid ovn.kubernetes.io/mac_address"
+    report = run(c, events=(warning("bad", "ValidatePodNetworkFailed", message, uid="uid-bad"),))
+    lines = report.render().splitlines()
+    assert lines[-1] == "cluster audit: 1 finding(s), 0 pending"
+    assert "  pod default/bad: ValidatePodNetworkFailed: x\\u2028y\\nz is not a valid" in lines[2]
