@@ -326,11 +326,13 @@ def ip_owner_conflict(existing: Mapping[str, Any], desired: Mapping[str, Any]) -
     want = desired.get("spec") or {}
     if not isinstance(have, Mapping) or not want.get("namespace"):
         return None
-    owner = (have.get("namespace") or "", have.get("podName") or "")
-    if not owner[1] or owner == (want.get("namespace") or "", want.get("podName") or ""):
+    owner = (str(have.get("namespace") or ""), str(have.get("podName") or ""))
+    name = str(desired["metadata"]["name"])
+    wanted = (str(want.get("namespace") or ""), str(want.get("podName") or ""))
+    if not owner[1] or owner == wanted or not (owner[0] or name.startswith("node-")):
         return None
     who = f"pod {owner[0]}/{owner[1]}" if owner[0] else f"node {owner[1]}"
-    return f"IP CR {desired['metadata']['name']} belongs to {who}"
+    return f"IP CR {name} belongs to {who}"
 
 
 def ip_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> KubeObject | None:

@@ -53,6 +53,8 @@ from controller.core.errors import ControllerError, InvalidPodNetworkError, Retr
 from controller.core.model import Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
 
+NODE_IP_CR_PREFIX = "node-"
+
 # A Kubernetes object name of the DNS-subdomain kind (SecurityGroups are cluster-scoped objects).
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _MAC48 = re.compile(r"^[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$")
@@ -172,7 +174,7 @@ def check_pod_request(
         _check_addresses(pod, net, subnets, out)
         name = pod_name_to_port_name(pod_name, pod.namespace, net.provider_name)
         owner = ip_cr_owner(name)
-        if owner is not None and owner[1] and owner != (pod.namespace, pod_name):
+        if owner is not None and owns_other(name, owner, (pod.namespace, pod_name)):
             namespace, holder = owner
             who = f"pod {namespace}/{holder}" if namespace else f"node {holder}"
             out.append(
@@ -183,6 +185,16 @@ def check_pod_request(
                 )
             )
     return out
+
+
+def owns_other(name: str, owner: tuple[str, str], wanted: tuple[str, str]) -> bool:
+    """Does the IP CR `name`, recording (namespace, podName) `owner`, belong to something other
+    than the pod `wanted`? A node's CR (`node-<node>`, no namespace) does; a CR naming no pod,
+    or no namespace under another name, is nobody's."""
+    namespace, holder = owner
+    if not holder or owner == wanted:
+        return False
+    return bool(namespace) or name.startswith(NODE_IP_CR_PREFIX)
 
 
 def refusal_error(refusals: Sequence[Refusal]) -> ControllerError:
