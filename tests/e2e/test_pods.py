@@ -4,9 +4,13 @@ the real controller in-process, the API server emulator and a real NB ovsdb-serv
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from controller.app import Controller
+from controller.audit.check import EXIT_FINDINGS, run_check
+from controller.config import parse_args
 from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION,
@@ -154,7 +158,20 @@ def test_static_addresses_and_their_errors(ctl: Controller, cluster: Cluster) ->
     for name in ("clash", "outside", "netaddr"):
         assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, name)
         assert cluster.nb.get_port(f"{name}.{NS}") is None
-    audit_clean(cluster.argv(), strict=False)  # the refused pods stay pending, nothing is wrong
+    # the refused pods are the audit's only findings, each with its Event's reason
+    out = io.StringIO()
+    config = parse_args(["check", *cluster.argv()], {"KUBE_NAMESPACE": "kube-system"})
+    assert run_check(config, out=out, strict=False) == EXIT_FINDINGS, out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert [line for line in lines if not line.startswith("  ")][1:] == [
+        "pod-refused (3):",
+        "cluster audit: 3 finding(s), 0 pending",
+    ], out.getvalue()
+    assert [line.split(":")[:2] for line in lines if line.startswith("  ")] == [
+        ["  pod default/clash", " AcquireAddressFailed"],
+        ["  pod default/netaddr", " ValidatePodNetworkFailed"],
+        ["  pod default/outside", " AcquireAddressFailed"],
+    ], out.getvalue()
 
 
 def test_ip_pool_skips_addresses_held_by_others(ctl: Controller, cluster: Cluster) -> None:
