@@ -1,7 +1,8 @@
 """Fuzzing the pod annotations kube-ovn reads, against the real controller (in-process), the API
 server emulator and a real NB ovsdb-server.
 
-Each example is a batch of pods. Every pod is built from one input class per dimension
+Three subnets a pod may name (ovn-default, a custom IPv4 one, a dual-stack one) and the node
+switch. Each example is a batch of pods. Every pod is built from one input class per dimension
 (`SWITCH`, `ADDRESS`, `MAC`, `SECURITY`, `RATE`, `ATTACHMENT`, or the hand-allocated `GHOST`),
 and each class says whether it is acceptable and, if not, which Warning Event reasons may refuse
 it. A batch is created at once, scheduled on the node; then, once every pod has converged:
@@ -29,7 +30,7 @@ import io
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -69,9 +70,14 @@ ACQUIRE = REASON_ACQUIRE_ADDRESS_FAILED
 SECURITY_GROUP_ANNOTATION = annotation_key(SECURITY_GROUP_ANNOTATION_TEMPLATE, "ovn")
 REFUSALS = frozenset({VALIDATE, ACQUIRE, "GetVlanInfoFailed", "CreateOVNPortFailed"})
 
-DEFAULT, CUSTOM, JOIN = "ovn-default", "custom", "join"
+DEFAULT, CUSTOM, DUAL, JOIN = "ovn-default", "custom", "dual", "join"
 #: (cidr, gateway) of the subnets a pod may name
-SUBNETS = {DEFAULT: ("10.16.0.0/16", "10.16.0.1"), CUSTOM: ("10.120.0.0/16", "10.120.0.1")}
+SUBNETS = {
+    DEFAULT: ("10.16.0.0/16", "10.16.0.1"),
+    CUSTOM: ("10.120.0.0/16", "10.120.0.1"),
+    DUAL: ("10.130.0.0/16,fd00:130::/112", "10.130.0.1,fd00:130::1"),
+}
+GATEWAYS = frozenset(g for _, gws in SUBNETS.values() for g in gws.split(",")) | {"100.64.0.1"}
 HOLDER_IP, HOLDER_MAC = "10.16.0.250", "0a:ff:ff:ff:ff:01"
 EXAMPLES = 40
 BATCH = 8
@@ -113,7 +119,7 @@ class Spec:
 
 # --- input classes: (name, good?) per dimension; the values come from `build` ----------------
 
-SWITCH = ("namespace", "ovn-default", "custom", "join", "missing", "empty", "unicode")
+SWITCH = ("namespace", "ovn-default", "custom", "dual", "join", "missing", "empty", "unicode")
 ADDRESS = (
     "random",
     "static-free",
@@ -161,6 +167,8 @@ def _one_class_each() -> list[list[tuple[dict[str, str], str]]]:
         for cls in classes:
             if cls != NEUTRAL[dimension]:
                 pods.append(({**NEUTRAL, dimension: cls}, "x-ünïcode\u2028$@"))
+    for switch in ("custom", "dual"):  # every address class on the other subnets too
+        pods.extend(({**NEUTRAL, "switch": switch, "address": cls}, "x") for cls in ADDRESS)
     pods.append((dict(NEUTRAL), ""))
     return [pods[i : i + BATCH] for i in range(0, len(pods), BATCH)]
 
@@ -204,12 +212,12 @@ def build(slot: Slot, classes: dict[str, str], text: str) -> Spec:
         spec.reasons.update(reasons)
 
     switch = classes["switch"]
-    target = CUSTOM if switch == "custom" else DEFAULT
+    target = {"custom": CUSTOM, "dual": DUAL}.get(switch, DEFAULT)
     spec.subnet = target
     if switch == "ovn-default":
         a[LOGICAL_SWITCH_ANNOTATION] = DEFAULT
-    elif switch == "custom":
-        a[LOGICAL_SWITCH_ANNOTATION] = CUSTOM
+    elif switch in ("custom", "dual"):
+        a[LOGICAL_SWITCH_ANNOTATION] = target
     elif switch == "join":
         a[LOGICAL_SWITCH_ANNOTATION] = JOIN
         bad(VALIDATE)
@@ -225,6 +233,8 @@ def build(slot: Slot, classes: dict[str, str], text: str) -> Spec:
 
     cidr, gateway = SUBNETS[target]
     network = cidr.split("/")[0]
+    if target == DUAL:  # its IPv6 gateway, next to a free IPv4 address
+        gateway = f"{slot.host(target)},{gateway.split(',')[1]}"
     broadcast = network.rsplit(".", 2)[0] + ".255.255"
     address = classes["address"]
     values = {
@@ -333,8 +343,9 @@ def bed() -> Iterator[Bed]:
     with open_cluster() as cluster:
         store = cluster.server.store
         store.create("namespaces", {"metadata": {"name": NS}})
-        cidr = SUBNETS[CUSTOM][0]
-        store.create("subnets", {"metadata": {"name": CUSTOM}, "spec": {"cidrBlock": cidr}})
+        for name in (CUSTOM, DUAL):
+            spec = {"cidrBlock": SUBNETS[name][0]}
+            store.create("subnets", {"metadata": {"name": name}, "spec": spec})
         controller = launch_controller(cluster)
         try:
             wait_for(controller.workers_started.is_set, message="workers started")
@@ -347,7 +358,11 @@ def bed() -> Iterator[Bed]:
                 ),
                 message="namespace bound",
             )
-            wait_for(lambda: CUSTOM in controller.ipam.subnet_names(), message="custom in IPAM")
+            for name in (CUSTOM, DUAL):
+                wait_for(
+                    partial(contains, controller.ipam.subnet_names, name),
+                    message=f"{name} in IPAM",
+                )
             wait_for(lambda: f"node-{NODE}" in _node_ips(cluster), message="node IP CR")
             holder = {IP_ADDRESS_ANNOTATION: HOLDER_IP, MAC_ADDRESS_ANNOTATION: HOLDER_MAC}
             store.create("pods", pod("holder", NS, annotations=holder, node_name=NODE))
@@ -355,6 +370,10 @@ def bed() -> Iterator[Bed]:
             yield Bed(cluster, controller, copy.deepcopy(_node_ips(cluster)))
         finally:
             controller.stop()
+
+
+def contains(items: Callable[[], list[str]], item: str) -> bool:
+    return item in items()
 
 
 def _converged(cluster: Cluster, specs: Mapping[str, Spec]) -> bool:
@@ -380,7 +399,6 @@ def _check(bed: Bed, *, strict: bool) -> tuple[int, str]:
 
 def _assert_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
     cluster, server = bed.cluster, bed.cluster.server
-    gateways = {gw for _, gw in SUBNETS.values()} | {"100.64.0.1"}
     for name, spec in specs.items():
         key, port_name = f"{NS}/{name}", f"{name}.{NS}"
         port = cluster.nb.get_port(port_name)
@@ -393,33 +411,41 @@ def _assert_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
             assert bed.controller.ipam.get_pod_address(key) == [], (name, spec.classes)
             if "ghost" not in spec.classes:
                 assert got.get(ALLOCATED_ANNOTATION) != "true", (name, spec.classes)
-            bad_classes = [c for c in spec.classes.items() if c[1] not in NEUTRAL.values()]
-            if len(bad_classes) == 1:  # the table says what one bad class alone gets
-                bed.outcomes["=".join(bad_classes[0])].update(seen)
+            # the table says what one class alone gets (on another good subnet, if named)
+            alone = [
+                c
+                for c in spec.classes.items()
+                if c[1] not in NEUTRAL.values() and c[1] not in ("custom", "dual")
+            ]
+            if len(alone) == 1:
+                bed.outcomes[_label(alone[0], spec)].update(seen)
             continue
         address = got[IP_ADDRESS_ANNOTATION]
         assert got[LOGICAL_SWITCH_ANNOTATION] == spec.subnet, (name, spec.classes, got)
         assert port is not None and port.switch == spec.subnet, (name, spec.classes)
-        assert address in port.addresses[0].split(), (name, port.addresses)
+        parts = address.split(",")
+        assert set(parts) <= set(port.addresses[0].split()), (name, port.addresses)
         assert ip_cr is not None and ip_cr["spec"]["ipAddress"] == address, (name, ip_cr)
-        assert address not in gateways, (name, spec.classes)
+        assert not set(parts) & GATEWAYS, (name, spec.classes)
+        assert len(parts) == len(SUBNETS[spec.subnet][0].split(",")), (name, address)
         if spec.classes.get("mac", "none") in ("unique", "unique-dashes"):
             assert got[MAC_ADDRESS_ANNOTATION].lower().replace("-", ":") == spec.annotations[
                 MAC_ADDRESS_ANNOTATION
             ].lower().replace("-", ":"), (name, got)
         if spec.classes.get("address", "").startswith(("static-free", "pool-free")):
-            assert address == spec.annotations.get(
+            assert parts[0] == spec.annotations.get(
                 IP_ADDRESS_ANNOTATION, spec.annotations.get(IP_POOL_ANNOTATION, "").split(",")[0]
             ), (name, address)
         for cls in spec.classes.items():
-            bed.outcomes["=".join(cls)].add(f"accepted ({spec.subnet})")
+            bed.outcomes[_label(cls, spec)].add("accepted")
     # nobody's record was taken over and no pod holds a gateway
     assert _node_ips(cluster) == bed.node_ips
     for port in cluster.nb.list_ports():
         if "pod" in port.external_ids and port.addresses:
-            assert not set(port.addresses[0].split()[1:]) & gateways, port
-    for subnet, (_, gateway) in SUBNETS.items():
-        assert bed.controller.ipam.get_ip_owner(gateway, subnet) is None
+            assert not set(port.addresses[0].split()[1:]) & GATEWAYS, port
+    for subnet, (_, gateways) in SUBNETS.items():
+        for gateway in gateways.split(","):
+            assert bed.controller.ipam.get_ip_owner(gateway, subnet) is None, (subnet, gateway)
     # the audit names exactly the refused pods, and its verdict agrees with its exit status
     bad = {f"pod {NS}/{name}" for name, spec in specs.items() if spec.bad}
     code, report = _check(bed, strict=True)
@@ -431,6 +457,11 @@ def _assert_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
     assert kinds in ([], [f"pod-refused ({len(bad)}):"]), report
     assert code == (EXIT_FINDINGS if bad else EXIT_CLEAN), report
     assert lines[-1].startswith("cluster audit: OK") == (code == EXIT_CLEAN), report
+
+
+def _label(cls: tuple[str, str], spec: Spec) -> str:
+    on = f" on {spec.subnet}" if cls[0] != "switch" and spec.subnet != DEFAULT else ""
+    return "=".join(cls) + on
 
 
 def _delete_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
@@ -491,7 +522,8 @@ def test_every_input_class_was_tried(bed: Bed) -> None:
         pytest.skip("the fuzz test did not run")
     everything = {f"{d}={c}" for d, classes in CLASSES.items() for c in classes}
     everything.add("ghost=allocated-on-missing-switch")
-    assert set(bed.outcomes) == everything, sorted(everything ^ set(bed.outcomes))
+    tried = {label.split(" on ")[0] for label in bed.outcomes}
+    assert tried == everything, sorted(everything ^ tried)
     path = os.environ.get("FUZZ_CLASS_REPORT")
     if path:
         table = {cls: sorted(got) for cls, got in sorted(bed.outcomes.items())}
