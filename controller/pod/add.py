@@ -366,7 +366,8 @@ class AddHandlers(PodControllerBase):
                             self._unroute_address(pod, subnet, address.ip)
                 if net.type is not ProviderType.IPAM:
                     self._nb.delete_port(port)
-                self._kube.delete_ip(port)
+                if not self._foreign_ip_cr(port, pod.namespace, pod_name):
+                    self._kube.delete_ip(port)
             except (OvnError, KubeApiError) as exc:
                 LOG.error("pod %s: cannot undo %s in %s, keeping it: %s", key, port, subnet, exc)
                 continue

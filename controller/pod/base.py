@@ -149,6 +149,13 @@ class PodControllerBase:
                 reason=REASON_VALIDATE_POD_NETWORK_FAILED,
             )
 
+    def _foreign_ip_cr(self, name: str, namespace: str, pod_name: str) -> bool:
+        """Does the cached IP CR `name` record another owner than pod `namespace/pod_name` (a
+        node's, or a pod whose name and namespace join to the same string)? Such a CR is
+        neither written nor deleted for this pod (`pod_logic.owns_other`)."""
+        owner = self._view.ip_cr_owner(name)
+        return owner is not None and pl.owns_other(name, owner, (namespace, pod_name))
+
     def _enqueue_vanished(self, key: str, raw: KubeObject) -> None:
         """A handler found its pod gone: clean up, unless the informer already asked to.
 

@@ -105,6 +105,7 @@ from controller.pod_logic.request_check import (
     Refusal,
     check_pod_request,
     group_by_reason,
+    owns_other,
     refusal_error,
 )
 from controller.pod_logic.routing import (
@@ -185,6 +186,7 @@ __all__ = [
     "needs_reroute",
     "needs_routing",
     "needs_update",
+    "owns_other",
     "plan_address_request",
     "plan_update_pod",
     "pod_attachment_requests",

@@ -122,6 +122,10 @@ def test_another_pods_ip_cr_is_never_overwritten(env: Env, cached: bool) -> None
     assert env.nb.get_port("web.default") is None
     if cached:  # refused before IPAM was asked
         assert env.ipam.get_pod_address("default/web") == []
+        # and the refused pod's delete leaves the other pod's record alone
+        env.remove_pod("default/web")
+        env.converge()
+        assert env.kube.ips["web.default"] == before
 
 
 def test_invalid_security_group_with_port_security_is_refused_before_the_ip_cr(
