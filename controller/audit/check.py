@@ -130,9 +130,9 @@ def collect_snapshot(
     try:
         events: tuple[KubeObject, ...] | None = tuple(kube.list_events())
     except ForbiddenError as e:
-        # NOTE: an audit allowed to read everything but Events still runs; refused pods are
-        # then reported as pending (their reason unknown).
-        LOG.debug("not reading Events: %s", e)
+        # NOTE: an audit allowed to read everything but Events still runs (the chart's
+        # ServiceAccount only writes them); refused pods are then reported as pending.
+        LOG.warning("cannot list Events, refused pods show as pending: %s", e)
         events = None
     return ClusterSnapshot(
         now=now,

@@ -25,6 +25,7 @@ from controller.audit.audit import (
 from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, check, exit_code
 from controller.config import Config
 from controller.core.model import FrozenDict, Pod
+from controller.kube.errors import ForbiddenError
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from tests.audit.helpers import NOW, Cluster, clean_cluster
@@ -166,3 +167,29 @@ def test_a_message_quoting_line_separators_stays_on_its_line() -> None:
     lines = report.render().splitlines()
     assert lines[-1] == "cluster audit: 1 finding(s), 0 pending"
     assert "  pod default/bad: ValidatePodNetworkFailed: x\\u2028y\\nz is not a valid" in lines[2]
+
+
+class NoEventsKube(FakeKubeApi):
+    """A lister whose credentials may read everything but Events (the chart's ServiceAccount)."""
+
+    def list_events(self) -> list[dict[str, Any]]:
+        raise ForbiddenError(403, "Forbidden", "events is forbidden")
+
+
+def test_without_events_a_refused_pod_is_pending_and_the_log_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kube = NoEventsKube()
+    kube.add_pod(
+        {
+            "metadata": {"name": "bad", "namespace": "default", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Pending"},
+        }
+    )
+    out = io.StringIO()
+    with caplog.at_level(logging.WARNING, logger="controller.audit.check"):
+        code = check(kube, FakeNbClient(), CONFIG, out=out, strict=False, clock=lambda: NOW)
+    assert code == EXIT_CLEAN
+    assert out.getvalue().splitlines()[-1] == "cluster audit: OK, 1 pending"
+    assert any("cannot list Events" in r.getMessage() for r in caplog.records)

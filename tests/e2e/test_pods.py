@@ -5,6 +5,7 @@ the real controller in-process, the API server emulator and a real NB ovsdb-serv
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -124,7 +125,9 @@ def test_same_name_new_pod_is_not_disturbed(ctl: Controller, cluster: Cluster) -
     assert ctl.ipam.get_ip_owner(ip, "ovn-default") == f"{NS}/twin"
 
 
-def test_static_addresses_and_their_errors(ctl: Controller, cluster: Cluster) -> None:
+def test_static_addresses_and_their_errors(
+    ctl: Controller, cluster: Cluster, tmp_path: Path
+) -> None:
     # item 3
     store = cluster.server.store
     store.create(
@@ -158,9 +161,12 @@ def test_static_addresses_and_their_errors(ctl: Controller, cluster: Cluster) ->
     for name in ("clash", "outside", "netaddr"):
         assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, name)
         assert cluster.nb.get_port(f"{name}.{NS}") is None
-    # the refused pods are the audit's only findings, each with its Event's reason
+    # the refused pods are the audit's only findings, each with its Event's reason (read with
+    # an admin's kubeconfig: the controller's ServiceAccount may not list Events)
     out = io.StringIO()
-    config = parse_args(["check", *cluster.argv()], {"KUBE_NAMESPACE": "kube-system"})
+    admin = cluster.server.write_kubeconfig(tmp_path / "admin-kubeconfig")
+    argv = ["check", *cluster.argv(), f"--kubeconfig={admin}"]
+    config = parse_args(argv, {"KUBE_NAMESPACE": "kube-system"})
     assert run_check(config, out=out, strict=False) == EXIT_FINDINGS, out.getvalue()
     lines = out.getvalue().splitlines()
     assert [line for line in lines if not line.startswith("  ")][1:] == [
