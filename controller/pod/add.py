@@ -1,6 +1,8 @@
 """handleAddPod: allocate every unallocated network of a pod, then annotate it (kube-ovn pod.go).
 
-For each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
+The whole request is checked first (`pod_logic.check_pod_request`: the node switch, gateways,
+MACs, security group names, IP CRs of other owners): a refusal records one Warning Event per
+reason and allocates nothing. Then, for each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
 interrupted add left behind), the IP CR, and for OVN networks the logical switch port and its
 security groups; then one merge patch of every annotation that changed, with the pod's UID as
 a precondition. A pod already bound to a node is routed in the same pass (update.py's
