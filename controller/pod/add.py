@@ -2,14 +2,14 @@
 
 The whole request is checked first (`pod_logic.check_pod_request`: the node switch, gateways,
 MACs, security group names, IP CRs of other owners): a refusal records one Warning Event per
-reason and allocates nothing. Then, for each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
-interrupted add left behind), the IP CR, and for OVN networks the logical switch port and its
-security groups; then one merge patch of every annotation that changed, with the pod's UID as
-a precondition. A pod already bound to a node is routed in the same pass (update.py's
-`_route_pod`) and that patch carries `routed` too, as kube-ovn v1.12's AddOrUpdatePod; an unbound
-pod, or one whose routing fails here, is left to handleUpdatePod. An add that finds its pod
-re-created undoes what it allocated (and routed) anew
-(`_roll_back_add`); one that fails keeps it for its retry and remembers it, and the retry
+reason and allocates nothing. Then, for each network `pod_logic.need_allocate_subnets` names:
+IPAM (or the address of a port an interrupted add left behind), the IP CR, and for OVN
+networks the logical switch port and its security groups; then one merge patch of every
+annotation that changed, with the pod's UID as a precondition. A pod already bound to a node
+is routed in the same pass (update.py's `_route_pod`) and that patch carries `routed` too, as
+kube-ovn v1.12's AddOrUpdatePod; an unbound pod, or one whose routing fails here, is left to
+handleUpdatePod. An add that finds its pod re-created undoes what it allocated (and routed)
+anew (`_roll_back_add`); one that fails keeps it for its retry and remembers it, and the retry
 undoes what the pod no longer asks for, so a key never holds two subnets for one network. A
 pod that vanished before the patch is handed to the delete queue (`_enqueue_vanished`).
 Failures the user can fix become Warning Events (ValidatePodNetworkFailed,
