@@ -1,14 +1,16 @@
 """Fuzzing the pod annotations kube-ovn reads, against the real controller (in-process), the API
 server emulator and a real NB ovsdb-server.
 
-Three subnets a pod may name (ovn-default, a custom IPv4 one, a dual-stack one) and the node
-switch. Each example is a batch of pods. Every pod is built from one input class per dimension
-(`SWITCH`, `ADDRESS`, `MAC`, `SECURITY`, `RATE`, `ATTACHMENT`, or the hand-allocated `GHOST`),
-and each class says whether it is acceptable and, if not, which Warning Event reasons may refuse
-it. A batch is created at once, scheduled on the node; then, once every pod has converged:
+Three subnets a pod may name (ovn-default, a custom IPv4 one, a dual-stack one), the node
+switch, and an OVN attachment (NAD `att`, provider `att.fuzz.ovn`, its own subnet) whose
+`<provider>.kubernetes.io/*` keys are fuzzed too. Each example is a batch of pods. Every pod is
+built from one input class per dimension (`SWITCH`, `ADDRESS`, `MAC`, `SECURITY`, `RATE`,
+`ATTACHMENT`, or the hand-allocated ghost), and each class says whether it is acceptable and, if
+not, which Warning Event reasons may refuse it. A batch is created at once, scheduled on the
+node; then, once every pod has converged:
 
 * every good pod has its network: allocated and routed, its port on the subnet it asked for
-  with its address, its IP CR;
+  with its address, its IP CR (and the same for its attachment);
 * every bad pod has a Warning Event with one of its classes' reasons, and nothing else: not
   allocated, no port, no IP CR, no address in IPAM;
 * the nodes' IP CRs are untouched, and no pod holds a subnet's gateway;
@@ -59,6 +61,7 @@ from controller.core.constants import (
     annotation_key,
 )
 from controller.kube.client import KubeClient, load_api_client
+from controller.testing import builders
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
 from tests.e2e.helpers import NODE, annotations, get_or_none, pod, wait_for
 
@@ -70,12 +73,15 @@ ACQUIRE = REASON_ACQUIRE_ADDRESS_FAILED
 SECURITY_GROUP_ANNOTATION = annotation_key(SECURITY_GROUP_ANNOTATION_TEMPLATE, "ovn")
 REFUSALS = frozenset({VALIDATE, ACQUIRE, "GetVlanInfoFailed", "CreateOVNPortFailed"})
 
-DEFAULT, CUSTOM, DUAL, JOIN = "ovn-default", "custom", "dual", "join"
+DEFAULT, CUSTOM, DUAL, JOIN, ATT = "ovn-default", "custom", "dual", "join", "att-subnet"
+#: the provider of the OVN attachment `att` (a NetworkAttachmentDefinition of type kube-ovn)
+ATT_PROVIDER = f"att.{NS}.ovn"
 #: (cidr, gateway) of the subnets a pod may name
 SUBNETS = {
     DEFAULT: ("10.16.0.0/16", "10.16.0.1"),
     CUSTOM: ("10.120.0.0/16", "10.120.0.1"),
     DUAL: ("10.130.0.0/16,fd00:130::/112", "10.130.0.1,fd00:130::1"),
+    ATT: ("10.140.0.0/16", "10.140.0.1"),
 }
 GATEWAYS = frozenset(g for _, gws in SUBNETS.values() for g in gws.split(",")) | {"100.64.0.1"}
 HOLDER_IP, HOLDER_MAC = "10.16.0.250", "0a:ff:ff:ff:ff:01"
@@ -111,6 +117,7 @@ class Spec:
     annotations: dict[str, str] = field(default_factory=dict)
     reasons: set[str] = field(default_factory=set)  # empty: a good pod
     subnet: str = DEFAULT  # where a good pod's network must be
+    attached: bool = False  # asks for the OVN attachment `att` too
 
     @property
     def bad(self) -> bool:
@@ -138,7 +145,18 @@ ADDRESS = (
 MAC = ("none", "unique", "unique-dashes", "taken", "multicast", "zero", "short", "eui64", "garbage")
 SECURITY = ("none", "port-security", "ps-valid-sgs", "ps-invalid-sgs", "sgs-without-ps", "ps-yes")
 RATE = ("none", "valid", "garbage")
-ATTACHMENT = ("none", "json-garbage", "missing-nad")
+ATTACHMENT = (
+    "none",
+    "json-garbage",
+    "missing-nad",
+    "ovn-nad",
+    "ovn-nad-static-free",
+    "ovn-nad-gateway",
+    "ovn-nad-garbage-ip",
+    "ovn-nad-multicast-mac",
+    "ovn-nad-on-join",
+    "ovn-nad-invalid-sgs",
+)
 
 #: the class of each dimension a pod has when the example is about another dimension
 NEUTRAL = {
@@ -299,6 +317,31 @@ def build(slot: Slot, classes: dict[str, str], text: str) -> Spec:
     elif attachment == "missing-nad":
         a[ATTACHMENT_NETWORK_ANNOTATION] = "nowhere"
         bad(VALIDATE)
+    elif attachment.startswith("ovn-nad"):
+        a[ATTACHMENT_NETWORK_ANNOTATION] = "att"
+        spec.attached = True
+
+        def att(key: str, value: str) -> None:
+            a[f"{ATT_PROVIDER}.kubernetes.io/{key}"] = value
+
+        if attachment == "ovn-nad-static-free":
+            att("ip_address", slot.host(ATT))
+        elif attachment == "ovn-nad-gateway":
+            att("ip_address", SUBNETS[ATT][1])
+            bad(VALIDATE)
+        elif attachment == "ovn-nad-garbage-ip":
+            att("ip_address", text)
+            bad(VALIDATE)
+        elif attachment == "ovn-nad-multicast-mac":
+            att("mac_address", "33:33:00:00:00:01")
+            bad(VALIDATE)
+        elif attachment == "ovn-nad-on-join":
+            att("logical_switch", JOIN)
+            bad(VALIDATE)
+        elif attachment == "ovn-nad-invalid-sgs":
+            att("port_security", "true")
+            att("security_groups", "Not_A_Name")
+            bad(VALIDATE)
     return spec
 
 
@@ -343,9 +386,12 @@ def bed() -> Iterator[Bed]:
     with open_cluster() as cluster:
         store = cluster.server.store
         store.create("namespaces", {"metadata": {"name": NS}})
-        for name in (CUSTOM, DUAL):
+        for name in (CUSTOM, DUAL, ATT):
             spec = {"cidrBlock": SUBNETS[name][0]}
+            if name == ATT:
+                spec["provider"] = ATT_PROVIDER
             store.create("subnets", {"metadata": {"name": name}, "spec": spec})
+        store.create("network-attachment-definitions", builders.nad("att", NS))
         controller = launch_controller(cluster)
         try:
             wait_for(controller.workers_started.is_set, message="workers started")
@@ -358,7 +404,7 @@ def bed() -> Iterator[Bed]:
                 ),
                 message="namespace bound",
             )
-            for name in (CUSTOM, DUAL):
+            for name in (CUSTOM, DUAL, ATT):
                 wait_for(
                     partial(contains, controller.ipam.subnet_names, name),
                     message=f"{name} in IPAM",
@@ -408,6 +454,9 @@ def _assert_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
             seen = _refusals(cluster, name)
             assert seen and seen <= spec.reasons, (name, spec.classes, seen, spec.reasons)
             assert port is None and ip_cr is None, (name, spec.classes)
+            att_name = f"{port_name}.{ATT_PROVIDER}"
+            assert cluster.nb.get_port(att_name) is None, (name, spec.classes)
+            assert get_or_none(server, "ips", None, att_name) is None, (name, spec.classes)
             assert bed.controller.ipam.get_pod_address(key) == [], (name, spec.classes)
             if "ghost" not in spec.classes:
                 assert got.get(ALLOCATED_ANNOTATION) != "true", (name, spec.classes)
@@ -436,6 +485,8 @@ def _assert_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
             assert parts[0] == spec.annotations.get(
                 IP_ADDRESS_ANNOTATION, spec.annotations.get(IP_POOL_ANNOTATION, "").split(",")[0]
             ), (name, address)
+        if spec.attached:
+            _assert_attachment(bed, name, spec, got)
         for cls in spec.classes.items():
             bed.outcomes[_label(cls, spec)].add("accepted")
     # nobody's record was taken over and no pod holds a gateway
@@ -459,6 +510,23 @@ def _assert_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
     assert lines[-1].startswith("cluster audit: OK") == (code == EXIT_CLEAN), report
 
 
+def _assert_attachment(bed: Bed, name: str, spec: Spec, got: Mapping[str, str]) -> None:
+    """A good pod's OVN attachment: allocated on its subnet, its port and IP CR."""
+    key = f"{ATT_PROVIDER}.kubernetes.io"
+    assert got.get(f"{key}/allocated") == "true", (name, got)
+    assert got.get(f"{key}/logical_switch") == ATT, (name, got)
+    address = got[f"{key}/ip_address"]
+    assert address not in GATEWAYS, (name, address)
+    wanted = spec.annotations.get(f"{key}/ip_address")
+    assert wanted is None or address == wanted, (name, address, wanted)
+    att_name = f"{name}.{NS}.{ATT_PROVIDER}"
+    port = bed.cluster.nb.get_port(att_name)
+    assert port is not None and port.switch == ATT, (name, port)
+    assert address in port.addresses[0].split(), (name, port.addresses)
+    ip_cr = get_or_none(bed.cluster.server, "ips", None, att_name)
+    assert ip_cr is not None and ip_cr["spec"]["ipAddress"] == address, (name, ip_cr)
+
+
 def _label(cls: tuple[str, str], spec: Spec) -> str:
     on = f" on {spec.subnet}" if cls[0] != "switch" and spec.subnet != DEFAULT else ""
     return "=".join(cls) + on
@@ -469,14 +537,14 @@ def _delete_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
     for name in specs:
         cluster.server.store.delete("pods", NS, name, grace_period_seconds=0)
     for name in specs:
-        port_name = f"{name}.{NS}"
-        wait_for(
-            lambda n=port_name: (
-                cluster.nb.get_port(n) is None
-                and get_or_none(cluster.server, "ips", None, n) is None
-            ),
-            message=f"{port_name} cleaned up",
-        )
+        for port_name in (f"{name}.{NS}", f"{name}.{NS}.{ATT_PROVIDER}"):
+            wait_for(
+                lambda n=port_name: (
+                    cluster.nb.get_port(n) is None
+                    and get_or_none(cluster.server, "ips", None, n) is None
+                ),
+                message=f"{port_name} cleaned up",
+            )
         wait_for(
             lambda k=f"{NS}/{name}": bed.controller.ipam.get_pod_address(k) == [],
             message=f"{name} released",
