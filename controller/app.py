@@ -608,6 +608,11 @@ def run_controller(
     return Controller(config, **kwargs).start()
 
 
+def _log_level_given(args: Sequence[str]) -> bool:
+    """Did the command line choose a log level (`--log-level`, `-v` / `--v`)?"""
+    return any(arg.split("=", 1)[0] in ("--log-level", "--v") for arg in args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     pygc.tune()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -618,9 +623,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    level = config.log_level
+    if config.command == COMMAND_CHECK and not _log_level_given(args):
+        # check's output is its report: the connection chatter waits for -v / --log-level
+        level = "warning"
     try:
         setup_logging(
-            config.log_level,
+            level,
             config.log_format,
             outputs=LogOutputs(
                 logtostderr=config.logtostderr,

@@ -45,8 +45,15 @@ suffix) get an IP CR but no LSP.
 
 Not yet converged is not wrong: an alive pod without an allocation, or allocated and scheduled
 but not routed, goes to `AuditReport.pending`, which `ok` ignores and `settled` does not; the
-caller decides (a fault-injection verdict waits for `settled`). The IP CR, port and routes of an
+caller decides (a fault-injection verdict waits for `settled`). Pending has a bound: a pod the
+controller refused (a Warning Event with one of the add's reasons, when the snapshot has the
+Events) is a finding, `pod-refused`, naming the reason and message; one still pending longer
+than `pending_bound` after its creation is `pod-stalled`. The IP CR, port and routes of an
 alive pod whose allocation was cleared (inspection found its port lost) are not orphans.
+
+Liveness is the controller's: a terminating pod whose cleanup has come due
+(`pod_logic.release_due`) may or may not have its network any more, and neither is reported
+(nor are its leftovers orphans) until kube-ovn's `isPodAlive` says it is dead.
 
 Not checked: attachment networks the pod asks for but has not been allocated (that needs the
 NADs), kube-ovn's `appendCheckPodToDel` subnet-change rule
@@ -80,6 +87,8 @@ from controller.audit.findings import (
     KIND_ORPHAN_ROUTE,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
+    KIND_POD_REFUSED,
+    KIND_POD_STALLED,
     KIND_ROUTE_DUPLICATE,
     KIND_ROUTE_MISMATCH,
     KIND_ROUTE_MISSING,
@@ -120,6 +129,8 @@ __all__ = [
     "KIND_ORPHAN_SG",
     "KIND_POD_NOT_ALLOCATED",
     "KIND_POD_NOT_ROUTED",
+    "KIND_POD_REFUSED",
+    "KIND_POD_STALLED",
     "KIND_ROUTE_DUPLICATE",
     "KIND_ROUTE_MISMATCH",
     "KIND_ROUTE_MISSING",

@@ -40,9 +40,18 @@ from controller.audit.dataplane import (
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.errors import MalformedObjectError
-from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
+from controller.core.model import (
+    Namespace,
+    Node,
+    Pod,
+    StatefulSet,
+    Subnet,
+    VirtualMachine,
+    Vpc,
+    parse_time,
+)
 from controller.kube.api import ClusterLister, KubeObject
-from controller.kube.errors import KubeApiError, KubeConfigError
+from controller.kube.errors import ForbiddenError, KubeApiError, KubeConfigError
 from controller.ovn.api import (
     VENDOR,
     AddressSetInfo,
@@ -108,7 +117,8 @@ def collect_snapshot(
     """
     problems: list[str] = []
     now = clock()
-    pods = _convert(kube.list_pods(), Pod.from_dict, problems)
+    kube_pods = kube.list_pods()
+    pods = _convert(kube_pods, Pod.from_dict, problems)
     namespaces = _convert(kube.list_namespaces(), Namespace.from_dict, problems)
     nodes = _convert(kube.list_nodes(), Node.from_dict, problems)
     subnets = _convert(kube.list_subnets(), Subnet.from_dict, problems)
@@ -116,6 +126,14 @@ def collect_snapshot(
     ips = tuple(kube.list_ips())
     statefulsets = _convert(kube.list_statefulsets(), StatefulSet.from_dict, problems)
     vms = _convert(kube.list_virtual_machines(), VirtualMachine.from_dict, problems)
+    created = _creation_times(kube_pods)
+    try:
+        events: tuple[KubeObject, ...] | None = tuple(kube.list_events())
+    except ForbiddenError as e:
+        # NOTE: an audit allowed to read everything but Events still runs (the chart's
+        # ServiceAccount only writes them); refused pods are then reported as pending.
+        LOG.warning("cannot list Events, refused pods show as pending: %s", e)
+        events = None
     return ClusterSnapshot(
         now=now,
         pods=pods,
@@ -135,13 +153,28 @@ def collect_snapshot(
         problems=tuple(problems),
         statefulsets=statefulsets,
         virtual_machines=vms,
+        events=events,
+        created=created,
     )
+
+
+def _creation_times(raw_pods: Iterable[KubeObject]) -> dict[str, datetime]:
+    """pod key -> metadata.creationTimestamp (pods without a readable one are left out)."""
+    out: dict[str, datetime] = {}
+    for raw in raw_pods:
+        meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+        if not isinstance(meta, Mapping):
+            continue
+        stamp = meta.get("creationTimestamp")
+        created = parse_time(stamp) if isinstance(stamp, str) else None
+        if created is not None:
+            out[f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"] = created
+    return out
 
 
 def exit_code(report: AuditReport, *, strict: bool = False) -> int:
     """0 when the report passes (`settled` if strict, else `ok`), 1 otherwise."""
-    passed = report.settled if strict else report.ok
-    return EXIT_CLEAN if passed else EXIT_FINDINGS
+    return EXIT_CLEAN if report.passed(strict=strict) else EXIT_FINDINGS
 
 
 def read_dataplane(config: Config) -> DataPlaneSnapshot:
@@ -217,7 +250,7 @@ def check(
             pending=report.pending + extra.pending,
             counts={**report.counts, **extra.counts},
         )
-    out.write(report.render())
+    out.write(report.render(strict=strict))
     return exit_code(report, strict=strict)
 
 

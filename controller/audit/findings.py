@@ -23,6 +23,8 @@ from controller.ovn.api import (
 KIND_MALFORMED = "malformed-object"
 KIND_POD_NOT_ALLOCATED = "pod-not-allocated"
 KIND_POD_NOT_ROUTED = "pod-not-routed"
+KIND_POD_REFUSED = "pod-refused"
+KIND_POD_STALLED = "pod-stalled"
 KIND_ANNOTATION_MISMATCH = "annotation-mismatch"
 KIND_ADDRESS_OUTSIDE_SUBNET = "address-outside-subnet"
 KIND_DUPLICATE_ADDRESS = "duplicate-address"
@@ -46,6 +48,11 @@ KIND_SG_MISMATCH = "sg-mismatch"
 
 #: Kinds that mean "not converged yet" rather than "wrong".
 PENDING_KINDS = frozenset({KIND_POD_NOT_ALLOCATED, KIND_POD_NOT_ROUTED})
+
+#: How long a pod may stay pending (unallocated, or scheduled and unrouted) after its creation
+#: before the audit calls it stalled: the controller allocates and routes a pod in well under a
+#: second, and retries what failed with a backoff that stays below this.
+DEFAULT_PENDING_BOUND_SECONDS = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,12 @@ class ClusterSnapshot:
     # SecurityGroup objects and their NB rows (audit/security_groups.py); None: not read
     security_groups: tuple[Mapping[str, Any], ...] | None = None
     sg_rows: tuple[SecurityGroupRows, ...] | None = None
+    # core/v1 Events (a refused pod's Warning Events say why); None: not read
+    events: tuple[Mapping[str, Any], ...] | None = None
+    # pod key -> metadata.creationTimestamp, for the bound on pending; a pod absent from it
+    # (or `pending_bound` None) stays pending however long it waits
+    created: Mapping[str, datetime] = field(default_factory=dict)
+    pending_bound: float | None = DEFAULT_PENDING_BOUND_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,20 +128,33 @@ class AuditReport:
             out[f.kind] += 1
         return dict(out)
 
-    def render(self) -> str:
-        """A readable report: a summary line, then findings grouped by kind, with counts."""
-        checked = ", ".join(f"{n} {what}" for what, n in self.counts.items())
+    def passed(self, *, strict: bool = False) -> bool:
+        """The verdict `check` exits with: `settled` when strict, else `ok`."""
+        return self.settled if strict else self.ok
+
+    def status(self, *, strict: bool = False) -> str:
+        """The verdict in words; it starts with "OK" exactly when `passed(strict=strict)`."""
         if self.settled:
-            status = "OK"
-        elif self.ok:
-            status = f"OK, {len(self.pending)} pending"
-        else:
-            status = f"{len(self.findings)} finding(s), {len(self.pending)} pending"
+            return "OK"
+        if self.ok and not strict:
+            return f"OK, {len(self.pending)} pending"
+        if self.ok:
+            return f"NOT SETTLED, {len(self.pending)} pending (--strict)"
+        return f"{len(self.findings)} finding(s), {len(self.pending)} pending"
+
+    def render(self, *, strict: bool = False) -> str:
+        """A readable report: a summary line, then findings grouped by kind, with counts; when
+        there are any, the verdict again as the last line, so that both ends of the output
+        agree with the exit status (`passed`) in every mode."""
+        checked = ", ".join(f"{n} {what}" for what, n in self.counts.items())
+        status = self.status(strict=strict)
         lines = [f"cluster audit: {status}" + (f" (checked {checked})" if checked else "")]
         lines.extend(_render_group(self.findings, ""))
         if self.pending:
             lines.append("pending (not converged yet):")
             lines.extend(_render_group(self.pending, "  "))
+        if len(lines) > 1:
+            lines.append(f"cluster audit: {status}")
         return "\n".join(lines) + "\n"
 
 
@@ -140,5 +166,13 @@ def _render_group(findings: Iterable[Finding], indent: str) -> list[str]:
     for kind in sorted(by_kind):
         group = sorted(by_kind[kind], key=lambda f: (f.object, f.message))
         lines.append(f"{indent}{kind} ({len(group)}):")
-        lines.extend(f"{indent}  {f.object}: {f.message}" for f in group)
+        lines.extend(f"{indent}  {_one_line(f.object)}: {_one_line(f.message)}" for f in group)
     return lines
+
+
+def _one_line(text: str) -> str:
+    """`text` with what would break or hide a report line escaped: the messages quote what
+    users wrote (an Event's message names the annotation's value), line separators included."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)

@@ -17,6 +17,7 @@ from controller.audit.findings import (
     KIND_NAT_MISSING,
     KIND_POD_NOT_ALLOCATED,
     KIND_POD_NOT_ROUTED,
+    KIND_POD_REFUSED,
     KIND_SG_MISMATCH,
 )
 from controller.audit.routing import check_pod_routing, routing_index
@@ -58,7 +59,7 @@ from controller.core.model import Pod
 from controller.core.naming import ip_cr_name, node_port_name, pod_key
 from controller.ovn import external_ids as ext
 from controller.ovn.logic import sg_eligible
-from controller.pod_logic import get_name_by_pod, is_ovn_provider
+from controller.pod_logic import get_name_by_pod, is_ovn_provider, release_due
 
 _IP_ADDRESS_SUFFIX = IP_ADDRESS_ANNOTATION_TEMPLATE.format(provider="")
 
@@ -81,6 +82,19 @@ class PodChecks(AuditState):
                     split_ips(pod.annotations.get(IP_ADDRESS_ANNOTATION, "")) or ()
                 )
         for pod in self.alive:
+            if release_due(pod, self.snap.now) and not keep.owner_keeps(
+                pod, keep_vm_ip=self.keep_vm_ip, owners=self.owners
+            ):
+                # NOTE: the controller may have released its network already (its cleanup is
+                # due), or not yet: neither is wrong, and what is left is not an orphan.
+                name = get_name_by_pod(pod, self.keep_vm_ip)
+                for provider in ann.allocated_providers(pod.annotations):
+                    self.kept.add(ip_cr_name(name, pod.namespace, provider))
+                    ips = pod.annotations.get(
+                        annotation_key(IP_ADDRESS_ANNOTATION_TEMPLATE, provider)
+                    )
+                    self.alive_ips.update(split_ips(ips or "") or ())
+                continue
             self.read_pod(pod)
             # NOTE: inspection clears `allocated` when the port is lost and re-adds the pod; until
             # then its IP CR (and any port) still belong to an alive pod, not to nobody.
@@ -98,9 +112,19 @@ class PodChecks(AuditState):
         if not providers or (
             DEFAULT_NETWORK_ANNOTATION not in a and a.get(ALLOCATED_ANNOTATION) != "true"
         ):
-            self.add(KIND_POD_NOT_ALLOCATED, obj, "alive pod has no allocated default network")
+            self.add_pending(
+                KIND_POD_NOT_ALLOCATED, pod, "alive pod has no allocated default network"
+            )
+        elif a.get(LOGICAL_SWITCH_ANNOTATION, "") not in self.subnets and self.refused(pod):
+            # NOTE: allocated by its own annotations on a subnet that does not exist: the
+            # controller never made its network and said so in a Warning Event; that is the one
+            # finding, not the missing IP CR, port and routes it never had.
+            self.add(KIND_POD_REFUSED, obj, self.refusals[pod.key][1])
+            return
         elif pod.node_name and a.get(ROUTED_ANNOTATION) != "true" and OVN_PROVIDER in providers:
-            self.add(KIND_POD_NOT_ROUTED, obj, f"scheduled on {pod.node_name} but not routed")
+            self.add_pending(
+                KIND_POD_NOT_ROUTED, pod, f"scheduled on {pod.node_name} but not routed"
+            )
         if a.get(ROUTED_ANNOTATION) == "true" and not pod.node_name:
             self.add(KIND_ANNOTATION_MISMATCH, obj, "routed=true but the pod has no nodeName")
         name = get_name_by_pod(pod, self.keep_vm_ip)

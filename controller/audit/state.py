@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,9 @@ from controller.audit import security_groups as sgaudit
 from controller.audit.findings import (
     KIND_ADDRESS_OUTSIDE_SUBNET,
     KIND_MALFORMED,
+    KIND_POD_NOT_ALLOCATED,
+    KIND_POD_REFUSED,
+    KIND_POD_STALLED,
     PENDING_KINDS,
     ClusterSnapshot,
     Finding,
@@ -27,7 +30,15 @@ from controller.core.address import (
     networks,
     parse_ip,
 )
-from controller.core.constants import POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE
+from controller.core.constants import (
+    EVENT_TYPE_WARNING,
+    POD_TYPE_STATEFULSET,
+    POD_TYPE_VIRTUAL_MACHINE,
+    REASON_ACQUIRE_ADDRESS_FAILED,
+    REASON_CREATE_OVN_PORT_FAILED,
+    REASON_GET_VLAN_INFO_FAILED,
+    REASON_VALIDATE_POD_NETWORK_FAILED,
+)
 from controller.core.model import Pod, StatefulSet, Subnet, VirtualMachine
 from controller.ovn.api import NatRule, PortInfo, StaticRoute
 from controller.pod_logic import is_pod_alive
@@ -84,6 +95,49 @@ def lsp_addresses(port: PortInfo) -> tuple[str, list[str]] | None:
     return canonical_mac(tokens[0]), [ip for ip in ips if ip is not None]
 
 
+#: The Warning Events the pod add records when it gives a pod no network (kube-ovn's reasons).
+REFUSAL_REASONS = frozenset(
+    {
+        REASON_VALIDATE_POD_NETWORK_FAILED,
+        REASON_ACQUIRE_ADDRESS_FAILED,
+        REASON_GET_VLAN_INFO_FAILED,
+        REASON_CREATE_OVN_PORT_FAILED,
+    }
+)
+
+
+def refusals_by_pod(events: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """pod key -> (the pod UID the Events name, or "", their reasons and latest messages),
+    from the Warning Events with a refusal reason; the Events of the newest UID win."""
+    latest: dict[str, dict[str, tuple[str, str, str]]] = {}  # key -> reason -> (uid, at, msg)
+    for event in events:
+        if field_str(event, "type") != EVENT_TYPE_WARNING:
+            continue
+        reason = field_str(event, "reason")
+        if reason not in REFUSAL_REASONS or field_str(event, "involvedObject", "kind") != "Pod":
+            continue
+        namespace = field_str(event, "involvedObject", "namespace")
+        key = f"{namespace}/{field_str(event, 'involvedObject', 'name')}"
+        uid = field_str(event, "involvedObject", "uid")
+        at = (
+            field_str(event, "lastTimestamp")
+            or field_str(event, "eventTime")
+            or field_str(event, "metadata", "creationTimestamp")
+        )
+        have = latest.setdefault(key, {}).get(reason)
+        if have is None or at >= have[1]:
+            latest[key][reason] = (uid, at, field_str(event, "message"))
+    out: dict[str, tuple[str, str]] = {}
+    for key, reasons in latest.items():
+        uids = {uid for uid, _, _ in reasons.values()}
+        newest = max(reasons.values(), key=lambda v: v[1])[0] if len(uids) > 1 else uids.pop()
+        text = "; ".join(
+            f"{reason}: {msg}" for reason, (uid, _, msg) in sorted(reasons.items()) if uid == newest
+        )
+        out[key] = (newest, text)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Net:
     """One allocated network of an alive pod, read from its annotations."""
@@ -131,6 +185,8 @@ class AuditState:
             self.vms = {(x.namespace, x.name): x for x in snap.virtual_machines}
         self.owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
         self.alive = [p for p in snap.pods if not p.host_network and is_pod_alive(p, snap.now)]
+        # pod key -> (uid or "", "<reason>: <message>; ...") of its refusal Warning Events
+        self.refusals = refusals_by_pod(snap.events or ())
         self.nets: list[Net] = []
         # owner names (LSP / IP CR) legitimately present
         self.expected: set[str] = set()
@@ -157,6 +213,33 @@ class AuditState:
     def add(self, kind: str, obj: str, message: str) -> None:
         target = self.pending if kind in PENDING_KINDS else self.findings
         target.append(Finding(kind, obj, message))
+
+    def refused(self, pod: Pod) -> bool:
+        """Does a refusal Warning Event name this pod (its UID, when the Event says one)?"""
+        refused = self.refusals.get(pod.key)
+        return refused is not None and (not refused[0] or refused[0] == pod.uid)
+
+    def add_pending(self, kind: str, pod: Pod, message: str) -> None:
+        """A pod not converged yet: pending, unless the controller refused it (a Warning Event
+        with a refusal reason says why: `pod-refused`) or it has waited past the bound since
+        its creation (`pod-stalled`)."""
+        obj = f"pod {pod.key}"
+        # an allocated pod's Events are about an earlier attempt, not why it waits now
+        if kind == KIND_POD_NOT_ALLOCATED and self.refused(pod):
+            self.add(KIND_POD_REFUSED, obj, self.refusals[pod.key][1])
+            return
+        bound, created = self.snap.pending_bound, self.snap.created.get(pod.key)
+        if bound is not None and created is not None:
+            age = (self.snap.now - created).total_seconds()
+            if age > bound:
+                self.add(
+                    KIND_POD_STALLED,
+                    obj,
+                    f"{message}, {age:.0f} s after its creation (pending is bounded at"
+                    f" {bound:.0f} s) and no Warning Event says why",
+                )
+                return
+        self.add(kind, obj, message)
 
     def claim(
         self, obj: str, switch: str, owner: str, source: str, ips: Sequence[str], mac: str

@@ -527,7 +527,7 @@ class GarbageCollector:
             for provider in ann.allocated_providers(pod.annotations):
                 port = pod_name_to_port_name(name, pod.namespace, provider)
                 kept_names.add(port)
-                if self._is_ovn_provided(pod, provider):
+                if self._is_ovn_provided(pod, provider) and self._switch_known(pod, provider):
                     expected[port] = key
         nodes = self._view.node_names()
         kept_names.update(node_port_name(n) for n in nodes if n)
@@ -577,6 +577,18 @@ class GarbageCollector:
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
             raise keep.OwnerUnknown from exc
+
+    def _switch_known(self, pod: Pod, provider: str) -> bool:
+        """The pod's annotated logical_switch is a subnet: only then can its port be lost (a
+        port on a switch that does not exist was never made; the pod controller's inspection
+        gives such a pod its Warning Event)."""
+        switch = pod.annotations.get(
+            annotation_key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE, provider), ""
+        )
+        try:
+            return self._view.subnet(switch) is not None
+        except MalformedObjectError:
+            return True  # a malformed subnet is still a subnet: its ports may be lost
 
     def _is_ovn_provided(self, pod: Pod, provider: str) -> bool:
         """kube-ovn `isOVNProvided`: the provider's subnet belongs to OVN (has an LSP)."""

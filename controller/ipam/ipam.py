@@ -73,7 +73,12 @@ class IPAM:
     # -- subnets ---------------------------------------------------------------------------
 
     def add_or_update_subnet(
-        self, name: str, cidr: str, exclude_ips: Iterable[str] | None = None
+        self,
+        name: str,
+        cidr: str,
+        exclude_ips: Iterable[str] | None = None,
+        *,
+        quiet: bool = False,
     ) -> tuple[StaleAddress, ...]:
         """Register a subnet, or apply a new CIDR block / exclude list to an existing one.
 
@@ -90,7 +95,7 @@ class IPAM:
             existing = self._subnets.get(name)
             if existing is None:
                 self._subnets[name] = Subnet(name, networks, excludes, self._rng)
-                LOG.info("add subnet %s %s", name, cidr)
+                LOG.log(logging.DEBUG if quiet else logging.INFO, "add subnet %s %s", name, cidr)
                 return ()
             stale = existing.update(networks, excludes)
             for item in stale:
@@ -130,14 +135,23 @@ class IPAM:
     # -- allocation ------------------------------------------------------------------------
 
     def get_random_address(
-        self, pod_key: str, subnet_name: str, skipped_addrs: Iterable[str] | None = None
+        self,
+        pod_key: str,
+        subnet_name: str,
+        skipped_addrs: Iterable[str] | None = None,
+        *,
+        mac: str = "",
     ) -> Address:
         """An address of every family of the subnet for `pod_key`, lowest free first.
 
         Idempotent: a key that already holds an address keeps it, unless that address is in
         `skipped_addrs`, in which case it is given back and another one chosen. Raises
         NoAvailableError when nothing is left, ConflictError when only skipped addresses are.
+        `mac` ("" for the key's current or a random one) is the MAC wanted with the address,
+        as kube-ovn v1.9.41's GetRandomAddress takes it: ConflictError when another key holds
+        it, InvalidAddressError when it does not parse.
         """
+        wanted_mac = normalize_mac(mac, subnet=subnet_name) if mac and mac.strip() else ""
         frozen: Mapping[int, frozenset[int]] = _NO_SKIP
         if isinstance(skipped_addrs, str):
             raise InvalidAddressError("skipped_addrs must be a list of strings", subnet=subnet_name)
@@ -149,9 +163,9 @@ class IPAM:
             frozen = {version: frozenset(values) for version, values in skipped.items()}
         with self._lock:
             subnet = self._subnet(subnet_name, "")
-            ips, mac = subnet.get_random_address(pod_key, frozen)
+            ips, got_mac = subnet.get_random_address(pod_key, frozen, wanted_mac)
             self._index(pod_key, subnet_name)
-        result = _address(ips, mac)
+        result = _address(ips, got_mac)
         LOG.info("allocate v4 %s v6 %s mac %s for %s from subnet %s", *result, pod_key, subnet_name)
         return result
 

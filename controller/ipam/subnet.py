@@ -144,14 +144,15 @@ class Subnet:
     # -- allocation ------------------------------------------------------------------------
 
     def get_random_address(
-        self, pod_key: str, skipped: Mapping[int, frozenset[int]]
+        self, pod_key: str, skipped: Mapping[int, frozenset[int]], mac: str = ""
     ) -> tuple[dict[int, int], str]:
-        """One address per family (existing ones kept unless skipped) plus the key's MAC."""
+        """One address per family (existing ones kept unless skipped) plus the key's MAC, or
+        `mac` when given (ConflictError when another key holds it)."""
         plans = {
             version: self._plan_random(pool, pod_key, skipped.get(version, frozenset()))
             for version, pool in self.pools.items()
         }
-        mac = self._plan_mac(pod_key, "")
+        mac = self._plan_mac(pod_key, mac)
         return self._commit(pod_key, plans, mac), mac
 
     def get_static_address(

@@ -236,6 +236,10 @@ class ClusterLister(Protocol):
         """kubevirt.io/v1 VirtualMachines; empty when kubevirt is not installed."""
         ...
 
+    def list_events(self) -> list[KubeObject]:
+        """core/v1 Events of every namespace (the Warning Events a refused pod carries)."""
+        ...
+
 
 class EventRecorder(Protocol):
     """Records Kubernetes Events about an object; never blocks and never raises on API errors."""
@@ -307,6 +311,28 @@ def desired_ip(ip_cr: Mapping[str, Any]) -> KubeObject:
     }
     body["metadata"].pop("resourceVersion", None)
     return body
+
+
+def ip_owner_conflict(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> str | None:
+    """Why a pod's IP CR body must not overwrite `existing`, or None.
+
+    A body for a pod (its spec names a namespace) never takes over a CR that records another
+    owner: a node's (`node-<node>`, no namespace) or another pod's whose name and namespace
+    join to the same CR name. kube-ovn v1.8.18 `createOrUpdateCrdIPs` overwrites it, and the
+    owner's record stays wrong until the owner is written again. A node's body (no namespace)
+    may repair its own CR whatever it says; a CR that names no pod is anyone's.
+    """
+    have = existing.get("spec")
+    want = desired.get("spec") or {}
+    if not isinstance(have, Mapping) or not want.get("namespace"):
+        return None
+    owner = (str(have.get("namespace") or ""), str(have.get("podName") or ""))
+    name = str(desired["metadata"]["name"])
+    wanted = (str(want.get("namespace") or ""), str(want.get("podName") or ""))
+    if not owner[1] or owner == wanted or not (owner[0] or name.startswith("node-")):
+        return None
+    who = f"pod {owner[0]}/{owner[1]}" if owner[0] else f"node {owner[1]}"
+    return f"IP CR {name} belongs to {who}"
 
 
 def ip_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> KubeObject | None:

@@ -47,6 +47,7 @@ from controller.kube.api import (
     annotation_merge_patch,
     check_name,
     desired_ip,
+    ip_owner_conflict,
     ip_update,
     validate_annotation_op,
 )
@@ -69,6 +70,7 @@ NAMESPACE = "/api/v1/namespaces/{name}"
 NODE = "/api/v1/nodes/{name}"
 CONFIGMAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
 EVENTS = "/api/v1/namespaces/{namespace}/events"
+ALL_EVENTS = "/api/v1/events"
 EVENT = "/api/v1/namespaces/{namespace}/events/{name}"
 IPS = "/apis/kubeovn.io/v1/ips"
 IP = "/apis/kubeovn.io/v1/ips/{name}"
@@ -272,6 +274,9 @@ class KubeClient:
                 existing = self.get_ip(name)
                 if existing is None:
                     raise
+        conflict = ip_owner_conflict(existing, desired)
+        if conflict is not None:
+            raise AlreadyExistsError(409, "AlreadyExists", conflict)
         updated = ip_update(existing, desired)
         if updated is None:
             return existing
@@ -337,6 +342,9 @@ class KubeClient:
             return self._list(ALL_VIRTUAL_MACHINES)
         except NotFoundError:  # kubevirt is not installed
             return []
+
+    def list_events(self) -> list[KubeObject]:
+        return self._list(ALL_EVENTS)
 
     # --- subnets --------------------------------------------------------------------------------
     def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:

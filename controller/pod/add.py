@@ -1,13 +1,15 @@
 """handleAddPod: allocate every unallocated network of a pod, then annotate it (kube-ovn pod.go).
 
-For each network `pod_logic.need_allocate_subnets` names: IPAM (or the address of a port an
-interrupted add left behind), the IP CR, and for OVN networks the logical switch port and its
-security groups; then one merge patch of every annotation that changed, with the pod's UID as
-a precondition. A pod already bound to a node is routed in the same pass (update.py's
-`_route_pod`) and that patch carries `routed` too, as kube-ovn v1.12's AddOrUpdatePod; an unbound
-pod, or one whose routing fails here, is left to handleUpdatePod. An add that finds its pod
-re-created undoes what it allocated (and routed) anew
-(`_roll_back_add`); one that fails keeps it for its retry and remembers it, and the retry
+The whole request is checked first (`pod_logic.check_pod_request`: the node switch, gateways,
+MACs, security group names, IP CRs of other owners): a refusal records one Warning Event per
+reason and allocates nothing. Then, for each network `pod_logic.need_allocate_subnets` names:
+IPAM (or the address of a port an interrupted add left behind), the IP CR, and for OVN
+networks the logical switch port and its security groups; then one merge patch of every
+annotation that changed, with the pod's UID as a precondition. A pod already bound to a node
+is routed in the same pass (update.py's `_route_pod`) and that patch carries `routed` too, as
+kube-ovn v1.12's AddOrUpdatePod; an unbound pod, or one whose routing fails here, is left to
+handleUpdatePod. An add that finds its pod re-created undoes what it allocated (and routed)
+anew (`_roll_back_add`); one that fails keeps it for its retry and remembers it, and the retry
 undoes what the pod no longer asks for, so a key never holds two subnets for one network. A
 pod that vanished before the patch is handed to the delete queue (`_enqueue_vanished`).
 Failures the user can fix become Warning Events (ValidatePodNetworkFailed,
@@ -39,6 +41,7 @@ from controller.core.model import FrozenDict, Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
 from controller.ipam.errors import IPAMError
 from controller.kube.api import KubeObject
+from controller.kube.errors import AlreadyExistsError as KubeAlreadyExistsError
 from controller.kube.errors import ConflictError as KubeConflictError
 from controller.kube.errors import KubeApiError
 from controller.kube.errors import NotFoundError as KubeNotFoundError
@@ -64,6 +67,7 @@ class AddHandlers(PodControllerBase):
             self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, exc)
             raise
         nets = self._pod_nets(raw, pod)
+        self._check_request(raw, pod, pl.need_allocate_subnets(pod, nets))
         annotations: dict[str, str] = dict(pod.annotations)
         taken: list[tuple[PodNet, str]] = []  # what this run allocated anew
         # what earlier failed adds of this key allocated and kept for their retry
@@ -111,6 +115,39 @@ class AddHandlers(PodControllerBase):
                 self._unfinished[key] = [*self._unfinished.get(key, []), *leftover, *taken]
             raise
         LOG.info("allocated %s for pod %s", annotations.get(IP_ADDRESS_ANNOTATION, ""), key)
+
+    def _check_request(self, raw: KubeObject, pod: Pod, nets: list[PodNet]) -> None:
+        """Refuse the whole request before anything is allocated (`pl.check_pod_request`):
+        one Warning Event per distinct reason, then the error the worker acts on."""
+        if not nets:
+            return
+        ns_nets: list[PodNet] | None = None
+
+        def candidates(net: PodNet) -> tuple[Subnet, ...]:
+            nonlocal ns_nets
+            if ns_nets is None:
+                try:
+                    ns_nets = pl.get_ns_available_subnets(
+                        self._view.namespace(pod.namespace), self._view.subnet_map()
+                    )
+                except ResourceNotReadyError:
+                    ns_nets = []  # the pod's own subnet is still a candidate (_allocate_net)
+            return pl.candidate_subnets(net, ns_nets)
+
+        refusals = pl.check_pod_request(
+            pod,
+            nets,
+            candidates,
+            node_switch=self._config.node_switch,
+            pod_name=pl.get_name_by_pod(pod, self._keep_vm_ip),
+            ip_cr_owner=self._view.ip_cr_owner,
+        )
+        if not refusals:
+            return
+        error = pl.refusal_error(refusals)
+        for reason, message in pl.group_by_reason(refusals).items():
+            self._warn(raw, reason, ControllerError(message))
+        raise error
 
     def _route_with_add(
         self, raw: KubeObject, pod: Pod, nets: list[PodNet], annotations: dict[str, str]
@@ -202,7 +239,12 @@ class AddHandlers(PodControllerBase):
         except ControllerError as exc:
             self._warn_with_reason(raw, exc)
             raise
-        self._write_ip_cr(pod, net, subnet, allocation.ip_address, mac)
+        try:
+            self._write_ip_cr(pod, net, subnet, allocation.ip_address, mac)
+        except KubeAlreadyExistsError as exc:
+            # another object's IP CR of this name, which the cache had not shown yet
+            self._warn(raw, REASON_ACQUIRE_ADDRESS_FAILED, exc)
+            raise
         if net.type is not ProviderType.IPAM:
             spec = pl.build_port_spec(
                 pod, net, subnet, v4=v4, v6=v6, mac=mac, keep_vm_ip=self._keep_vm_ip
@@ -252,7 +294,7 @@ class AddHandlers(PodControllerBase):
             return None
         try:
             v4, v6, got_mac = self._ipam.get_static_address(
-                plan.key, ",".join(ips), mac, subnet.name
+                plan.key, ",".join(ips), plan.mac or mac, subnet.name
             )
         except IPAMError as exc:
             LOG.info("not reusing port %s of %s: %s", name, plan.key, exc)
@@ -326,7 +368,8 @@ class AddHandlers(PodControllerBase):
                             self._unroute_address(pod, subnet, address.ip)
                 if net.type is not ProviderType.IPAM:
                     self._nb.delete_port(port)
-                self._kube.delete_ip(port)
+                if not self._foreign_ip_cr(port, pod.namespace, pod_name):
+                    self._kube.delete_ip(port)
             except (OvnError, KubeApiError) as exc:
                 LOG.error("pod %s: cannot undo %s in %s, keeping it: %s", key, port, subnet, exc)
                 continue

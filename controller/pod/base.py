@@ -87,6 +87,8 @@ class PodControllerBase:
     _routing: RoutingReconciler
     _reroute_lock: threading.Lock
     _reroute: set[str]  # routed pods to route again (migration of v1.8 src-ip routes)
+    # allocated pods whose networks cannot be resolved -> the resourceVersion warned about
+    _inspect_warned: dict[str, str]
 
     def _reroute_requested(self, key: str) -> bool:
         raise NotImplementedError
@@ -148,6 +150,13 @@ class PodControllerBase:
                 f"subnet {name} of pod {pod.key} is malformed: {error}",
                 reason=REASON_VALIDATE_POD_NETWORK_FAILED,
             )
+
+    def _foreign_ip_cr(self, name: str, namespace: str, pod_name: str) -> bool:
+        """Does the cached IP CR `name` record another owner than pod `namespace/pod_name` (a
+        node's, or a pod whose name and namespace join to the same string)? Such a CR is
+        neither written nor deleted for this pod (`pod_logic.owns_other`)."""
+        owner = self._view.ip_cr_owner(name)
+        return owner is not None and pl.owns_other(name, owner, (namespace, pod_name))
 
     def _enqueue_vanished(self, key: str, raw: KubeObject) -> None:
         """A handler found its pod gone: clean up, unless the informer already asked to.

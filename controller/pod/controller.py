@@ -144,6 +144,7 @@ class PodController(
                 now=self._now,
             )
         )
+        self._inspect_warned: dict[str, str] = {}
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 

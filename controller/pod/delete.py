@@ -87,11 +87,13 @@ class DeleteHandlers(PodControllerBase):
             if info is not None:
                 stale_sgs.extend(ext.split_sgs(info.external_ids.get(ext.SECURITY_GROUPS_KEY, "")))
             self._nb.delete_port(port)
-            if not decision.keep_ip_cr:
+            if not decision.keep_ip_cr and not self._foreign_ip_cr(port, pod.namespace, pod_name):
                 self._kube.delete_ip(port)
         if not decision.keep_ip_cr:
             for provider in ann.attachment_providers_to_release(pod.annotations):
                 name = pod_name_to_port_name(pod_name, pod.namespace, provider)
+                if self._foreign_ip_cr(name, pod.namespace, pod_name):
+                    continue
                 try:
                     self._kube.delete_ip(name)
                 except KubeApiError as exc:

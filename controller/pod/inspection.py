@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from controller import pod_logic as pl
 from controller.core import annotations as ann
+from controller.core.errors import ControllerError
 from controller.core.model import Namespace, Pod
 from controller.kube.errors import KubeApiError
 from controller.kube.errors import NotFoundError as KubeNotFoundError
@@ -31,6 +32,7 @@ class InspectionHandlers(PodControllerBase):
         def port_exists(name: str) -> bool:
             return name in listed or self._nb.get_port(name) is not None
 
+        warned, self._inspect_warned = self._inspect_warned, {}
         for raw in self._view.pods_raw():
             pod = pod_or_none(raw)
             if pod is None or not pl.may_need_inspection(pod, now):
@@ -39,6 +41,16 @@ class InspectionHandlers(PodControllerBase):
                 nets = self._pod_nets(
                     raw, pod, record=False, subnets=subnets, namespaces=namespaces
                 )
+            except ControllerError as exc:
+                # NOTE: an allocated pod whose networks cannot be resolved (its logical_switch
+                # names no subnet) has no port to repair and never reaches the add; say so
+                # once per version of the pod, not on every pass (kube-ovn only logs it).
+                if exc.reason and warned.get(pod.key) != pod.resource_version:
+                    self._warn(raw, exc.reason, exc)
+                if exc.reason:
+                    self._inspect_warned[pod.key] = pod.resource_version
+                LOG.debug("inspect: skipping pod %s: %s", pod.key, exc)
+                continue
             except Exception as exc:
                 LOG.debug("inspect: skipping pod %s: %s", pod.key, exc)
                 continue

@@ -16,6 +16,7 @@ The package is split by concern; this module re-exports every public name, so ca
   (`pod_attachment_requests` -> `get_pod_kubeovn_nets` -> `need_allocate_subnets`);
 * `allocation`: `validate_pod_network`, `get_ns_available_subnets` candidates,
   `plan_address_request`, `validate_static_request`, `acquire_address` (IPAM);
+* `request_check`: `check_pod_request`, the whole request checked before the add allocates;
 * `build`: after allocation, `build_pod_allocation` (vlan), `validate_pod_cidr`,
   `build_pod_annotations`, `build_ip_cr`, `build_port_spec` / `security_groups_to_sync`;
 * `routing`: handleUpdatePod's `needs_update`; `routing_state`: the routing reconciler's rows;
@@ -72,6 +73,7 @@ from controller.pod_logic.classify import (
     is_vm_pod,
     need_allocate_subnets,
     needs_add_after_edit,
+    release_due,
     security_changed,
     termination_delay,
 )
@@ -99,6 +101,13 @@ from controller.pod_logic.networks import (
     waits_for_nad,
     waits_for_subnet,
 )
+from controller.pod_logic.request_check import (
+    Refusal,
+    check_pod_request,
+    group_by_reason,
+    owns_other,
+    refusal_error,
+)
 from controller.pod_logic.routing import (
     external_gateway_next_hop,
     needs_reroute,
@@ -119,6 +128,7 @@ __all__ = [
     "InspectResult",
     "InvalidPodNetworkError",
     "PodAction",
+    "Refusal",
     "ResourceNotReadyError",
     "RetryableError",
     "acquire_address",
@@ -129,6 +139,7 @@ __all__ = [
     "build_port_spec",
     "candidate_subnets",
     "check_default_net_subnet",
+    "check_pod_request",
     "check_static_ip",
     "classify_add",
     "classify_delete",
@@ -144,6 +155,7 @@ __all__ = [
     "get_pod_key",
     "get_pod_kubeovn_nets",
     "get_pod_type",
+    "group_by_reason",
     "inspect_pod",
     "is_ovn_provider",
     "is_ovn_subnet",
@@ -159,9 +171,12 @@ __all__ = [
     "needs_add_after_edit",
     "needs_reroute",
     "needs_update",
+    "owns_other",
     "plan_address_request",
     "pod_attachment_requests",
     "ports_to_delete",
+    "refusal_error",
+    "release_due",
     "routes_with_add",
     "security_changed",
     "security_groups_to_sync",

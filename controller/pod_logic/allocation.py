@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from controller.core import annotations as ann
 from controller.core.address import (
+    canonical_ip,
     check_cidrs,
     check_protocol,
     cidr_contain_ip,
@@ -143,8 +144,8 @@ class AddressMode(enum.Enum):
 class AddressRequest:
     """How to call IPAM for one net (kube-ovn `acquireAddress`), computed without IPAM.
 
-    * RANDOM: `get_random_address(key, subnets[0].name, skipped)`, re-drawing while
-      `validate_pod_ip` rejects the result (the MAC annotation is ignored on this path);
+    * RANDOM: `get_random_address(key, subnets[0].name, skipped, mac=mac)`, re-drawing while
+      `validate_pod_ip` rejects the result or it is the subnet's gateway;
     * STATIC: `get_static_address(key, ips[0], mac, s.name)` for each subnet in order;
     * POOL: for each subnet, each ip of `ips`: skip it when `check_assigned` and
       `is_ip_assigned_to_pod(ip, subnet, key)`, else try `get_static_address`; nothing left ->
@@ -177,7 +178,10 @@ def plan_address_request(
     key = get_pod_key(pod, keep_vm_ip)
     request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
     if request.is_random:
-        return AddressRequest(AddressMode.RANDOM, key, (net.subnet,))
+        # NOTE: a lone mac_address is honoured, as kube-ovn v1.9.41 acquireAddress does (it
+        # passes it to GetRandomAddress, which refuses it when another key holds it); v1.8.18
+        # ignores it.
+        return AddressRequest(AddressMode.RANDOM, key, (net.subnet,), mac=request.mac_address)
     subnets = candidate_subnets(net, ns_nets)
     if request.ip_address:
         return AddressRequest(
@@ -199,7 +203,12 @@ class AddressAllocator(Protocol):
     """The part of `controller.ipam.IPAM` that `acquire_address` drives (in memory, no I/O)."""
 
     def get_random_address(
-        self, pod_key: str, subnet_name: str, skipped_addrs: Iterable[str] | None = None
+        self,
+        pod_key: str,
+        subnet_name: str,
+        skipped_addrs: Iterable[str] | None = None,
+        *,
+        mac: str = "",
     ) -> tuple[str, str, str]: ...
 
     def get_static_address(
@@ -237,10 +246,17 @@ def acquire_address(
     if request.mode is AddressMode.RANDOM:
         subnet = request.subnets[0]
         skipped: list[str] = []
-        # NOTE: each rejection skips one node address, so this bounds a misbehaving allocator.
-        for _ in range(2 * len(nodes) + 1):
-            v4, v6, mac = allocator.get_random_address(request.key, subnet.name, skipped)
+        gateways = {canonical_ip(g) for g in subnet.gateway.split(",") if g}
+        # NOTE: each rejection skips one node address or gateway, so this bounds the loop.
+        for _ in range(2 * len(nodes) + len(gateways) + 1):
+            v4, v6, mac = allocator.get_random_address(
+                request.key, subnet.name, skipped, mac=request.mac
+            )
             v4_ok, v6_ok = validate_pod_ip(subnet, v4, v6, nodes)
+            # the gateway is excluded by every subnet the subnet controller formats; a subnet
+            # edited to drop it from excludeIps must still not give it to a pod
+            v4_ok = v4_ok and (not v4 or v4 not in gateways)
+            v6_ok = v6_ok and (not v6 or canonical_ip(v6) not in gateways)
             if v4_ok and v6_ok:
                 return v4, v6, mac, subnet
             skipped.extend(ip for ip, ok in ((v4, v4_ok), (v6, v6_ok)) if not ok)

@@ -125,6 +125,22 @@ def termination_delay(pod: Pod) -> float:
     return float(DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS if grace is None else max(grace, 0))
 
 
+def release_due(pod: Pod, now: datetime) -> bool:
+    """Has the cleanup of a terminating pod come due, so that its network may be gone while the
+    object still exists? The controller schedules it `termination_delay` after the update that
+    carried the deletionTimestamp (`classify_update`; that update comes after the delete
+    request, which was `deletionGracePeriodSeconds` before the deletionTimestamp), or at the
+    deletionTimestamp for a pod first seen terminating (`classify_add`): the earlier of the two
+    is the first moment it may run. A StatefulSet or VM pod whose owner keeps its address is
+    the caller's to except (`controller.core.keep.owner_keeps`)."""
+    if pod.deletion_timestamp is None:
+        return False
+    delay = timedelta(seconds=termination_delay(pod))
+    grace = pod.deletion_grace_period_seconds
+    requested = pod.deletion_timestamp - (timedelta(seconds=grace) if grace is not None else delay)
+    return now >= min(pod.deletion_timestamp, requested + delay)
+
+
 def classify_add(
     pod: Pod, now: datetime, *, keep_vm_ip: bool, owner_to_delete: Callable[[], bool]
 ) -> EnqueueDecision:

@@ -41,6 +41,7 @@ from controller.kube.api import (
     annotation_merge_patch,
     check_name,
     desired_ip,
+    ip_owner_conflict,
     ip_update,
     validate_annotation_op,
 )
@@ -282,6 +283,9 @@ class FakeKubeApi:
             existing = self.ips.get(name)
             if existing is None:
                 return self._create(self.ips, "ips.kubeovn.io", name, desired)
+            conflict = ip_owner_conflict(existing, desired)
+            if conflict is not None:
+                raise AlreadyExistsError(409, "AlreadyExists", conflict)
             updated = ip_update(existing, desired)
             if updated is None:
                 return copy.deepcopy(existing)
@@ -333,6 +337,9 @@ class FakeKubeApi:
 
     def list_virtual_machines(self) -> list[KubeObject]:
         return self._list(self.virtual_machines, "list_virtual_machines")
+
+    def list_events(self) -> list[KubeObject]:
+        return self._list(self.events, "list_events")
 
     # --- subnets --------------------------------------------------------------------------------
     def create_subnet(self, body: Mapping[str, Any]) -> KubeObject:

@@ -238,6 +238,21 @@ class CacheView:
     def ip_cr_cached(self, name: str) -> bool:
         return self._ips.get_by_key(name) is not None
 
+    def ip_cr_owner(self, name: str) -> tuple[str, str] | None:
+        """(spec.namespace, spec.podName) of the cached IP CR `name`; None when not cached.
+        A node's CR has no namespace; fields of the wrong type read as ""."""
+        raw = self._ips.get_by_key(name)
+        if raw is None:
+            return None
+        spec = raw.get("spec") if isinstance(raw, Mapping) else None
+        if not isinstance(spec, Mapping):
+            return ("", "")
+        namespace, pod_name = spec.get("namespace"), spec.get("podName")
+        return (
+            namespace if isinstance(namespace, str) else "",
+            pod_name if isinstance(pod_name, str) else "",
+        )
+
     def ip_crs_raw(self) -> list[KubeObject]:
         """The cached kubeovn.io IP CRs, as the informer holds them."""
         return self._ips.list()

@@ -95,3 +95,22 @@ def test_without_leader_election_not_ready_until_workers_start() -> None:
     assert ctl.ready() == (False, "leading: waiting for caches, bootstrap and IPAM")
     ctl.workers_started.set()
     assert ctl.ready() == (True, "ok")
+
+
+@pytest.mark.parametrize(
+    ("extra", "level"), [((), logging.WARNING), (("--log-level=info",), logging.INFO)]
+)
+def test_check_logs_only_warnings_unless_a_level_is_asked_for(
+    tmp_path: Path, extra: tuple[str, ...], level: int
+) -> None:
+    # check's own output is its report: the connection chatter stays out of it by default
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
+    argv = [
+        "check",
+        f"--kubeconfig={kubeconfig}",
+        f"--ovn-nb-addr=unix:{tmp_path / 'nb.sock'}",
+        "--ovn-timeout=1",
+        *extra,
+    ]
+    main(argv)
+    assert logging.getLogger().level == level

@@ -26,7 +26,7 @@ CONTROLLER_USAGE: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "pods"): (*INFORMER, "patch"),
     ("", "namespaces"): (*INFORMER, "patch"),
     ("", "nodes"): (*INFORMER, "patch"),
-    ("", "events"): ("create", "patch"),
+    ("", "events"): ("list", "create", "patch"),
     ("kubeovn.io", "ips"): ("get", *INFORMER, "create", "update", "delete"),
     ("kubeovn.io", "subnets"): ("get", *INFORMER, "create", "update"),
     ("kubeovn.io", "subnets/status"): ("patch",),

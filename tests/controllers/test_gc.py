@@ -149,6 +149,19 @@ def test_lost_lsp_is_logged_for_the_inspection(caplog: pytest.LogCaptureFixture)
     assert any("lsp lost for pod default/p" in r.getMessage() for r in caplog.records)
 
 
+def test_pod_on_a_switch_that_does_not_exist_is_not_a_lost_lsp(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # its port was never made: the pod controller's inspection gives it a Warning Event
+    w = World()
+    w.kube.add_pod(raw_pod("ghost", annotations=allocated(A_IP, A_MAC, subnet="nowhere")))
+    w.sync()
+    with caplog.at_level(logging.WARNING, logger="controller.controllers.gc"):
+        for _ in range(3):
+            w.gc.mark_and_clean_lsp()
+    assert not [r for r in caplog.records if "lsp lost" in r.getMessage()]
+
+
 def test_malformed_pod_in_cache_keeps_its_resources() -> None:
     w = World()
     port = w.network("odd", A_IP, A_MAC)

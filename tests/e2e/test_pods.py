@@ -4,9 +4,14 @@ the real controller in-process, the API server emulator and a real NB ovsdb-serv
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 import pytest
 
 from controller.app import Controller
+from controller.audit.check import EXIT_FINDINGS, run_check
+from controller.config import parse_args
 from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     CIDR_ANNOTATION,
@@ -120,7 +125,9 @@ def test_same_name_new_pod_is_not_disturbed(ctl: Controller, cluster: Cluster) -
     assert ctl.ipam.get_ip_owner(ip, "ovn-default") == f"{NS}/twin"
 
 
-def test_static_addresses_and_their_errors(ctl: Controller, cluster: Cluster) -> None:
+def test_static_addresses_and_their_errors(
+    ctl: Controller, cluster: Cluster, tmp_path: Path
+) -> None:
     # item 3
     store = cluster.server.store
     store.create(
@@ -154,7 +161,23 @@ def test_static_addresses_and_their_errors(ctl: Controller, cluster: Cluster) ->
     for name in ("clash", "outside", "netaddr"):
         assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, name)
         assert cluster.nb.get_port(f"{name}.{NS}") is None
-    audit_clean(cluster.argv(), strict=False)  # the refused pods stay pending, nothing is wrong
+    # the refused pods are the audit's only findings, each with its Event's reason (read with
+    # an admin's kubeconfig: the controller's ServiceAccount may not list Events)
+    out = io.StringIO()
+    admin = cluster.server.write_kubeconfig(tmp_path / "admin-kubeconfig")
+    argv = ["check", *cluster.argv(), f"--kubeconfig={admin}"]
+    config = parse_args(argv, {"KUBE_NAMESPACE": "kube-system"})
+    assert run_check(config, out=out, strict=False) == EXIT_FINDINGS, out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert [line for line in lines if not line.startswith("  ")][1:] == [
+        "pod-refused (3):",
+        "cluster audit: 3 finding(s), 0 pending",
+    ], out.getvalue()
+    assert [line.split(":")[:2] for line in lines if line.startswith("  ")] == [
+        ["  pod default/clash", " AcquireAddressFailed"],
+        ["  pod default/netaddr", " ValidatePodNetworkFailed"],
+        ["  pod default/outside", " AcquireAddressFailed"],
+    ], out.getvalue()
 
 
 def test_ip_pool_skips_addresses_held_by_others(ctl: Controller, cluster: Cluster) -> None:

@@ -20,8 +20,10 @@ handleAddPod and acquireAddress, pkg/util/validator.go, pkg/ipam):
 
 * `ip_address` and `ip_pool` both set: `ip_address` wins, the pool is ignored (kube-ovn
   acquireAddress takes the static path first); such a pod is good.
-* a static IP equal to the subnet's gateway, or inside `excludeIps`, is allowed (kube-ovn's IPAM
-  lets a static request take a reserved address); such pods are good.
+* a static IP inside `excludeIps` is allowed (kube-ovn's IPAM lets a static request take a
+  reserved address); such a pod is good. Deviation: the subnet's gateway is not (the pod's port
+  would answer for the router's address): ValidatePodNetworkFailed
+  (controller/pod_logic/request_check.py lists every refusal made before allocating).
 * a v6 address on a v4 subnet is not an address of any candidate subnet: NoAvailableAddress (the
   reference IPAM behaviour), Event AcquireAddressFailed.
 * deviation: kube-ovn emits no Event when the pod's networks cannot be resolved (unknown subnet,
@@ -204,6 +206,7 @@ BAD: tuple[Bad, ...] = (
         VALIDATE,
         "00:00:00:aa:bb is not a valid",
     ),
+    Bad("gateway-ip", ip("10.70.0.1", **on("full")), VALIDATE, "is the gateway of subnet full"),
     # bad pool entries
     Bad(
         "pool-garbage",
@@ -281,7 +284,6 @@ GOOD: tuple[Good, ...] = (
     # decided per reference: ip_address wins over ip_pool
     Good("ip-and-pool", ip("10.16.0.52", **{IP_POOL_ANNOTATION: "10.16.0.53"}), "10.16.0.52"),
     Good("pool-skips-taken", {IP_POOL_ANNOTATION: f"{HOLDER_IP},10.16.0.54"}, "10.16.0.54"),
-    Good("gateway-ip", ip("10.70.0.1", **on("full")), "10.70.0.1", "full"),
     Good("excluded-ip", ip("10.70.0.3", **on("full")), "10.70.0.3", "full"),
     # reference quirk (see the module docstring)
     Good("static-from-ns-subnet", ip("10.16.0.41", **on("full")), "10.16.0.41"),
@@ -429,16 +431,21 @@ def test_good_pods_converge(run: Run) -> None:
     assert cluster.nb.get_port(name) is None
 
 
-def test_audit_reports_only_the_bad_pods_pending(run: Run) -> None:
+def test_audit_reports_only_the_bad_pods_refused(run: Run) -> None:
     test_good_pods_converge(run)  # idempotent: waits for the good pods if run alone
+    test_no_handler_crashed(run)  # every bad pod has its Event
     report = _audit(run.cluster)
-    # the audit flags the two malformed subnets itself, and nothing else
+    # the audit flags the two malformed subnets itself, and the refused pods with the reason
+    # of their Event, and nothing else: none of them is "pending"
     assert {(f.kind, f.object) for f in report.findings} == {
         ("malformed-object", "Subnet 'typo'"),
         ("ipam-disagrees", "subnet bad-cidr"),
+        *(("pod-refused", f"pod {c.key}") for c in BAD),
     }, report.render()
-    pending = {(f.kind, f.object) for f in report.pending}
-    assert pending == {("pod-not-allocated", f"pod {c.key}") for c in BAD}, report.render()
+    refused = {f.object: f.message for f in report.findings if f.kind == "pod-refused"}
+    for case in BAD:
+        assert f"{case.reason}: " in refused[f"pod {case.key}"], refused[f"pod {case.key}"]
+    assert report.pending == (), report.render()
 
 
 def test_no_handler_crashed(run: Run) -> None:

@@ -310,10 +310,13 @@ def names(subnets: tuple[Subnet, ...]) -> list[str]:
     return [s.name for s in subnets]
 
 
-def test_random_plan_ignores_mac() -> None:
+def test_random_plan_carries_a_lone_mac() -> None:
+    # kube-ovn v1.9.41 acquireAddress passes it to GetRandomAddress (v1.8.18 ignored it)
     p = ns1_pod({"ovn.kubernetes.io/mac_address": "00:00:00:00:00:09"})
     plan = pl.plan_address_request(p, DEFAULT_NET, NS_NETS, keep_vm_ip=False)
-    assert plan == pl.AddressRequest(AddressMode.RANDOM, "ns1/p", (DEFAULT,))
+    assert plan == pl.AddressRequest(
+        AddressMode.RANDOM, "ns1/p", (DEFAULT,), mac="00:00:00:00:00:09"
+    )
 
 
 def test_static_plan_tries_namespace_subnets_then_own() -> None:
