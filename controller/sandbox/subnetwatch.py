@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ GROUP, VERSION, PLURAL = "kubeovn.io", "v1", "subnets"
 WATCH_SECONDS = 60
 BACKOFF = (0.2, 5.0)
 STOP_TIMEOUT = 10.0
+STOP_POLL = 0.05
 
 OnChange = Callable[[list[Mapping[str, Any]]], None]
 
@@ -47,16 +49,26 @@ class SubnetWatch:
 
     def stop(self) -> None:
         self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        # The thread may be between its stop check and opening the next stream, so one
+        # shutdown can miss the stream it then blocks on: keep closing whatever stream is
+        # current until the thread has left.
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while thread.is_alive() and time.monotonic() < deadline:
+            self._close_stream()
+            thread.join(STOP_POLL)
+
+    def _close_stream(self) -> None:
         watch = self._watch
-        if watch is not None:
-            watch.stop()
-            resp = getattr(watch, "_resp", None)
-            if resp is not None:
-                with contextlib.suppress(Exception):
-                    resp.shutdown()
-        if self._thread is not None:
-            self._thread.join(STOP_TIMEOUT)
-            self._thread = None
+        if watch is None:
+            return
+        watch.stop()
+        resp = getattr(watch, "_resp", None)
+        if resp is not None:
+            with contextlib.suppress(Exception):
+                resp.shutdown()
 
     def _changed(self) -> None:
         try:
