@@ -28,8 +28,9 @@ from controller.runtime.queue_metrics import PrometheusMetricsProvider
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DEMO_MODULE = "controller.sandbox.demo"
-RUN_COMMAND = f"bash .ci/setup && python3 -m {DEMO_MODULE}"
-TEST_COMMAND = "bash .ci/run"
+MAKEFILE = ROOT / "Makefile"
+RUN_COMMAND = "bash .ci/setup && make demo"
+TEST_COMMAND = "bash .ci/setup && make test"
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9]+(?:[-_][a-z0-9]+)*(?![\w-])")
 _CODE = re.compile(r"`([^`]+)`")
@@ -244,29 +245,42 @@ def test_the_two_commands_block(readme: str) -> None:
 
 
 def test_the_two_commands_name_existing_scripts(readme: str) -> None:
-    scripts = [
+    scripts = {
         word
         for line in _commands_block(readme)
         for before, word in zip(line.split(), line.split()[1:], strict=False)
         if before == "bash"
-    ]
-    assert scripts == [".ci/setup", ".ci/run"]
+    }
+    assert scripts == {".ci/setup"}
     for script in scripts:
         assert (ROOT / script).is_file(), f"{script} named in README does not exist"
 
 
+def _make_recipe(target: str) -> str:
+    """The recipe lines of a Makefile target."""
+    match = re.search(rf"^{target}:[^\n]*\n((?:\t[^\n]*\n)+)", MAKEFILE.read_text(), re.M)
+    assert match, f"Makefile has no target {target!r}"
+    return match.group(1)
+
+
 def test_the_run_command_names_the_demo_module(readme: str) -> None:
-    modules = [
-        word
-        for line in _commands_block(readme)
-        for before, word in zip(line.split(), line.split()[1:], strict=False)
-        if before == "-m"
-    ]
-    assert modules == [DEMO_MODULE]
-    # The module the README names must import and have a main().
+    assert f"-m {DEMO_MODULE}" in _make_recipe("demo")
+    # The module `make demo` runs must import and have a main().
     if importlib.util.find_spec(DEMO_MODULE) is not None:
         module = importlib.import_module(DEMO_MODULE)
         assert callable(getattr(module, "main", None)), f"{DEMO_MODULE} has no main()"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    # CI (.ci/run) is the README's test command: set-up, then `make test`.
+    lines = [
+        line.strip()
+        for line in (ROOT / ".ci/run").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[-2:] == ["bash .ci/setup", "make test"]
+    recipe = _make_recipe("test")
+    assert "$(PYTEST)" in recipe
 
 
 # --- links ---------------------------------------------------------------------------------------
