@@ -630,6 +630,7 @@ class Demo:
         self.flag = flag
         self.out = out
         self.metrics_port = options.metrics_port
+        self.kept: Path | None = None  # a given --workdir, left in place at exit
 
     def say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -654,7 +655,10 @@ class Demo:
             except (ApiError, OvnError, SandboxError) as exc:
                 self.say(f"error: {type(exc).__name__}: {exc}")
                 code = 1
-        self.say("stopped; nothing left behind")
+        if self.kept is None:
+            self.say("stopped; nothing left behind")
+        else:
+            self.say(f"stopped; the work directory {self.kept} is kept")
         return code
 
     def _workdir(self, stack: contextlib.ExitStack) -> Path:
@@ -664,6 +668,7 @@ class Demo:
             return path
         path = self.options.workdir.resolve()
         path.mkdir(parents=True, exist_ok=True)
+        self.kept = path
         # A fresh database each run: a stale one would hold ports of pods this emulator never saw.
         for stale in (
             "nb/nb.db",
@@ -705,11 +710,12 @@ class Demo:
         server: DemoApi
         if opts.control_plane == "real":
             server = RealDemoServer(workdir)
-            stack.callback(self._stop_step, "the real control plane", server.stop)
             try:
                 server.start()
             except SandboxError as exc:
+                server.stop()  # whatever part of it did start
                 raise DemoError(f"real control plane: {exc}") from exc
+            stack.callback(self._stop_step, "the real control plane", server.stop)
             kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
             admin = server.write_admin_kubeconfig(workdir / "admin.kubeconfig")
             self.seed_cluster(server)
