@@ -30,6 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,7 +40,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from controller.sandbox import kubeconfig, resources
+from controller.sandbox import kubeconfig, openapi, resources, tables
 from controller.sandbox.faults import FaultInjector, RequestInfo, RequestRecord
 from controller.sandbox.resources import ApiError, JsonDict, ResourceType
 from controller.sandbox.selectors import Selector, build_selector
@@ -440,6 +441,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/version":
             self._send_json(200, SERVER_VERSION)
             return
+        if path == "/openapi/v3":
+            self._send_json(200, openapi.root())
+            return
+        if path.startswith("/openapi/v3/"):
+            doc = openapi.group_version_doc(path.removeprefix("/openapi/v3/"))
+            if doc is None:
+                raise _not_found_path()
+            self._send_json(200, doc)
+            return
         if path == "/api":
             self._send_json(
                 200,
@@ -496,6 +506,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             raise resources.bad_request(str(exc)) from None
 
+    def _wants_table(self) -> bool:
+        return tables.wants_table(self.headers.get("Accept", ""))
+
     @staticmethod
     def _json(body: bytes) -> Any:
         try:
@@ -520,6 +533,20 @@ class _Handler(BaseHTTPRequestHandler):
                 limit=_int_param(query, "limit") or 0,
                 continue_token=query.get("continue"),
             )
+            if self._wants_table():
+                self._send_json(
+                    200,
+                    tables.table(
+                        rt,
+                        [s.obj for s in result.items],
+                        datetime.now(UTC),
+                        resource_version=str(result.resource_version),
+                        continue_token=result.continue_token,
+                        remaining=result.remaining,
+                        include_object=query.get("includeObject", "Metadata"),
+                    ),
+                )
+                return
             self._send(
                 200,
                 _list_body(
@@ -534,8 +561,29 @@ class _Handler(BaseHTTPRequestHandler):
         if verb == "get":
             if route.subresource and not rt.has_status:
                 raise _not_found_path()
-            self._send(200, store.get_stored(rt, route.namespace, route.name).raw)
+            stored = store.get_stored(rt, route.namespace, route.name)
+            if self._wants_table() and not route.subresource:
+                self._send_json(
+                    200,
+                    tables.table(
+                        rt,
+                        [stored.obj],
+                        datetime.now(UTC),
+                        resource_version=str(stored.rv),
+                        include_object=query.get("includeObject", "Metadata"),
+                    ),
+                )
+                return
+            self._send(200, stored.raw)
             return
+        if query.get("fieldValidation", "").lower() == "strict" and verb in (
+            "create",
+            "update",
+            "patch",
+        ):
+            unknown = openapi.unknown_fields(rt, self._json(body))
+            if unknown:
+                raise openapi.strict_error(rt, unknown)
         if verb == "create":
             if route.name:
                 raise _method_not_allowed(method, self.path)

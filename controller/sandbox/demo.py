@@ -86,9 +86,11 @@ from controller.sandbox.apiserver import ApiServer
 from controller.sandbox.cni import CniWiring, plan_pod
 from controller.sandbox.dataplane import DataPlane, missing_requirements
 from controller.sandbox.demo_real import RealDemoServer, create_workloads, deployment_object
+from controller.sandbox.kubelet import SandboxKubelet, SimNode, running_status
 from controller.sandbox.matrix import MatrixPod
 from controller.sandbox.ovsdb import NbServer, SandboxError, die_with_parent
 from controller.sandbox.resources import ApiError
+from controller.sandbox.scheduler import PodScheduler
 from controller.sandbox.selectors import build_selector
 from controller.sandbox.wiring import WiringError
 
@@ -232,7 +234,7 @@ def node_objects() -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": _meta(name, labels={"kubernetes.io/hostname": name}),
+            "metadata": _meta(name, labels=node_labels(name)),
             "status": {
                 "addresses": [
                     {"type": "InternalIP", "address": ip},
@@ -242,10 +244,33 @@ def node_objects() -> list[dict[str, Any]]:
                 "capacity": dict(NODE_CAPACITY),
                 "allocatable": dict(NODE_CAPACITY),
                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "kubeletVersion": "sandbox",
+                    "containerRuntimeVersion": "sandbox://0",
+                    "osImage": "sandbox",
+                    "kubeProxyVersion": "",
+                    "kernelVersion": "",
+                    "bootID": "",
+                    "machineID": "",
+                    "systemUUID": "",
+                },
             },
         }
         for name, ip in NODES
     ]
+
+
+def node_labels(name: str) -> dict[str, str]:
+    """The labels a kubelet puts on its Node (the chart's pods select kubernetes.io/os)."""
+    return {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
+    }
 
 
 def subnet_objects() -> list[dict[str, Any]]:
@@ -375,14 +400,8 @@ def kubelet_status(pod: Mapping[str, Any], node_ips: Mapping[str, str]) -> dict[
     ips = [ip for ip in annotations.get(IP_ADDRESS_ANNOTATION, "").split(",") if ip]
     if annotations.get(ALLOCATED_ANNOTATION) != "true" or not ips or node not in node_ips:
         return None
-    return {
-        "phase": "Running",
-        "hostIP": node_ips[node],
-        "hostIPs": [{"ip": node_ips[node]}],
-        "podIP": ips[0],
-        "podIPs": [{"ip": ip} for ip in ips],
-        "conditions": [{"type": "Ready", "status": "True"}],
-    }
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return running_status(pod, [ip.split("/", 1)[0] for ip in ips], node_ips[node], now)
 
 
 # -------------------------------------------------------------------------- the table (pure)
@@ -466,6 +485,20 @@ def format_row(row: PodRow, widths: Sequence[int]) -> str:
 
 
 # ----------------------------------------------------------------------------- signals
+
+
+class _KeepWired:
+    """The data plane wiring for the sandbox kubelet, leaving alone the pods the demo wired."""
+
+    def __init__(self, wiring: CniWiring) -> None:
+        self.wiring = wiring
+
+    def wire(self, pod: Mapping[str, Any]) -> None:
+        if self.wiring.wired_plans(pod) is None:
+            self.wiring.wire(pod)
+
+    def unwire(self, pod: Mapping[str, Any]) -> None:
+        self.wiring.unwire(pod)
 
 
 class StopFlag:
@@ -771,13 +804,42 @@ class Demo:
         if opts.once:
             self.say("--once: every pod is up; stopping")
             return 0
+        if isinstance(server, ApiServer):
+            self.serve_new_pods(stack, server, wiring)
         self.say(f"try: kubectl --kubeconfig {admin} get pods -n {DEMO_NAMESPACE} -o wide")
         self.say(f"     ovn-nbctl --db={nb_server.remote} show")
+        if wiring is not None and len(pods) >= 2:
+            (ns_a, a), (ns_b, b) = sorted(pods)[:2]
+            source = server.store.get("pods", ns_a, a)
+            target = (server.store.get("pods", ns_b, b).get("status") or {}).get("podIP")
+            self.say(
+                f"     ip netns exec {wiring.pod_netns(source)} ping -c1 {target}"
+                f"   (from {ns_a}/{a} to {ns_b}/{b})"
+            )
         self.say("serving until Ctrl-C")
         while not self.flag.wait(1.0):
             self.check_alive(controller)
         self.say("stopping")
         return 0
+
+    def serve_new_pods(
+        self, stack: contextlib.ExitStack, server: ApiServer, wiring: CniWiring | None
+    ) -> None:
+        """From here on a scheduler binds new pods to the demo's nodes and the sandbox kubelet
+        runs them (wired into the data plane, status written, graceful deletion honoured), so
+        `kubectl run` and `kubectl delete` behave as on a cluster."""
+        scheduler = PodScheduler(server.store, [name for name, _ in NODES]).start()
+        stack.callback(scheduler.stop)
+        api = server.api_client()
+        stack.callback(api.close)
+        kubelet = SandboxKubelet(
+            api,
+            [SimNode(name, ip, labels=node_labels(name)) for name, ip in NODES],
+            wiring=_KeepWired(wiring) if wiring is not None else None,
+        )
+        kubelet.start()
+        stack.callback(kubelet.stop)
+        self.say("new pods are scheduled to the demo's nodes and run by its sandbox kubelet")
 
     def _stop_step(self, what: str, stop: Callable[[], None]) -> None:
         stop()
