@@ -10,7 +10,9 @@ Served: discovery (/api, /apis, /version, /healthz); get, list (resourceVersion,
 resourceVersionMatch, limit/continue, label and field selectors), watch (chunked, one JSON event
 per line, resourceVersion, allowWatchBookmarks, sendInitialEvents, timeoutSeconds, 410 as an ERROR
 event), create (generateName), update, JSON/merge/strategic merge patch, delete (finalizers,
-grace), deletecollection, the status subresource, dryRun=All. Every error is a `Status` body.
+grace), deletecollection, the status subresource, dryRun=All; for kubectl, server-side Tables
+(`tables.py`), OpenAPI v3 discovery and strict field validation of custom resources
+(`openapi.py`). Every error is a `Status` body.
 
 What it does not emulate (authn/authz, admission, server-side apply, garbage collection, a
 kubelet, ...) is listed in controller/sandbox/README.md, with the behaviour worth knowing.
