@@ -712,6 +712,8 @@ class Demo:
         ):
             with contextlib.suppress(FileNotFoundError):
                 (path / stale).unlink()
+        # The data plane's databases too: ovn-controller never gets ready on an old chassis.
+        shutil.rmtree(path / "dp", ignore_errors=True)
         return path
 
     def _remove_workdir(self, path: Path) -> None:

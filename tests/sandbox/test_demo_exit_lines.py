@@ -5,6 +5,7 @@ whose binaries are missing: the NB ovsdb-server starts and stops, nothing else d
 
 from __future__ import annotations
 
+import contextlib
 import io
 from pathlib import Path
 
@@ -63,3 +64,17 @@ def test_a_given_workdir_is_kept_and_said_so(
     assert workdir.is_dir()
     assert "stopped; nothing left behind" not in lines
     assert lines[-1] == f"stopped; the work directory {workdir.resolve()} is kept"
+
+
+def test_a_reused_workdir_starts_from_fresh_databases(tmp_path: Path) -> None:
+    # A data plane left by an earlier run (its SB and Open_vSwitch databases) kept the next
+    # run's ovn-controller from ever getting ready.
+    workdir = tmp_path / "demo"
+    for stale in ("dp/sb/sb.db", "dp/ovs/conf.db", "nb/nb.db", "controller.log"):
+        (workdir / stale).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / stale).write_text("stale")
+    demo = Demo(parse_args(["--workdir", str(workdir)]), StopFlag(), io.StringIO())
+    with contextlib.ExitStack() as stack:
+        assert demo._workdir(stack) == workdir.resolve()
+    assert workdir.is_dir()
+    assert sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*")) == ["nb"]
