@@ -93,6 +93,7 @@ from controller.sandbox.resources import ApiError
 from controller.sandbox.scheduler import PodScheduler
 from controller.sandbox.selectors import build_selector
 from controller.sandbox.wiring import WiringError
+from controller.sandbox.workloads import StatefulSetController
 
 LOG = logging.getLogger(__name__)
 
@@ -828,10 +829,13 @@ class Demo:
         self, stack: contextlib.ExitStack, server: ApiServer, wiring: CniWiring | None
     ) -> None:
         """From here on a scheduler binds new pods to the demo's nodes and the sandbox kubelet
-        runs them (wired into the data plane, status written, graceful deletion honoured), so
-        `kubectl run` and `kubectl delete` behave as on a cluster."""
+        runs them (wired into the data plane, status written, graceful deletion honoured), and
+        stateful sets keep their pods, so `kubectl run`, `kubectl scale statefulset` and
+        `kubectl delete` behave as on a cluster."""
         scheduler = PodScheduler(server.store, [name for name, _ in NODES]).start()
         stack.callback(scheduler.stop)
+        statefulsets = StatefulSetController(server.store).start()
+        stack.callback(statefulsets.stop)
         api = server.api_client()
         stack.callback(api.close)
         kubelet = SandboxKubelet(

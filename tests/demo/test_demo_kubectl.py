@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,18 @@ def _kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.Com
 def _rows(text: str) -> list[list[str]]:
     """A kubectl table: the header's words, then each row split on runs of 2+ spaces."""
     return [re.split(r"\s{2,}", line.strip()) for line in text.strip().splitlines()]
+
+
+def _names(kubeconfig: Path) -> set[str]:
+    out = _kubectl(kubeconfig, "get", "pods", "-n", "demo", "-o", "name").stdout
+    return {line.removeprefix("pod/") for line in out.split()}
+
+
+def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)  # polling kubectl, as a user would, until the deadline
 
 
 SUBNET = """apiVersion: kubeovn.io/v1
@@ -114,6 +127,16 @@ def test_a_kubectl_session_against_the_emulator_demo(start_demo: StartDemo, tmp_
         )
         assert ping.returncode == 0, ping.stdout + ping.stderr
 
+    # scale: the stateful set's next ordinal is created, scheduled and run; scaling down
+    # removes the highest ordinals
+    _kubectl(kc, "scale", "statefulset", "web", "-n", "demo", "--replicas=3")
+    _wait_for(lambda: "web-2" in _names(kc), "pod web-2 to be created")
+    _kubectl(kc, "wait", "-n", "demo", "--for=condition=Ready", "pod/web-2", "--timeout=60s")
+    sts = _rows(_kubectl(kc, "get", "statefulset", "web", "-n", "demo").stdout)
+    assert sts[1][:2] == ["web", "3/3"]
+    _kubectl(kc, "scale", "statefulset", "web", "-n", "demo", "--replicas=1")
+    _wait_for(lambda: not {"web-1", "web-2"} & _names(kc), "web-1 and web-2 to be deleted")
+
     # delete: gone from the API
     _kubectl(kc, "delete", "pod", "-n", "demo", "newcomer", "--wait=true", "--timeout=60s")
     assert "newcomer" not in _kubectl(kc, "get", "pods", "-n", "demo").stdout
@@ -128,15 +151,15 @@ def test_a_kubectl_session_against_the_emulator_demo(start_demo: StartDemo, tmp_
         "--image=nginx",
         "--annotations=ovn.kubernetes.io/ip_address=10.100.0.300",
     )
-    deadline = time.monotonic() + 60
-    while not any(
-        e["type"] == "Warning" and e["involvedObject"]["name"] == "bad-address"
-        for e in json.loads(_kubectl(kc, "get", "events", "-n", "demo", "-o", "json").stdout)[
-            "items"
-        ]
-    ):
-        assert time.monotonic() < deadline, "no Warning Event for pod bad-address within 60 s"
-        time.sleep(0.2)  # polling kubectl, as a user would, until the deadline
+    _wait_for(
+        lambda: any(
+            e["type"] == "Warning" and e["involvedObject"]["name"] == "bad-address"
+            for e in json.loads(_kubectl(kc, "get", "events", "-n", "demo", "-o", "json").stdout)[
+                "items"
+            ]
+        ),
+        "a Warning Event for pod bad-address",
+    )
     events = _rows(_kubectl(kc, "get", "events", "-n", "demo").stdout)
     assert events[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert any(r[1] == "Warning" and r[3] == "pod/bad-address" for r in events[1:]), events

@@ -15,6 +15,7 @@ import pytest
 from controller.sandbox import ApiServer
 from controller.sandbox.scheduler import PodScheduler
 from controller.sandbox.tables import human_duration, wants_table
+from controller.sandbox.workloads import POD_NAME_LABEL, StatefulSetController
 
 # What kubectl get sends.
 TABLE = (
@@ -236,3 +237,75 @@ def test_the_scheduler_thread_binds_a_pod_created_later(server: ApiServer) -> No
         )
     finally:
         scheduler.stop()
+
+
+def _sts(replicas: int) -> dict[str, Any]:
+    labels = {"app": "web"}
+    return {
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": "web",
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+
+
+def _patch(server: ApiServer, path: str, body: Any) -> tuple[int, Any]:
+    req = urllib.request.Request(
+        server.url + path,
+        data=json.dumps(body).encode(),
+        method="PATCH",
+        headers={"Content-Type": "application/merge-patch+json", "Accept": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_the_scale_subresource_as_kubectl_scale_uses_it(server: ApiServer) -> None:
+    server.store.create("statefulsets", _sts(2))
+    _, resources = _request(server, "/apis/apps/v1")
+    scale = next(r for r in resources["resources"] if r["name"] == "statefulsets/scale")
+    assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
+    path = "/apis/apps/v1/namespaces/default/statefulsets/web/scale"
+    code, got = _request(server, path)
+    assert code == 200 and got["kind"] == "Scale"
+    assert got["spec"] == {"replicas": 2} and got["status"]["selector"] == "app=web"
+    code, got = _patch(server, path, {"spec": {"replicas": 5}})
+    assert code == 200 and got["spec"]["replicas"] == 5
+    assert server.store.get("statefulsets", "default", "web")["spec"]["replicas"] == 5
+    assert _patch(server, path, {"spec": {"replicas": -1}})[0] == 422
+    assert _request(server, "/api/v1/namespaces/default/pods/x/scale")[0] == 404
+
+
+def test_the_statefulset_controller_keeps_ordinals_and_status(server: ApiServer) -> None:
+    store = server.store
+    store.create("statefulsets", _sts(3))
+    controller = StatefulSetController(store)
+    controller.sync_all()
+    pods = {p["metadata"]["name"]: p for p in store.list("pods", "default")}
+    assert sorted(pods) == ["web-0", "web-1", "web-2"]
+    web1 = pods["web-1"]
+    assert web1["metadata"]["labels"] == {"app": "web", POD_NAME_LABEL: "web-1"}
+    assert web1["spec"]["hostname"] == "web-1" and web1["spec"]["subdomain"] == "web"
+    assert web1["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
+    store.patch(
+        "pods",
+        "default",
+        "web-0",
+        {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+        subresource="status",
+    )
+    store.patch("statefulsets", "default", "web", {"spec": {"replicas": 1}})
+    controller.sync_all()
+    controller.sync_all()  # the status of the pass after the deletes
+    assert [p["metadata"]["name"] for p in store.list("pods", "default")] == ["web-0"]
+    status = store.get("statefulsets", "default", "web")["status"]
+    assert (status["replicas"], status["readyReplicas"]) == (1, 1)
