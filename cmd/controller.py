@@ -1,6 +1,6 @@
-"""`python -m cmd.controller`: a thin shim over controller.app (see cmd/__init__.py)."""
+"""`python -m cmd.controller`: a thin shim over controller.cli (see cmd/__init__.py)."""
 
-from controller.app import main
+from controller.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,6 +1,6 @@
-"""`python -m controller`: the controller's command line (controller.app.main)."""
+"""`python -m controller`: the controller's command line (controller.cli.main)."""
 
-from controller.app import main
+from controller.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

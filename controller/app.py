@@ -658,8 +658,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             controller.start()
         except (StartupError, KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
+            # One line where the operator looks: the log too only when it is not on stderr.
             print(f"error: {exc}", file=sys.stderr)
-            LOG.error("start-up failed: %s", exc)
+            if not config.logtostderr:
+                LOG.error("start-up failed: %s", exc)
             return EXIT_FAILURE
         while True:
             code = controller.wait(1.0)

@@ -151,13 +151,32 @@ _BOOL_FLAGS = (
 )
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Appends "(default: X)" where the default says something: not for an empty or unset
+    one (the help text says what that means); booleans as kube-ovn writes them, true/false;
+    durations in seconds."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if default is None or default == "" or default is argparse.SUPPRESS or not text:
+            return text
+        if isinstance(default, bool):
+            shown = "true" if default else "false"
+        elif isinstance(default, float):
+            shown = f"{default:g}s"
+        else:
+            shown = str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser (for --help and for `parse_args`)."""
     p = _RaisingParser(
         prog="kube-ovn-controller",
         description="kube-ovn pod network controller (Python re-implementation)",
         epilog="--version prints the version and exits.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         allow_abbrev=False,
     )
     p.add_argument(
@@ -198,12 +217,28 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--node-switch", default=DEFAULT_NODE_SWITCH, help="join subnet name")
     g.add_argument("--node-switch-cidr", default=DEFAULT_NODE_SWITCH_CIDR, help="join CIDR(s)")
     g.add_argument("--node-switch-gateway", default="", help="join gateway(s); first IP")
-    g.add_argument("--network-type", default=NETWORK_TYPE_GENEVE, choices=NETWORK_TYPES)
+    g.add_argument(
+        "--network-type",
+        default=NETWORK_TYPE_GENEVE,
+        choices=NETWORK_TYPES,
+        help="network of the default subnet: geneve (overlay) or vlan (underlay, its Vlan "
+        "--default-vlan-name)",
+    )
     g.add_argument("--default-provider-name", default="provider", help="vlan provider network")
     g.add_argument("--default-interface-name", default="", help="vlan NIC (network-type vlan)")
-    g.add_argument("--default-vlan-name", default="ovn-vlan")
-    g.add_argument("--default-vlan-id", type=int, default=1)
-    g.add_argument("--pod-nic-type", default=POD_NIC_VETH_PAIR, choices=POD_NIC_TYPES)
+    g.add_argument(
+        "--default-vlan-name",
+        default="ovn-vlan",
+        help="the Vlan the default subnet names in its spec with --network-type=vlan",
+    )
+    g.add_argument("--default-vlan-id", type=int, default=1, help="that Vlan's VLAN ID (1..4095)")
+    g.add_argument(
+        "--pod-nic-type",
+        default=POD_NIC_VETH_PAIR,
+        choices=POD_NIC_TYPES,
+        help="how kube-ovn's CNI plugs a pod in, written to its ovn.kubernetes.io/pod_nic_type "
+        "annotation unless the pod sets it",
+    )
 
     g = p.add_argument_group("features (booleans take --flag or --flag=true|false)")
 
@@ -243,10 +278,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = p.add_argument_group("leader election")
     boolean("--leader-elect", True, "elect a leader among replicas before doing anything")
-    g.add_argument("--leader-elect-lease-duration", type=parse_duration, default=15.0)
-    g.add_argument("--leader-elect-renew-deadline", type=parse_duration, default=10.0)
-    g.add_argument("--leader-elect-retry-period", type=parse_duration, default=2.0)
-    g.add_argument("--leader-elect-resource-name", default=LEADER_ELECTION_LOCK_NAME)
+    g.add_argument(
+        "--leader-elect-lease-duration",
+        type=parse_duration,
+        default=15.0,
+        help="how long a lease is held without renewal before others may take it (s or 15s)",
+    )
+    g.add_argument(
+        "--leader-elect-renew-deadline",
+        type=parse_duration,
+        default=10.0,
+        help="the leader steps down when it has not renewed within this (s or 10s)",
+    )
+    g.add_argument(
+        "--leader-elect-retry-period",
+        type=parse_duration,
+        default=2.0,
+        help="time between attempts to take or renew the lease (s or 2s)",
+    )
+    g.add_argument(
+        "--leader-elect-resource-name",
+        default=LEADER_ELECTION_LOCK_NAME,
+        help="name of the Lease lock",
+    )
     g.add_argument(
         "--leader-elect-resource-namespace", default="", help="lease namespace; $KUBE_NAMESPACE"
     )
@@ -262,14 +316,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="metrics port (/metrics); 0 lets the OS pick",
     )
     g.add_argument(
-        "--log-level", default=None, type=str.lower, choices=LOG_LEVELS, help="default: info"
+        "--log-level",
+        default=None,
+        type=str.lower,
+        choices=LOG_LEVELS,
+        help="log level (default: info, or debug with --v >= 3)",
     )
     g.add_argument(
         "--log-format",
         default=None,
         type=str.lower,
         choices=LOG_FORMATS,
-        help="default: klog inside a cluster (KUBERNETES_SERVICE_HOST set), else text",
+        help="log format (default: klog inside a cluster, KUBERNETES_SERVICE_HOST set, else text)",
     )
     g.add_argument(
         "--nb-unreachable-timeout",
@@ -285,7 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     g = p.add_argument_group("klog (kube-ovn's logging flags)")
-    g.add_argument("--v", dest="v", type=int, default=None, help="klog verbosity")
+    g.add_argument(
+        "--v", dest="v", type=int, default=None, help="klog verbosity; >= 3 is --log-level=debug"
+    )
     boolean("--logtostderr", True, "log to stderr only (klog); false: to --log_file/--log_dir")
     boolean("--alsologtostderr", False, "with --logtostderr=false: stderr as well")
     g.add_argument("--log_file", default="", help="with --logtostderr=false: this file")

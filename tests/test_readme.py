@@ -1,9 +1,11 @@
-"""README.md stays true to the code: flags, metrics, Event reasons, audit kinds, the two
-commands, links.
+"""The README and the pages it links stay true to the code: flags (docs/configuration.md),
+metrics and queue names (docs/metrics.md), Event reasons (docs/annotations-and-events.md),
+audit kinds and exit codes (docs/audit.md), the README's two commands against the Makefile and
+CI, and on every page: links, anchors and cited repository paths, and a length a reader can take.
 
 Each check reads the source of truth (the argparse parser, the Prometheus collectors on a fresh
-registry, `controller.core.constants`) and compares it with the README's text, in both directions
-where the README has a table: nothing undocumented, nothing documented that no longer exists.
+registry, `controller.core.constants`) and compares it with the page's text, in both directions
+where the page has a table: nothing undocumented, nothing documented that no longer exists.
 """
 
 from __future__ import annotations
@@ -27,9 +29,19 @@ from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+CONFIGURATION = DOCS / "configuration.md"
+METRICS = DOCS / "metrics.md"
+EVENTS = DOCS / "annotations-and-events.md"
+AUDIT = DOCS / "audit.md"
+# Every page a newcomer is pointed at: the README, the contributors' guide, the changelog, docs/.
+PAGES = [README, ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
+MAX_LINES = 400
+MAX_README_LINES = 200  # a few screens
 DEMO_MODULE = "controller.sandbox.demo"
-RUN_COMMAND = f"bash .ci/setup && python3 -m {DEMO_MODULE}"
-TEST_COMMAND = "bash .ci/run"
+MAKEFILE = ROOT / "Makefile"
+RUN_COMMAND = "bash .ci/setup && make demo"
+TEST_COMMAND = "bash .ci/setup && make test"
 
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9]+(?:[-_][a-z0-9]+)*(?![\w-])")
 _CODE = re.compile(r"`([^`]+)`")
@@ -40,15 +52,21 @@ def readme() -> str:
     return README.read_text(encoding="utf-8")
 
 
-def _section(text: str, heading: str) -> str:
+def _page(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _section(text: str, heading: str, stop: int | None = None) -> str:
     """The body of the Markdown section `heading` (e.g. "### Flags") up to the next heading of
-    the same or a higher level."""
+    the same or a higher level (or of level `stop` and higher, when given)."""
     level = heading.split(" ", 1)[0]
+    if stop is not None:
+        level = "#" * stop
     lines = text.splitlines()
     try:
         start = lines.index(heading)
     except ValueError:
-        pytest.fail(f"README.md has no section {heading!r}")
+        pytest.fail(f"no section {heading!r}")
     body = []
     fenced = False  # shell comments inside ``` blocks are not headings
     for line in lines[start + 1 :]:
@@ -102,8 +120,8 @@ def _commands() -> set[str]:
 # --- flags ---------------------------------------------------------------------------------------
 
 
-def _flags_table(readme: str) -> set[str]:
-    cells = _first_cells(_section(readme, "### Flags"))
+def _flags_table() -> set[str]:
+    cells = _first_cells(_section(_page(CONFIGURATION), "## Flags"))
     return {flag for cell in cells for flag in _FLAG.findall(cell)}
 
 
@@ -112,22 +130,22 @@ def test_the_parser_has_flags() -> None:
     assert {"--ovn-nb-addr", "--worker-num", "--kubeconfig"} <= _long_options()
 
 
-def test_every_flag_is_in_the_flags_table(readme: str) -> None:
-    table = _flags_table(readme)
+def test_every_flag_is_in_the_flags_table() -> None:
+    table = _flags_table()
     missing = sorted(_long_options() - table)
-    assert not missing, f"flags in --help but not in README's flags table: {missing}"
+    assert not missing, f"flags in --help but not in docs/configuration.md's table: {missing}"
 
 
-def test_the_flags_table_names_no_stale_flag(readme: str) -> None:
-    table = _flags_table(readme)
+def test_the_flags_table_names_no_stale_flag() -> None:
+    table = _flags_table()
     stale = sorted(table - _long_options())
-    assert not stale, f"README documents flags that --help does not have: {stale}"
+    assert not stale, f"docs/configuration.md documents flags --help does not have: {stale}"
 
 
-def test_every_sub_command_is_documented(readme: str) -> None:
+def test_every_sub_command_is_documented() -> None:
     commands = _commands()
     assert {"run", "check"} <= commands
-    config = _section(readme, "## Configuration")
+    config = _section(_page(CONFIGURATION), "# Configuration", stop=2)
     documented = {code for cell in _first_cells(config) for code in _CODE.findall(cell)}
     missing = sorted(commands - documented)
     assert not missing, f"sub-commands missing from README's command table: {missing}"
@@ -154,15 +172,15 @@ def test_metrics_are_collected() -> None:
     assert "rest_client_requests_total" in names
 
 
-def test_every_metric_is_in_the_metrics_table(readme: str) -> None:
-    section = _section(readme, "## Metrics and health endpoints")
+def test_every_metric_is_in_the_metrics_table() -> None:
+    section = _section(_page(METRICS), "# Metrics and health endpoints", stop=2)
     table = {code for cell in _first_cells(section) for code in _CODE.findall(cell)}
     missing = sorted(_exposed_metric_names() - table)
     assert not missing, f"metrics registered but not in README's metrics table: {missing}"
 
 
-def test_the_metrics_table_names_no_stale_metric(readme: str) -> None:
-    section = _section(readme, "## Metrics and health endpoints")
+def test_the_metrics_table_names_no_stale_metric() -> None:
+    section = _section(_page(METRICS), "# Metrics and health endpoints", stop=2)
     table = {
         code
         for cell in _first_cells(section)
@@ -173,18 +191,20 @@ def test_the_metrics_table_names_no_stale_metric(readme: str) -> None:
     assert not stale, f"README documents metrics that are not registered: {stale}"
 
 
-def test_every_pod_queue_name_is_documented(readme: str) -> None:
-    missing = [name for name in constants.POD_QUEUES if f"`{name}`" not in readme]
+def test_every_pod_queue_name_is_documented() -> None:
+    text = _page(METRICS)
+    missing = [name for name in constants.POD_QUEUES if f"`{name}`" not in text]
     assert not missing, f"work queue names (the workqueue_* `name` label) missing: {missing}"
 
 
 # --- events --------------------------------------------------------------------------------------
 
 
-def test_every_event_reason_is_documented(readme: str) -> None:
+def test_every_event_reason_is_documented() -> None:
     reasons = {value for name, value in vars(constants).items() if name.startswith("REASON_")}
     assert "AcquireAddressFailed" in reasons
-    missing = sorted(r for r in reasons if f"`{r}`" not in readme)
+    text = _page(EVENTS)
+    missing = sorted(r for r in reasons if f"`{r}`" not in text)
     assert not missing, f"Event reasons missing from README: {missing}"
 
 
@@ -193,7 +213,7 @@ def test_every_event_reason_is_documented(readme: str) -> None:
 _KIND = re.compile(r"[a-z]+(?:-[a-z]+)+")
 
 
-def test_audit_kinds_match_the_check_section(readme: str) -> None:
+def test_audit_kinds_match_the_check_section() -> None:
     kinds = {
         value
         for module in (audit, audit_dataplane)
@@ -201,7 +221,7 @@ def test_audit_kinds_match_the_check_section(readme: str) -> None:
         if name.startswith("KIND_")
     }
     assert "sg-mismatch" in kinds
-    section = re.sub(r"```.*?```", "", _section(readme, "## The `check` audit"), flags=re.S)
+    section = re.sub(r"```.*?```", "", _page(AUDIT), flags=re.S)
     documented = {code for code in _CODE.findall(section) if _KIND.fullmatch(code)}
     missing = sorted(kinds - documented)
     assert not missing, f"audit finding kinds missing from README's check section: {missing}"
@@ -209,8 +229,8 @@ def test_audit_kinds_match_the_check_section(readme: str) -> None:
     assert not stale, f"README's check section names kinds the audit does not have: {stale}"
 
 
-def test_check_exit_codes_are_documented(readme: str) -> None:
-    section = _section(readme, "## The `check` audit")
+def test_check_exit_codes_are_documented() -> None:
+    section = _page(AUDIT)
     for code, meaning in (
         (check.EXIT_CLEAN, "clean"),
         (check.EXIT_FINDINGS, "findings"),
@@ -244,64 +264,113 @@ def test_the_two_commands_block(readme: str) -> None:
 
 
 def test_the_two_commands_name_existing_scripts(readme: str) -> None:
-    scripts = [
+    scripts = {
         word
         for line in _commands_block(readme)
         for before, word in zip(line.split(), line.split()[1:], strict=False)
         if before == "bash"
-    ]
-    assert scripts == [".ci/setup", ".ci/run"]
+    }
+    assert scripts == {".ci/setup"}
     for script in scripts:
         assert (ROOT / script).is_file(), f"{script} named in README does not exist"
 
 
+def _make_recipe(target: str) -> str:
+    """The recipe lines of a Makefile target."""
+    match = re.search(rf"^{target}:[^\n]*\n((?:\t[^\n]*\n)+)", MAKEFILE.read_text(), re.M)
+    assert match, f"Makefile has no target {target!r}"
+    return match.group(1)
+
+
 def test_the_run_command_names_the_demo_module(readme: str) -> None:
-    modules = [
-        word
-        for line in _commands_block(readme)
-        for before, word in zip(line.split(), line.split()[1:], strict=False)
-        if before == "-m"
-    ]
-    assert modules == [DEMO_MODULE]
-    # The module the README names must import and have a main().
+    assert f"-m {DEMO_MODULE}" in _make_recipe("demo")
+    # The module `make demo` runs must import and have a main().
     if importlib.util.find_spec(DEMO_MODULE) is not None:
         module = importlib.import_module(DEMO_MODULE)
         assert callable(getattr(module, "main", None)), f"{DEMO_MODULE} has no main()"
 
 
-# --- links ---------------------------------------------------------------------------------------
+def test_ci_runs_the_readme_test_command() -> None:
+    # CI (.ci/run) is the README's test command: set-up, then `make test`.
+    lines = [
+        line.strip()
+        for line in (ROOT / ".ci/run").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[-2:] == ["bash .ci/setup", "make test"]
+    recipe = _make_recipe("test")
+    assert "$(PYTEST)" in recipe
 
 
-def test_relative_links_point_at_existing_files(readme: str) -> None:
-    links = re.findall(r"\]\(([^)]+)\)", readme)
+# --- every page ----------------------------------------------------------------------------------
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+def test_the_pages_exist() -> None:
+    assert {"docs/configuration.md", "docs/metrics.md", "CONTRIBUTING.md"} <= set(_ids(PAGES))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_no_page_is_too_long(page: Path) -> None:
+    limit = MAX_README_LINES if page == README else MAX_LINES
+    assert len(_page(page).splitlines()) <= limit
+
+
+def test_the_readme_links_every_docs_page(readme: str) -> None:
+    linked = {link.split("#", 1)[0] for link in re.findall(r"\]\(([^)]+)\)", readme)}
+    missing = sorted(p for p in _ids(sorted(DOCS.glob("*.md"))) if p not in linked)
+    assert not missing, f"docs pages the README does not link: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_relative_links_point_at_existing_files(page: Path) -> None:
+    links = re.findall(r"\]\(([^)]+)\)", _page(page))
     local = [
         link.split("#", 1)[0] for link in links if "://" not in link and not link.startswith("#")
     ]
-    assert local, "expected links to the chart and sandbox READMEs"
-    missing = [link for link in local if not (ROOT / link).exists()]
-    assert not missing, f"README links to missing files: {missing}"
+    missing = [link for link in local if not (page.parent / link).exists()]
+    assert not missing, f"{page.name} links to missing files: {missing}"
 
 
 _REPO_PATH = re.compile(r"`((?:controller|tests|bench|cmd|charts|docs|\.ci)/[\w./-]*)`")
 
 
-def test_cited_repository_paths_exist(readme: str) -> None:
-    cited = set(_REPO_PATH.findall(readme))
-    assert "controller/app.py" in cited, "expected the code layout to cite module paths"
+def test_the_code_layout_cites_module_paths() -> None:
+    cited = set(_REPO_PATH.findall(_page(ROOT / "CONTRIBUTING.md")))
+    assert {"controller/app.py", "controller/cli.py"} <= cited
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_cited_repository_paths_exist(page: Path) -> None:
+    cited = set(_REPO_PATH.findall(_page(page)))
     missing = sorted(path for path in cited if not (ROOT / path).exists())
-    assert not missing, f"README cites paths that do not exist: {missing}"
+    assert not missing, f"{page.name} cites paths that do not exist: {missing}"
 
 
-def test_anchor_links_point_at_headings(readme: str) -> None:
-    def slug(heading: str) -> str:
-        text = heading.lstrip("#").strip().lower().replace("`", "")
-        return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+def _slug(heading: str) -> str:
+    text = heading.lstrip("#").strip().lower().replace("`", "")
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
-    anchors = {
-        slug(line)
-        for line in re.sub(r"```.*?```", "", readme, flags=re.S).splitlines()
+
+def _anchors(text: str) -> set[str]:
+    return {
+        _slug(line)
+        for line in re.sub(r"```.*?```", "", text, flags=re.S).splitlines()
         if line.startswith("#")
     }
-    targets = re.findall(r"\]\(#([^)]+)\)", readme)
-    missing = [t for t in targets if t not in anchors]
-    assert not missing, f"README links to missing headings: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_anchor_links_point_at_headings(page: Path) -> None:
+    missing = []
+    for target in re.findall(r"\]\(([^)]*#[^)]+)\)", _page(page)):
+        path, anchor = target.split("#", 1)
+        if "://" in path:
+            continue
+        dest = (page.parent / path) if path else page
+        if dest.suffix == ".md" and anchor not in _anchors(_page(dest)):
+            missing.append(target)
+    assert not missing, f"{page.name} links to missing headings: {missing}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -128,6 +129,8 @@ def _load_kubeconfig(path: str, context: str | None, cfg: Any) -> None:
     `exec` plugins and `auth-provider`s (oidc, gcp) produce; a static token, a token file, basic
     auth or a client certificate keep the values loaded here, so the hook is dropped for them.
     """
+    if not os.path.isfile(path):  # the library would say "no configuration found"
+        raise ConfigException("no such file" if not os.path.exists(path) else "not a file")
     merger = kube_config.KubeConfigMerger(path)  # type: ignore[no-untyped-call,unused-ignore]
     if merger.config is None:
         raise ConfigException(f"invalid kubeconfig {path}: no configuration found")

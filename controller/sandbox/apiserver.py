@@ -10,7 +10,9 @@ Served: discovery (/api, /apis, /version, /healthz); get, list (resourceVersion,
 resourceVersionMatch, limit/continue, label and field selectors), watch (chunked, one JSON event
 per line, resourceVersion, allowWatchBookmarks, sendInitialEvents, timeoutSeconds, 410 as an ERROR
 event), create (generateName), update, JSON/merge/strategic merge patch, delete (finalizers,
-grace), deletecollection, the status subresource, dryRun=All. Every error is a `Status` body.
+grace), deletecollection, the status and scale subresources, dryRun=All; for kubectl,
+server-side Tables (`tables.py`), OpenAPI v3 discovery and strict field validation of custom
+resources (`openapi.py`). Every error is a `Status` body.
 
 What it does not emulate (authn/authz, admission, server-side apply, garbage collection, a
 kubelet, ...) is listed in controller/sandbox/README.md, with the behaviour worth knowing.
@@ -30,6 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,8 +42,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from controller.sandbox import kubeconfig, resources
+from controller.sandbox import kubeconfig, openapi, resources, tables
 from controller.sandbox.faults import FaultInjector, RequestInfo, RequestRecord
+from controller.sandbox.patch import apply_merge_patch
 from controller.sandbox.resources import ApiError, JsonDict, ResourceType
 from controller.sandbox.selectors import Selector, build_selector
 from controller.sandbox.store import ObjectStore, Stored, Watcher, check_patch_type, dumps
@@ -116,7 +120,7 @@ def resolve(group: str, version: str, rest: list[str]) -> _Route:
         raise _not_found_path()
     name = rest[1] if len(rest) > 1 else ""
     sub = rest[2] if len(rest) > 2 else ""
-    if sub and (sub != "status" or not rt.has_status):
+    if sub and not ((sub == "status" and rt.has_status) or (sub == "scale" and rt.has_scale)):
         raise _not_found_path()
     return _Route(rt, namespace, name, sub)
 
@@ -162,6 +166,27 @@ def _list_body(
     return head + b",".join(s.raw for s in items) + b"]}"
 
 
+def _scale(obj: JsonDict) -> JsonDict:
+    """The autoscaling/v1 Scale of a replicated object."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    labels = ((spec.get("selector") or {}).get("matchLabels")) or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": int(spec.get("replicas", 1))},
+        "status": {
+            "replicas": int((obj.get("status") or {}).get("replicas", 0)),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+        },
+    }
+
+
 def _event_line(kind: str, raw: bytes) -> bytes:
     return b'{"type":"' + kind.encode() + b'","object":' + raw + b"}\n"
 
@@ -200,6 +225,18 @@ def _discovery_resources(group: str, version: str) -> JsonDict:
                     "singularName": "",
                     "namespaced": rt.namespaced,
                     "kind": rt.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+        if rt.has_scale:
+            out.append(
+                {
+                    "name": f"{rt.plural}/scale",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
                     "verbs": ["get", "patch", "update"],
                 }
             )
@@ -440,6 +477,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/version":
             self._send_json(200, SERVER_VERSION)
             return
+        if path == "/openapi/v3":
+            self._send_json(200, openapi.root())
+            return
+        if path.startswith("/openapi/v3/"):
+            doc = openapi.group_version_doc(path.removeprefix("/openapi/v3/"))
+            if doc is None:
+                raise _not_found_path()
+            self._send_json(200, doc)
+            return
         if path == "/api":
             self._send_json(
                 200,
@@ -496,6 +542,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             raise resources.bad_request(str(exc)) from None
 
+    def _wants_table(self) -> bool:
+        return tables.wants_table(self.headers.get("Accept", ""))
+
     @staticmethod
     def _json(body: bytes) -> Any:
         try:
@@ -511,6 +560,9 @@ class _Handler(BaseHTTPRequestHandler):
         store = self.server.api.store
         rt = route.rt
         dry_run = query.get("dryRun") == "All"
+        if route.subresource == "scale":
+            self._serve_scale(method, verb, route, body, dry_run)
+            return
         if verb == "list":
             result = store.list_page(
                 rt,
@@ -520,6 +572,20 @@ class _Handler(BaseHTTPRequestHandler):
                 limit=_int_param(query, "limit") or 0,
                 continue_token=query.get("continue"),
             )
+            if self._wants_table():
+                self._send_json(
+                    200,
+                    tables.table(
+                        rt,
+                        [s.obj for s in result.items],
+                        datetime.now(UTC),
+                        resource_version=str(result.resource_version),
+                        continue_token=result.continue_token,
+                        remaining=result.remaining,
+                        include_object=query.get("includeObject", "Metadata"),
+                    ),
+                )
+                return
             self._send(
                 200,
                 _list_body(
@@ -534,8 +600,29 @@ class _Handler(BaseHTTPRequestHandler):
         if verb == "get":
             if route.subresource and not rt.has_status:
                 raise _not_found_path()
-            self._send(200, store.get_stored(rt, route.namespace, route.name).raw)
+            stored = store.get_stored(rt, route.namespace, route.name)
+            if self._wants_table() and not route.subresource:
+                self._send_json(
+                    200,
+                    tables.table(
+                        rt,
+                        [stored.obj],
+                        datetime.now(UTC),
+                        resource_version=str(stored.rv),
+                        include_object=query.get("includeObject", "Metadata"),
+                    ),
+                )
+                return
+            self._send(200, stored.raw)
             return
+        if query.get("fieldValidation", "").lower() == "strict" and verb in (
+            "create",
+            "update",
+            "patch",
+        ):
+            unknown = openapi.unknown_fields(rt, self._json(body))
+            if unknown:
+                raise openapi.strict_error(rt, unknown)
         if verb == "create":
             if route.name:
                 raise _method_not_allowed(method, self.path)
@@ -628,6 +715,41 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, stored.raw)
             return
         raise _method_not_allowed(method, self.path)
+
+    def _serve_scale(
+        self, method: str, verb: str, route: _Route, body: bytes, dry_run: bool
+    ) -> None:
+        """The scale subresource: an autoscaling/v1 Scale read from and written to the object's
+        spec.replicas (kube-apiserver's registry/apps/statefulset ScaleREST)."""
+        store = self.server.api.store
+        rt = route.rt
+        if verb == "get":
+            obj = store.get(rt, route.namespace, route.name)
+        elif verb in ("patch", "update"):
+            request = self._json(body)
+            if verb == "patch":
+                content_type = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+                current = _scale(store.get(rt, route.namespace, route.name))
+                if content_type == "application/json-patch+json":
+                    raise resources.ApiError(
+                        415, "UnsupportedMediaType", "the emulator's scale takes merge patches"
+                    )
+                request = apply_merge_patch(current, request)
+            replicas = ((request or {}).get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise resources.invalid(
+                    rt, route.name, f"spec.replicas: Invalid value: {replicas!r}: must be >= 0"
+                )
+            obj = store.patch(
+                rt,
+                route.namespace,
+                route.name,
+                {"spec": {"replicas": replicas}},
+                dry_run=dry_run,
+            )
+        else:
+            raise _method_not_allowed(method, self.path)
+        self._send_json(200, _scale(obj))
 
     # ------------------------------------------------------------------ watch
 

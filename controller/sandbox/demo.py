@@ -89,11 +89,14 @@ from controller.sandbox.apiserver import ApiServer
 from controller.sandbox.cni import CniWiring, plan_node, plan_pod
 from controller.sandbox.dataplane import DataPlane, missing_requirements
 from controller.sandbox.demo_real import RealDemoServer, create_workloads, deployment_object
+from controller.sandbox.kubelet import SandboxKubelet, SimNode, running_status
 from controller.sandbox.matrix import MatrixPod
 from controller.sandbox.ovsdb import NbServer, SandboxError, die_with_parent
 from controller.sandbox.resources import ApiError
+from controller.sandbox.scheduler import PodScheduler
 from controller.sandbox.selectors import build_selector
 from controller.sandbox.wiring import WiringError
+from controller.sandbox.workloads import StatefulSetController
 
 LOG = logging.getLogger(__name__)
 
@@ -235,7 +238,7 @@ def node_objects() -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": _meta(name, labels={"kubernetes.io/hostname": name}),
+            "metadata": _meta(name, labels=node_labels(name)),
             "status": {
                 "addresses": [
                     {"type": "InternalIP", "address": ip},
@@ -245,10 +248,33 @@ def node_objects() -> list[dict[str, Any]]:
                 "capacity": dict(NODE_CAPACITY),
                 "allocatable": dict(NODE_CAPACITY),
                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "kubeletVersion": "sandbox",
+                    "containerRuntimeVersion": "sandbox://0",
+                    "osImage": "sandbox",
+                    "kubeProxyVersion": "",
+                    "kernelVersion": "",
+                    "bootID": "",
+                    "machineID": "",
+                    "systemUUID": "",
+                },
             },
         }
         for name, ip in NODES
     ]
+
+
+def node_labels(name: str) -> dict[str, str]:
+    """The labels a kubelet puts on its Node (the chart's pods select kubernetes.io/os)."""
+    return {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
+    }
 
 
 def subnet_objects() -> list[dict[str, Any]]:
@@ -378,14 +404,8 @@ def kubelet_status(pod: Mapping[str, Any], node_ips: Mapping[str, str]) -> dict[
     ips = [ip for ip in annotations.get(IP_ADDRESS_ANNOTATION, "").split(",") if ip]
     if annotations.get(ALLOCATED_ANNOTATION) != "true" or not ips or node not in node_ips:
         return None
-    return {
-        "phase": "Running",
-        "hostIP": node_ips[node],
-        "hostIPs": [{"ip": node_ips[node]}],
-        "podIP": ips[0],
-        "podIPs": [{"ip": ip} for ip in ips],
-        "conditions": [{"type": "Ready", "status": "True"}],
-    }
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return running_status(pod, [ip.split("/", 1)[0] for ip in ips], node_ips[node], now)
 
 
 # -------------------------------------------------------------------------- the table (pure)
@@ -469,6 +489,20 @@ def format_row(row: PodRow, widths: Sequence[int]) -> str:
 
 
 # ----------------------------------------------------------------------------- signals
+
+
+class _KeepWired:
+    """The data plane wiring for the sandbox kubelet, leaving alone the pods the demo wired."""
+
+    def __init__(self, wiring: CniWiring) -> None:
+        self.wiring = wiring
+
+    def wire(self, pod: Mapping[str, Any]) -> None:
+        if self.wiring.wired_plans(pod) is None:
+            self.wiring.wire(pod)
+
+    def unwire(self, pod: Mapping[str, Any]) -> None:
+        self.wiring.unwire(pod)
 
 
 class StopFlag:
@@ -637,6 +671,7 @@ class Demo:
         self.flag = flag
         self.out = out
         self.metrics_port = options.metrics_port
+        self.kept: Path | None = None  # a given --workdir, left in place at exit
 
     def say(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -661,7 +696,10 @@ class Demo:
             except (ApiError, OvnError, SandboxError) as exc:
                 self.say(f"error: {type(exc).__name__}: {exc}")
                 code = 1
-        self.say("stopped; nothing left behind")
+        if self.kept is None:
+            self.say("stopped; nothing left behind")
+        else:
+            self.say(f"stopped; the work directory {self.kept} is kept")
         return code
 
     def _workdir(self, stack: contextlib.ExitStack) -> Path:
@@ -671,6 +709,7 @@ class Demo:
             return path
         path = self.options.workdir.resolve()
         path.mkdir(parents=True, exist_ok=True)
+        self.kept = path
         # A fresh database each run: a stale one would hold ports of pods this emulator never saw.
         for stale in (
             "nb/nb.db",
@@ -681,6 +720,8 @@ class Demo:
         ):
             with contextlib.suppress(FileNotFoundError):
                 (path / stale).unlink()
+        # The data plane's databases too: ovn-controller never gets ready on an old chassis.
+        shutil.rmtree(path / "dp", ignore_errors=True)
         return path
 
     def _remove_workdir(self, path: Path) -> None:
@@ -712,11 +753,12 @@ class Demo:
         server: DemoApi
         if opts.control_plane == "real":
             server = RealDemoServer(workdir)
-            stack.callback(self._stop_step, "the real control plane", server.stop)
             try:
                 server.start()
             except SandboxError as exc:
+                server.stop()  # whatever part of it did start
                 raise DemoError(f"real control plane: {exc}") from exc
+            stack.callback(self._stop_step, "the real control plane", server.stop)
             kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
             admin = server.write_admin_kubeconfig(workdir / "admin.kubeconfig")
             self.seed_cluster(server)
@@ -772,13 +814,45 @@ class Demo:
         if opts.once:
             self.say("--once: every pod is up; stopping")
             return 0
+        if isinstance(server, ApiServer):
+            self.serve_new_pods(stack, server, wiring)
         self.say(f"try: kubectl --kubeconfig {admin} get pods -n {DEMO_NAMESPACE} -o wide")
         self.say(f"     ovn-nbctl --db={nb_server.remote} show")
+        if wiring is not None and len(pods) >= 2:
+            (ns_a, a), (ns_b, b) = sorted(pods)[:2]
+            source = server.store.get("pods", ns_a, a)
+            target = (server.store.get("pods", ns_b, b).get("status") or {}).get("podIP")
+            self.say(
+                f"     ip netns exec {wiring.pod_netns(source)} ping -c1 {target}"
+                f"   (from {ns_a}/{a} to {ns_b}/{b})"
+            )
         self.say("serving until Ctrl-C")
         while not self.flag.wait(1.0):
             self.check_alive(controller)
         self.say("stopping")
         return 0
+
+    def serve_new_pods(
+        self, stack: contextlib.ExitStack, server: ApiServer, wiring: CniWiring | None
+    ) -> None:
+        """From here on a scheduler binds new pods to the demo's nodes and the sandbox kubelet
+        runs them (wired into the data plane, status written, graceful deletion honoured), and
+        stateful sets keep their pods, so `kubectl run`, `kubectl scale statefulset` and
+        `kubectl delete` behave as on a cluster."""
+        scheduler = PodScheduler(server.store, [name for name, _ in NODES]).start()
+        stack.callback(scheduler.stop)
+        statefulsets = StatefulSetController(server.store).start()
+        stack.callback(statefulsets.stop)
+        api = server.api_client()
+        stack.callback(api.close)
+        kubelet = SandboxKubelet(
+            api,
+            [SimNode(name, ip, labels=node_labels(name)) for name, ip in NODES],
+            wiring=_KeepWired(wiring) if wiring is not None else None,
+        )
+        kubelet.start()
+        stack.callback(kubelet.stop)
+        self.say("new pods are scheduled to the demo's nodes and run by its sandbox kubelet")
 
     def _stop_step(self, what: str, stop: Callable[[], None]) -> None:
         stop()

@@ -41,6 +41,8 @@ class ResourceType:
     # resources, whose registry strategies do not allow unconditional updates.
     unconditional_update: bool = True
     verbs: tuple[str, ...] = field(default=VERBS_ALL)
+    # The `scale` subresource (autoscaling/v1 Scale over spec.replicas): kubectl scale uses it.
+    has_scale: bool = False
 
     @property
     def api_version(self) -> str:
@@ -143,6 +145,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "statefulset",
         has_status=True,
         short_names=("sts",),
+        has_scale=True,
     ),
     ResourceType(
         "coordination.k8s.io", "v1", "leases", "Lease", True, "lease", unconditional_update=False

@@ -282,7 +282,11 @@ def test_discovery(api: Any) -> None:
         groups
     )
     apps = client.AppsV1Api(api).get_api_resources()
-    assert {r.name for r in apps.resources} == {"statefulsets", "statefulsets/status"}
+    assert {r.name for r in apps.resources} == {
+        "statefulsets",
+        "statefulsets/status",
+        "statefulsets/scale",
+    }
 
 
 def test_unknown_paths_answer_a_status(server: ApiServer) -> None:
