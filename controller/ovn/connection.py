@@ -298,7 +298,7 @@ class NbIdl(ovsdbapp_connection.OvsdbIdl):  # type: ignore[misc]
                 stored[column_name] = Datum(type_, {Atom(kind, kind.default): None})
                 changed = changed or column.alert
         rows = table.rows
-        if type(rows) is ovs_custom_index.IndexedRows and not rows.indexes:
+        if type(rows) is ovs_custom_index.IndexedRows and not rows.indexes and _lists(rows.data):
             # NOTE: IndexedRows keeps a list per key and learns that a key is new from a
             # KeyError, a dear step per insert; the key is known to be new here.
             rows.data[uuid] = [row]
@@ -357,3 +357,11 @@ def build_idl(config: NbConnectionConfig, tables: Mapping[str, Sequence[str]]) -
     if session is not None:
         session.reconnect.set_backoff(MIN_BACKOFF_MS, MAX_BACKOFF_MS)
     return idl
+
+
+def _lists(data: dict[Any, Any]) -> bool:
+    """Does this IndexedRows store a list per key (python-ovs 4; 3.x stores the row itself)?
+    Read from a stored value, so the first insert into a table takes the generic path."""
+    for value in data.values():
+        return type(value) is list
+    return False
