@@ -16,6 +16,11 @@ What is checked (the `KIND_*` constants name each finding):
   policies and address-set entries (`route-missing`, `route-mismatch`, `route-duplicate`, and
   `route-stale` for a v1.8 src-ip route still there; `controller.audit.routing`) and EIP/SNAT
   NAT rules (`nat-missing`);
+* every centralized overlay subnet of the default VPC: its `status.activateGateway` is a node
+  its `spec.gatewayNode` lists, Ready and with a join address (`gateway-mismatch`), and each
+  CIDR block's subnet-wide priority-29000 reroute goes to that node's join address
+  (`route-missing`, `route-mismatch`); a distributed subnet has no such reroute left
+  (`route-stale`);
 * every node holding a join address: its `node-<name>` LSP and IP CR;
 * no address or MAC is held by two owners in one subnet, counting pod annotations, IP CRs and
   LSPs together (`duplicate-address`, `duplicate-mac`); an owner is the shared LSP / IP CR name;
@@ -73,6 +78,7 @@ from controller.audit.findings import (
     KIND_ANNOTATION_MISMATCH,
     KIND_DUPLICATE_ADDRESS,
     KIND_DUPLICATE_MAC,
+    KIND_GATEWAY_MISMATCH,
     KIND_IP_CR_MISMATCH,
     KIND_IP_CR_MISSING,
     KIND_IPAM_DISAGREES,
@@ -114,6 +120,7 @@ __all__ = [
     "KIND_ANNOTATION_MISMATCH",
     "KIND_DUPLICATE_ADDRESS",
     "KIND_DUPLICATE_MAC",
+    "KIND_GATEWAY_MISMATCH",
     "KIND_IPAM_DISAGREES",
     "KIND_IP_CR_MISMATCH",
     "KIND_IP_CR_MISSING",
@@ -166,6 +173,7 @@ def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
         ):
             a.add(kind, obj, message)
     a.check_nodes()
+    a.check_gateways()
     a.read_objects()
     a.check_orphans()
     a.check_duplicates()

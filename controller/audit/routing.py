@@ -14,6 +14,14 @@ For a routed pod of an overlay subnet of the default VPC, by how it leaves the c
 
 Orphans: a routing-set entry or a per-pod policy whose address no alive pod holds is an
 `orphan-route`. Only rows with the controller's `kube-ovn-route` mark are looked at.
+
+Subnets (`check_subnet_gateways`), for each overlay subnet of the default VPC but the join
+subnet: a centralized one has a `status.activateGateway` naming a node listed in its
+`spec.gatewayNode`, Ready and with a join address (kube-ovn v1.8 elects only such a node),
+else `gateway-mismatch`; and each CIDR block has its priority-29000 `src == <block>` reroute
+(`route-missing`) via that node's join address of the block's family (`route-mismatch`). A
+distributed subnet has no subnet-wide reroute (`route-stale`: its egress would leave through
+one node beside the pods' own).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from controller.audit.findings import (
+    KIND_GATEWAY_MISMATCH,
     KIND_ORPHAN_ROUTE,
     KIND_ROUTE_DUPLICATE,
     KIND_ROUTE_MISMATCH,
@@ -31,7 +40,13 @@ from controller.audit.findings import (
 from controller.audit.state import AuditState
 from controller.core import router_policy as rp
 from controller.core.address import canonical_ip, host_prefix
-from controller.core.constants import POLICY_SRC_IP
+from controller.core.constants import (
+    DEFAULT_VPC,
+    GATEWAY_TYPE_CENTRALIZED,
+    POLICY_SRC_IP,
+)
+from controller.core.gateway import gateway_node_names, join_ips
+from controller.core.model import Subnet
 from controller.ovn.api import RouterPolicy
 
 
@@ -153,4 +168,61 @@ def check_routing_orphans(state: AuditState, index: RoutingIndex) -> None:
                 KIND_ORPHAN_ROUTE,
                 f"policy {policies[0].match}",
                 f"reroute via {','.join(policies[0].nexthops)}: no alive pod has {ip}",
+            )
+
+
+def check_subnet_gateways(state: AuditState, index: RoutingIndex) -> None:
+    """Every routed subnet's subnet-wide reroute, and a centralized one's active gateway."""
+    for subnet in sorted(state.subnets.values(), key=lambda s: s.name):
+        if subnet.vlan or subnet.vpc != DEFAULT_VPC or subnet.name == state.config.node_switch:
+            continue
+        blocks = [b.strip() for b in subnet.cidr_block.split(",") if b.strip()]
+        obj = f"subnet {subnet.name}"
+        if subnet.gateway_type != GATEWAY_TYPE_CENTRALIZED:
+            for block in blocks:
+                policy = index.policies.get((rp.GATEWAY_PRIORITY, rp.src_match(block)))
+                if policy is not None:
+                    state.add(
+                        KIND_ROUTE_STALE,
+                        obj,
+                        f"distributed, but {block} is still rerouted via "
+                        f"{','.join(policy.nexthops)}",
+                    )
+            continue
+        _check_centralized(state, index, subnet, blocks, obj)
+
+
+def _check_centralized(
+    state: AuditState, index: RoutingIndex, subnet: Subnet, blocks: Sequence[str], obj: str
+) -> None:
+    active = subnet.activate_gateway
+    node = state.nodes.get(active) if active else None
+    hops = join_ips(node) if node is not None else []
+    if not active:
+        state.add(KIND_GATEWAY_MISMATCH, obj, "centralized, but no status.activateGateway")
+    elif active not in gateway_node_names(subnet.gateway_node):
+        state.add(
+            KIND_GATEWAY_MISMATCH,
+            obj,
+            f"active gateway {active} is not in gatewayNode {subnet.gateway_node!r}",
+        )
+    elif node is None:
+        state.add(KIND_GATEWAY_MISMATCH, obj, f"active gateway {active} is not a node")
+    elif not node.ready:
+        state.add(KIND_GATEWAY_MISMATCH, obj, f"active gateway {active} is not Ready")
+    elif not hops:
+        state.add(KIND_GATEWAY_MISMATCH, obj, f"active gateway {active} has no join address")
+    router = state.config.cluster_router
+    for block in blocks:
+        policy = index.policies.get((rp.GATEWAY_PRIORITY, rp.src_match(block)))
+        if policy is None:
+            state.add(KIND_ROUTE_MISSING, obj, f"no reroute policy for {block} on {router}")
+            continue
+        want = [h for h in hops if rp.family(h) == rp.family(block)]
+        if want and not set(policy.nexthops) & set(want):
+            state.add(
+                KIND_ROUTE_MISMATCH,
+                obj,
+                f"{block} rerouted via {','.join(policy.nexthops)}, but the active gateway "
+                f"{active} is {' or '.join(want)}",
             )

@@ -36,6 +36,7 @@ from controller.audit.audit import (
     audit,
 )
 from controller.config import Config
+from controller.core import router_policy as rp
 from controller.core.model import (
     FrozenDict,
     OwnerReference,
@@ -44,7 +45,7 @@ from controller.core.model import (
     Subnet,
     VirtualMachine,
 )
-from controller.ovn.api import VENDOR, NatRule, PortInfo, StaticRoute
+from controller.ovn.api import VENDOR, NatRule, PortInfo, RouterPolicy, StaticRoute
 from tests.audit.helpers import DEFAULT, NOW, ROUTER, Cluster, clean_cluster, mac
 
 CONFIG = Config()
@@ -442,10 +443,23 @@ def ovn_attachment(c: Cluster) -> None:
 
 
 def centralized_subnet(c: Cluster) -> None:
-    s = Subnet("central", "10.30.0.0/16", "10.30.0.1", gateway_type="centralized")
+    s = Subnet(
+        "central",
+        "10.30.0.0/16",
+        "10.30.0.1",
+        gateway_type="centralized",
+        gateway_node="n1",
+        activate_gateway="n1",
+    )
     c.add_subnet(s)
     c.add_pod("c", "10.30.0.2", mac(4), subnet=s)
-    c.unroute("10.30.0.2")
+    c.unroute("10.30.0.2")  # no set entry: the subnet-wide reroute to its gateway routes it
+    c.nodes["n1"] = dataclasses.replace(c.nodes["n1"], ready=True)
+    match = rp.src_match(s.cidr_block)
+    ids = rp.ids(rp.KIND_GATEWAY, 4, subnet=s.name)
+    c.policies[(rp.GATEWAY_PRIORITY, match)] = RouterPolicy(
+        ROUTER, rp.GATEWAY_PRIORITY, match, "reroute", ("100.64.0.2",), ids
+    )
 
 
 def custom_vpc_overlapping_cidr(c: Cluster) -> None:

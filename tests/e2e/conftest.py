@@ -17,6 +17,11 @@ enter `open_cluster()` themselves stay on the emulator.
 `start_controller` builds the real `controller.app.Controller` from command-line flags, with
 short lease timings so leader-election scenarios finish in seconds; every controller it started
 is stopped at teardown.
+
+Routing gc is a backstop (tests/e2e/backstop.py): at teardown every controller a test ran must
+have had nothing for its routing gc passes to remove, checked with one more pass while it still
+leads. A test that corrupts routing rows on purpose is marked
+`@pytest.mark.routing_drift_expected("why")`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from controller.app import Controller, run_controller
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox import ApiServer
 from controller.sandbox.ovsdb import NbServer
+from tests.e2e import backstop
 from tests.e2e.helpers import NODE, node, running
 from tests.fixtures.realbed import RealBed
 
@@ -107,7 +113,8 @@ def open_cluster() -> Iterator[Cluster]:
 def launch_controller(cluster: Cluster, *extra: str, identity: str = "controller-a") -> Controller:
     """Start the real controller in-process against `cluster` (the caller stops it)."""
     env = {"POD_NAME": identity, "KUBE_NAMESPACE": "kube-system", "KUBE_NODE_NAME": NODE}
-    return run_controller(cluster.argv(*extra), env, startup_wait=10.0, status_delay=0.1)
+    controller = run_controller(cluster.argv(*extra), env, startup_wait=10.0, status_delay=0.1)
+    return backstop.record(controller)
 
 
 @contextmanager
@@ -144,8 +151,16 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 StartController = Callable[..., Controller]
 
 
+@pytest.fixture(autouse=True)
+def routing_backstop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After the test, routing gc of every controller it ran (and of a module-scoped one) has
+    found nothing (the controllers `start_controller` runs are judged before it stops them)."""
+    yield
+    backstop.check_launched(request)
+
+
 @pytest.fixture
-def start_controller(cluster: Cluster) -> Iterator[StartController]:
+def start_controller(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[StartController]:
     started: list[Controller] = []
 
     def start(*extra: str, identity: str = "controller-a") -> Controller:
@@ -154,8 +169,11 @@ def start_controller(cluster: Cluster) -> Iterator[StartController]:
         return controller
 
     yield start
-    for controller in started:
-        controller.stop()
+    try:
+        backstop.check_controllers(request, started)
+    finally:
+        for controller in started:
+            controller.stop()
 
 
 @pytest.fixture

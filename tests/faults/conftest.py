@@ -4,13 +4,16 @@
 * `raft_cluster`: the same `Cluster`, but its NB database is a 3-member Raft cluster
   (`NbCluster`; `cluster.nb_server` is then the `NbCluster`);
 * `controller_process`: starts the real `python -m cmd.controller` as a child process (so a test
-  can SIGKILL it); every child still running is killed at teardown;
+  can SIGKILL it), each with a metrics port of its own; every child still running has its
+  routing gc counters judged (tests/e2e/backstop.py) and is killed at teardown;
+* `routing_backstop`: the e2e suite's check that routing gc found nothing, after every test;
 * `auditor`: the verdict's reader (`helpers.Auditor`) over the standalone cluster.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,11 +26,12 @@ import pytest
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox import ApiServer
 from controller.sandbox.ovsdb import NbCluster
-from tests.e2e.conftest import Cluster, cluster, start_controller
+from tests.e2e import backstop
+from tests.e2e.conftest import Cluster, cluster, routing_backstop, start_controller
 from tests.e2e.helpers import node
 from tests.faults.helpers import Auditor
 
-__all__ = ["cluster", "start_controller"]
+__all__ = ["cluster", "routing_backstop", "start_controller"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Faults leave orphans only the periodic gc can collect: run it (and inspection) often.
@@ -76,16 +80,30 @@ def auditor(cluster: Cluster) -> Iterator[Auditor]:
         reader.close()
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture
-def controller_process(cluster: Cluster, tmp_path: Path) -> Iterator[ControllerProcess]:
+def controller_process(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[ControllerProcess]:
     procs: list[subprocess.Popen[bytes]] = []
+    metrics: dict[int, tuple[str, str]] = {}  # pid -> (identity, metrics URL)
 
     def start(*extra: str, identity: str = "proc-a") -> subprocess.Popen[bytes]:
         env = {**os.environ, "POD_NAME": identity, "KUBE_NAMESPACE": "kube-system"}
         log = (tmp_path / f"{identity}-{len(procs)}.log").open("wb")
+        port = _free_port()  # the last --metrics-port wins: the backstop check reads it
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cmd.controller", *cluster.argv(*extra)],
+                [
+                    sys.executable,
+                    *("-m", "cmd.controller"),
+                    *cluster.argv(*extra, f"--metrics-port={port}"),
+                ],
                 cwd=ROOT,
                 env=env,
                 stdout=log,
@@ -94,12 +112,17 @@ def controller_process(cluster: Cluster, tmp_path: Path) -> Iterator[ControllerP
         finally:
             log.close()  # the child holds its own descriptor
         procs.append(proc)
+        metrics[proc.pid] = (identity, f"http://127.0.0.1:{port}/metrics")
         return proc
 
     launcher: Any = start
     launcher.started = procs
     yield launcher
+    problems: list[str] = []
+    judge = backstop.judged(request)
     for proc in procs:
         if proc.poll() is None:
+            problems += backstop.check_process(*metrics[proc.pid], judge=judge)
             proc.kill()
         proc.wait(10)
+    backstop.fail_on(problems)

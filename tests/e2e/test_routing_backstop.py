@@ -1,0 +1,67 @@
+"""The routing backstop check the e2e and fault tiers run after every test
+(tests/e2e/backstop.py) can fail: drift planted in a routing set is reported, both when the
+teardown pass finds it and when a periodic pass already removed it."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.core.constants import IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION
+from tests.e2e import backstop
+from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
+from tests.e2e.routing_state import Snapshot, leftovers, routing_sets_holding
+from tests.fixtures.nb import nbctl
+
+pytestmark = [
+    pytest.mark.emulator_only("the check itself: one plane is enough"),
+    pytest.mark.routing_drift_expected("plants an orphan set entry to see the check report it"),
+]
+
+ORPHAN = "10.16.200.250"
+
+
+def routed_set(cluster: Cluster) -> str:
+    cluster.server.store.create("pods", pod("a", node_name=NODE))
+    ip = wait_for(
+        lambda: (
+            annotations(cluster.server, "pods", "default", "a").get(IP_ADDRESS_ANNOTATION)
+            if annotations(cluster.server, "pods", "default", "a").get(ROUTED_ANNOTATION) == "true"
+            else None
+        ),
+        message="pod a routed",
+    )
+    remote = cluster.nb_server.remote
+    names = wait_for(lambda: routing_sets_holding(Snapshot.read(remote), ip), message="a's set")
+    return str(names[0])
+
+
+def test_the_teardown_pass_reports_a_planted_orphan(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = running(start_controller("--gc-interval=3600"))
+    name = routed_set(cluster)
+    assert backstop.check_controller(ctl, judge=True) == []
+
+    nbctl(cluster.nb_server.remote, "add", "Address_Set", name, "addresses", ORPHAN)
+    problems = backstop.check_controller(ctl, judge=True)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("the teardown routing gc pass removed 1 row(s)"), problems
+    assert ORPHAN in problems[0]
+    assert not leftovers(cluster.nb_server.remote, [ORPHAN])
+
+
+def test_a_periodic_pass_that_removed_drift_is_reported(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = running(start_controller("--gc-interval=0.5"))
+    name = routed_set(cluster)
+    assert backstop.check_controller(ctl, judge=True) == []
+
+    nbctl(cluster.nb_server.remote, "add", "Address_Set", name, "addresses", ORPHAN)
+    wait_for(
+        lambda: not leftovers(cluster.nb_server.remote, [ORPHAN]),
+        message="a periodic pass removed the orphan",
+    )
+    problems = backstop.check_controller(ctl, judge=True)
+    assert problems == ["routing gc passes removed 1 row(s) during the test"], problems
