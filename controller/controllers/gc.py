@@ -107,7 +107,6 @@ from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
 from controller.ovn.port_kinds import is_controller_port
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
-from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.queues.clock import REAL_CLOCK, Clock
 from controller.routing import RoutingReconciler
 from controller.view import CacheView, ParseCache
@@ -205,18 +204,11 @@ class GarbageCollector:
             present_keys=self._present_keys,
             count=self._count,
         )
-        # NOTE: without a shared reconciler (tests of the gc alone) it gets its own, whose
-        # queue nobody works off: the backstop pass needs only its diff and apply.
         self.routing = (
             routing
             if routing is not None
-            else RoutingReconciler(
-                config=config,
-                view=self._view,
-                kube=kube,
-                nb=nb,
-                queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
-                is_leader=lambda: True,
+            else RoutingReconciler.unshared(
+                config=config, view=self._view, kube=kube, nb=nb, is_leader=lambda: True
             )
         )
         self._routing = RoutingSweeper(backstop=self.routing.backstop, count=self._count)

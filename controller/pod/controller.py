@@ -57,9 +57,7 @@ from controller.pod.migration import MigrationHandlers
 from controller.pod.update import UpdateHandlers
 from controller.queues import (
     Clock,
-    RateLimitingQueue,
     RealClock,
-    default_controller_rate_limiter,
 )
 from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
@@ -129,17 +127,14 @@ class PodController(
         self._unfinished: dict[str, list[tuple[PodNet, str]]] = {}
         self._reroute_lock = threading.Lock()
         self._reroute: set[str] = set()
-        # NOTE: without a shared reconciler (tests of the pod controller alone) the pod's own
-        # rows are still written and released through one, whose queue nobody works off.
         self._routing = (
             routing
             if routing is not None
-            else RoutingReconciler(
+            else RoutingReconciler.unshared(
                 config=config,
                 view=self._view,
                 kube=kube,
                 nb=nb,
-                queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
                 is_leader=is_leader,
                 now=self._now,
             )

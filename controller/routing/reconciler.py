@@ -66,7 +66,7 @@ from controller.ovn.api import (
     SetChange,
 )
 from controller.pod_logic import routing_state as rs
-from controller.queues import RateLimitingQueue
+from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
 
@@ -119,6 +119,29 @@ class _KeyLocks:
 class RoutingReconciler:
     """The routing reconciler (see the module docstring): informer handlers that queue keys,
     the key handler, the pod handlers' hooks and gc's backstop pass."""
+
+    @classmethod
+    def unshared(
+        cls,
+        *,
+        config: Config,
+        view: CacheView,
+        kube: KubeApi,
+        nb: NbClient,
+        is_leader: Callable[[], bool],
+        now: Callable[[], datetime] | None = None,
+    ) -> RoutingReconciler:
+        """A reconciler with a queue nobody works off, for a pod controller or gc built alone
+        (their tests): their own hooks (a pod's rows, the backstop pass) still go through it."""
+        return cls(
+            config=config,
+            view=view,
+            kube=kube,
+            nb=nb,
+            queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
+            is_leader=is_leader,
+            now=now,
+        )
 
     def __init__(
         self,
