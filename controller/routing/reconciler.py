@@ -623,7 +623,11 @@ class RoutingReconciler:
     # --- workers ---------------------------------------------------------------------------------
 
     def run_workers(self, worker_num: int, stop: threading.Event) -> list[threading.Thread]:
-        threads = start_workers([(self.queue, self.handle, worker_num)], stop)
+        # NOTE: the periodic pass handles every key, nearly always finding nothing to do; a
+        # key that changed something logs what it wrote ("routing <key>: ...") at INFO.
+        threads = start_workers(
+            [(self.queue, self.handle, worker_num)], stop, done_level=logging.DEBUG
+        )
 
         def shut_down_on_stop() -> None:
             stop.wait()

@@ -109,8 +109,12 @@ def process_next_work_item(
     on_error: Callable[[T, BaseException], None] | None = None,
     metrics: ControllerMetrics | None = None,
     clock: MonotonicClock | None = None,
+    done_level: int = logging.INFO,
 ) -> bool:
     """Process one item; False once the queue has shut down (see the module docstring).
+
+    A handled item is logged at `done_level` ("take N ms to handle ..."); failures always at
+    WARNING or ERROR.
 
     `on_error(item, exc)` is called for every failure, before the item is requeued or dropped;
     an exception it raises is logged and ignored.
@@ -145,7 +149,7 @@ def process_next_work_item(
         elapsed = max(timer.now() - start, 0.0)
         ms = int(elapsed * 1000)
         if failure is None:
-            log.info("take %d ms to handle %s %s", ms, name, item, extra=fields)
+            log.log(done_level, "take %d ms to handle %s %s", ms, name, item, extra=fields)
         elif result == RESULT_DROP:
             log.warning(
                 "take %d ms to handle %s %s: %s, giving up until it changes",
@@ -202,12 +206,20 @@ def run_worker(
     on_error: Callable[[T, BaseException], None] | None = None,
     metrics: ControllerMetrics | None = None,
     clock: MonotonicClock | None = None,
+    done_level: int = logging.INFO,
 ) -> None:
     """Process items until the queue shuts down or `stop` is set (checked between items)."""
     while not stop.is_set():
         try:
             more = process_next_work_item(
-                queue, handler, name=name, log=log, on_error=on_error, metrics=metrics, clock=clock
+                queue,
+                handler,
+                name=name,
+                log=log,
+                on_error=on_error,
+                metrics=metrics,
+                clock=clock,
+                done_level=done_level,
             )
         except Exception:
             # NOTE: kube-ovn restarts a crashed loop through wait.Until; the policy above already
@@ -224,6 +236,7 @@ def start_workers(
     *,
     metrics: ControllerMetrics | None = None,
     clock: MonotonicClock | None = None,
+    done_level: int = logging.INFO,
 ) -> list[threading.Thread]:
     """Start `count` daemon `run_worker` threads per (queue, handler, count), named by queue."""
     threads = []
@@ -232,7 +245,13 @@ def start_workers(
             t = threading.Thread(
                 target=run_worker,
                 args=(queue, handler),
-                kwargs={"name": queue.name, "stop": stop, "metrics": metrics, "clock": clock},
+                kwargs={
+                    "name": queue.name,
+                    "stop": stop,
+                    "metrics": metrics,
+                    "clock": clock,
+                    "done_level": done_level,
+                },
                 name=f"{queue.name}-{i}",
                 daemon=True,
             )

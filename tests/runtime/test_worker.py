@@ -114,3 +114,15 @@ def test_run_worker_returns_on_shutdown(queue: RateLimitingQueue[str]) -> None:
 def test_shutdown_returns_false(queue: RateLimitingQueue[str]) -> None:
     queue.shut_down()
     assert not process_next_work_item(queue, Flaky(), name="T")
+
+
+def test_a_handled_item_is_logged_at_the_level_asked(
+    queue: RateLimitingQueue[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="controller.runtime.worker")
+    queue.add("a")
+    process_next_work_item(queue, lambda _: None, name="q", done_level=logging.DEBUG)
+    assert not [r for r in caplog.records if "take" in r.getMessage()]
+    queue.add("b")
+    process_next_work_item(queue, lambda _: None, name="q")
+    assert [r.levelno for r in caplog.records if "take" in r.getMessage()] == [logging.INFO]
