@@ -10,16 +10,13 @@ import pytest
 
 from controller.app import EXIT_FAILURE, EXIT_USAGE, main
 from controller.sandbox.kubeconfig import write_kubeconfig
+from tests.fixtures.logging_state import preserved_logging
 
 
 @pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
-    # main() installs its own root handler and level; put pytest's back afterwards.
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    with preserved_logging():
+        yield
 
 
 def test_unknown_flag_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

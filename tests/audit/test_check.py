@@ -7,7 +7,6 @@ would leave it; then damage is injected and the report must name it.
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from controller.sandbox.ovsdb import NbServer
 from controller.testing import builders
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
+from tests.fixtures.logging_state import preserved_logging
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -218,16 +218,11 @@ def test_strict_flag_counts_pending_pods(
         f"--ovn-nb-addr={nb_server.remote}",
         "--ovn-timeout=5",
     ]
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:  # main() installs its own root handler and level
+    with preserved_logging():  # main() installs its own root handler and levels
         assert main(argv) == EXIT_CLEAN
         assert "pod-not-allocated (1):" in capsys.readouterr().out
         assert main([*argv, "--strict"]) == EXIT_FINDINGS
         assert "pod-not-allocated (1):" in capsys.readouterr().out
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
 
 
 def test_unreachable_api_server(nb_server: NbServer, short_tmp: Path) -> None:
