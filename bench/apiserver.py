@@ -31,7 +31,7 @@ if _ROOT not in sys.path:
 
 import urllib3  # noqa: E402
 
-from controller.sandbox.apiserver import ApiServer  # noqa: E402
+from controller.sandbox.apiserver.server import ApiServer  # noqa: E402
 
 SPEC = {
     "containers": [

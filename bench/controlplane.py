@@ -26,13 +26,13 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
-from controller.sandbox import ApiServer  # noqa: E402
-from controller.sandbox.controlplane import (  # noqa: E402
+from controller.sandbox.apiserver.server import ApiServer  # noqa: E402
+from controller.sandbox.cluster.controlplane import (  # noqa: E402
     RealControlPlane,
-    SandboxError,
     find_binaries,
     render_chart,
 )
+from controller.sandbox.processes import SandboxError  # noqa: E402
 
 PHASES = (
     "pki",

@@ -45,12 +45,13 @@ if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
 
 from controller.core.constants import IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION  # noqa: E402
-from controller.sandbox.apiserver import ApiServer  # noqa: E402
-from controller.sandbox.cni import CniWiring  # noqa: E402
-from controller.sandbox.dataplane import DataPlane, missing_requirements  # noqa: E402
-from controller.sandbox.kubelet import SandboxKubelet, SimNode  # noqa: E402
-from controller.sandbox.ovsdb import NbServer, die_with_parent, stop_process  # noqa: E402
-from controller.sandbox.resources import ApiError  # noqa: E402
+from controller.sandbox.apiserver.resources import ApiError  # noqa: E402
+from controller.sandbox.apiserver.server import ApiServer  # noqa: E402
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode  # noqa: E402
+from controller.sandbox.ovn.cni import CniWiring  # noqa: E402
+from controller.sandbox.ovn.dataplane import DataPlane, missing_requirements  # noqa: E402
+from controller.sandbox.ovn.ovsdb import NbServer  # noqa: E402
+from controller.sandbox.processes import die_with_parent, stop_process  # noqa: E402
 
 NS = "default"
 NODE = SimNode("node1", "172.18.0.2")

@@ -8,7 +8,7 @@ logs; `--py-spy` samples the controller, see `_py_spy`).
 What runs where (each in its own process, so their CPU and memory are measured apart and no two
 of them share a GIL):
 
-* the OVN NB database: a throwaway `ovsdb-server` (`controller.sandbox.ovsdb.NbServer`);
+* the OVN NB database: a throwaway `ovsdb-server` (`controller.sandbox.ovn.ovsdb.NbServer`);
 * the API server emulator: a child process of this script (`python bench/e2e.py
   serve-emulator`), seeded in-process from a JSON file and counting the requests it serves by
   (method, resource, subresource) on demand (a line protocol on its stdin). NOT in the bench
@@ -105,7 +105,8 @@ from controller.core.constants import (  # noqa: E402
 from controller.ovn.api import PortSpec  # noqa: E402
 from controller.ovn.impl_idl import OvsdbappNbClient  # noqa: E402
 from controller.pod_logic import build_ip_cr  # noqa: E402
-from controller.sandbox.ovsdb import NbServer, SandboxError, free_tcp_ports  # noqa: E402
+from controller.sandbox.ovn.ovsdb import NbServer  # noqa: E402
+from controller.sandbox.processes import SandboxError, free_tcp_ports  # noqa: E402
 from tests.e2e.helpers import node as node_obj  # noqa: E402
 from tests.e2e.helpers import pod as pod_obj  # noqa: E402
 
@@ -132,7 +133,7 @@ LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z")
 
 def serve_emulator(seed: Path | None, kubeconfig: Path) -> int:
     """Child mode: serve the emulator; stdin lines `counts` / `reset` answer on stdout."""
-    from controller.sandbox.apiserver import ApiServer
+    from controller.sandbox.apiserver.server import ApiServer
 
     server = ApiServer(request_log_limit=1, bookmark_interval=30.0)
     if seed is not None:

@@ -117,7 +117,7 @@ def _rss_mb() -> float:
 
 
 def _serve(n: int, conn: Connection) -> None:
-    from controller.sandbox import ApiServer
+    from controller.sandbox.apiserver.server import ApiServer
 
     server = ApiServer(history_window=200_000, bookmark_interval=60.0).start()
     store = server.store

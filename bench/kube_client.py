@@ -35,7 +35,7 @@ from kubernetes import client as k8s  # noqa: E402
 
 from controller.apiclient import request  # noqa: E402
 from controller.kube.client import KubeClient  # noqa: E402
-from controller.sandbox.apiserver import ApiServer  # noqa: E402
+from controller.sandbox.apiserver.server import ApiServer  # noqa: E402
 
 
 def _best(fn: Callable[[int], None], n: int, repeat: int) -> float:

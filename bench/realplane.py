@@ -26,8 +26,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from controller.sandbox.controlplane import ADMIN_USER, RealControlPlane, render_chart
-from controller.sandbox.kubelet import SandboxKubelet, SimNode
+from controller.sandbox.cluster.controlplane import ADMIN_USER, RealControlPlane, render_chart
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
 
 WARM_UP = "bench-warm-up"
 _VERBS = {

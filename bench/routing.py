@@ -51,7 +51,7 @@ from controller.core.model import Pod
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.routing import RoutingReconciler
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing import builders
 from controller.view import IP_INDEX, NODE_INDEX, CacheView, ip_index, node_index
 

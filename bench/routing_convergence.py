@@ -54,8 +54,8 @@ from controller.core.constants import (  # noqa: E402
     LOGICAL_SWITCH_ANNOTATION,
     ROUTED_ANNOTATION,
 )
-from controller.sandbox.ovsdb import NbServer  # noqa: E402
-from controller.sandbox.remotestore import RemoteStore  # noqa: E402
+from controller.sandbox.apiserver.remotestore import RemoteStore  # noqa: E402
+from controller.sandbox.ovn.ovsdb import NbServer  # noqa: E402
 from controller.testing import builders  # noqa: E402
 from tests.e2e.routing_state import (  # noqa: E402
     READY,

@@ -35,7 +35,7 @@ if _ROOT not in sys.path:
 
 from controller.core.security_group import plan_security_group  # noqa: E402
 from controller.ovn.impl_idl import OvsdbappNbClient  # noqa: E402
-from controller.sandbox.ovsdb import NbServer  # noqa: E402
+from controller.sandbox.ovn.ovsdb import NbServer  # noqa: E402
 
 SG = "bench-web"
 PG = "ovn.sg.bench.web"

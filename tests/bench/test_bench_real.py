@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.controlplane import Binaries
+from controller.sandbox.cluster.controlplane import Binaries
 from tests.bench.test_bench_smoke import _row
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from controller.core.constants import ROUTED_ANNOTATION
-from controller.sandbox.faults import RequestRecord
+from controller.sandbox.apiserver.faults import RequestRecord
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
 
