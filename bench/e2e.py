@@ -83,32 +83,28 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
+import harness
+import urllib3
+from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
+from ovsdbapp.schema.ovn_northbound.impl_idl import OvnNbApiIdlImpl
 
-import urllib3  # noqa: E402
-from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection  # noqa: E402
-from ovsdbapp.schema.ovn_northbound.impl_idl import OvnNbApiIdlImpl  # noqa: E402
-
-from bench.routing import seed_routes  # noqa: E402
-from controller.core import router_policy as rp  # noqa: E402
-from controller.core.annotations import PodNetworkAnnotations, apply_allocation  # noqa: E402
-from controller.core.constants import (  # noqa: E402
+from bench.routing import seed_routes
+from controller.core import router_policy as rp
+from controller.core.annotations import PodNetworkAnnotations, apply_allocation
+from controller.core.constants import (
     ALLOCATED_ANNOTATION,
     NAT_TYPE_DNAT_AND_SNAT,
     NAT_TYPE_SNAT,
     POLICY_SRC_IP,
     ROUTED_ANNOTATION,
 )
-from controller.ovn.api import PortSpec  # noqa: E402
-from controller.ovn.impl_idl import OvsdbappNbClient  # noqa: E402
-from controller.pod_logic import build_ip_cr  # noqa: E402
-from controller.sandbox.ovn.ovsdb import NbServer  # noqa: E402
-from controller.sandbox.processes import SandboxError, free_tcp_ports  # noqa: E402
-from tests.e2e.helpers import node as node_obj  # noqa: E402
-from tests.e2e.helpers import pod as pod_obj  # noqa: E402
+from controller.ovn.api import PortSpec
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.pod_logic import build_ip_cr
+from controller.sandbox.ovn.ovsdb import NbServer
+from controller.sandbox.processes import SandboxError, free_tcp_ports
+from tests.e2e.helpers import node as node_obj
+from tests.e2e.helpers import pod as pod_obj
 
 NS = "bench"
 NODES = 4
@@ -220,7 +216,7 @@ class Emulator:
             stdout=subprocess.PIPE,
             stderr=self._log,
             text=True,
-            cwd=ROOT,
+            cwd=harness.ROOT,
         )
         assert self.proc.stdout is not None
         line = _readline(self.proc, 120.0)
@@ -321,7 +317,7 @@ class ControllerProcess:
         self._log = self.log_path.open("wb")
         self.started = time.time()
         self.proc = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+            argv, cwd=harness.ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
         )
 
     @property
@@ -667,11 +663,6 @@ class Throughput:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def throughput(sent: dict[str, float], watch: PodWatch) -> Throughput:
     start = min(sent.values())
     alloc = [watch.allocated[n] - sent[n] for n in sent]
@@ -683,10 +674,10 @@ def throughput(sent: dict[str, float], watch: PodWatch) -> Throughput:
         n,
         n / t_alloc,
         n / t_routed,
-        _pct(alloc, 0.5),
-        _pct(alloc, 0.99),
-        _pct(routed, 0.5),
-        _pct(routed, 0.99),
+        harness.percentile(alloc, 0.5),
+        harness.percentile(alloc, 0.99),
+        harness.percentile(routed, 0.5),
+        harness.percentile(routed, 0.99),
         t_routed,
     )
 

@@ -25,14 +25,12 @@ import gc
 import json
 import multiprocessing as mp
 import os
-import sys
 import threading
 import time
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness  # noqa: F401 - puts the repository root on sys.path
 
 NAMESPACES = [f"ns{i}" for i in range(10)]
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness  # noqa: F401 - puts the repository root on sys.path
 
 from controller.ovn.api import PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient

@@ -35,14 +35,13 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness  # noqa: F401 - puts the repository root on sys.path
 
 from controller.cache import Indexer
 from controller.config import Config

@@ -42,22 +42,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import harness  # noqa: F401 - puts the repository root on sys.path
+from kubernetes import config as kube_config
 
-from kubernetes import config as kube_config  # noqa: E402
-
-from bench.e2e import ControllerProcess, Emulator  # noqa: E402
-from controller.core.constants import (  # noqa: E402
+from bench.e2e import ControllerProcess, Emulator
+from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
     ROUTED_ANNOTATION,
 )
-from controller.sandbox.apiserver.remotestore import RemoteStore  # noqa: E402
-from controller.sandbox.ovn.ovsdb import NbServer  # noqa: E402
-from controller.testing import builders  # noqa: E402
-from tests.e2e.routing_state import (  # noqa: E402
+from controller.sandbox.apiserver.remotestore import RemoteStore
+from controller.sandbox.ovn.ovsdb import NbServer
+from controller.testing import builders
+from tests.e2e.routing_state import (
     READY,
     Snapshot,
     _as_list,
