@@ -4,7 +4,7 @@ sending every affected pod's egress to the right node.
 Usage, from the repo root: `python bench/routing_convergence.py [--pods 100,1000] [--repeat 5]
 [--workdir DIR]`.
 
-Per N (default 100 and 1,000), each part in its own process as in bench/e2e.py (whose
+Per N (default 100 and 1,000), each part in its own process as in bench/e2e (whose
 `Emulator` and `ControllerProcess` it reuses): a throwaway `ovsdb-server`, the API server
 emulator seeded with three Ready nodes, and `python -m cmd.controller` (leader election off,
 `--gc-interval=3600`, so nothing but the events converges a change; its routing resync runs
@@ -45,7 +45,7 @@ from typing import Any
 import harness  # noqa: F401 - puts the repository root on sys.path
 from kubernetes import config as kube_config
 
-from bench.e2e import ControllerProcess, Emulator
+from bench.e2e.children import ControllerProcess, Emulator
 from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
