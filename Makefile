@@ -6,7 +6,7 @@
 #                       control plane first when a Go >= 1.26 is there (CI=true: it must be)
 #   make fast           the unit tiers: no server, no subprocess, well under a minute
 #   make lint           ruff, ruff format --check, mypy --strict, lint-imports
-#   make bench          bench/e2e.py --quick (ARGS="..." for a full run)
+#   make bench          bench/e2e --quick (ARGS="..." for a full run)
 #   make control-plane  build the real control plane (.ci/build-control-plane)
 #   make format         ruff format + ruff check --fix
 #
@@ -59,7 +59,7 @@ test: venv control-plane-if-go lint
 	$(PYTEST) $(PYTEST_ARGS)
 
 bench: venv
-	$(PY) bench/e2e.py $(or $(ARGS),--quick)
+	$(PY) bench/e2e $(or $(ARGS),--quick)
 
 control-plane:
 	bash .ci/build-control-plane

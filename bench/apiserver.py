@@ -19,19 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import sys
 import threading
 import time
-from pathlib import Path
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness  # noqa: F401 - puts the repository root on sys.path
+import urllib3
 
-import urllib3  # noqa: E402
-
-from controller.sandbox.apiserver import ApiServer  # noqa: E402
+from controller.sandbox.apiserver.server import ApiServer
 
 SPEC = {
     "containers": [

@@ -11,12 +11,8 @@ Usage: ``python bench/audit.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness
 
 from controller.audit.audit import ClusterSnapshot, audit
 from controller.config import Config
@@ -48,15 +44,6 @@ def ipam_rebuild(snapshot: ClusterSnapshot) -> None:
         )
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
@@ -69,8 +56,8 @@ def main() -> int:
     if not report.settled:
         print(report.render())
         return 1
-    base = best(lambda: ipam_rebuild(snapshot), repeat)
-    full = best(lambda: audit(snapshot, Config()), repeat)
+    base = harness.best_of(lambda: ipam_rebuild(snapshot), repeat)
+    full = harness.best_of(lambda: audit(snapshot, Config()), repeat)
     print(f"pods: {pods}")
     print(f"IPAM rebuild (baseline): {base:.3f} s  {base / pods * 1e6:.1f} us/pod")
     print(f"audit():                 {full:.3f} s  {full / pods * 1e6:.1f} us/pod")

@@ -21,18 +21,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness  # noqa: F401 - puts the repository root on sys.path
 
-from controller.sandbox import ApiServer  # noqa: E402
-from controller.sandbox.controlplane import (  # noqa: E402
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.controlplane import (
     RealControlPlane,
-    SandboxError,
     find_binaries,
     render_chart,
 )
+from controller.sandbox.processes import SandboxError
 
 PHASES = (
     "pki",

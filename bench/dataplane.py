@@ -40,17 +40,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.append(str(REPO))
+import harness
 
-from controller.core.constants import IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION  # noqa: E402
-from controller.sandbox.apiserver import ApiServer  # noqa: E402
-from controller.sandbox.cni import CniWiring  # noqa: E402
-from controller.sandbox.dataplane import DataPlane, missing_requirements  # noqa: E402
-from controller.sandbox.kubelet import SandboxKubelet, SimNode  # noqa: E402
-from controller.sandbox.ovsdb import NbServer, die_with_parent, stop_process  # noqa: E402
-from controller.sandbox.resources import ApiError  # noqa: E402
+from controller.core.constants import IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION
+from controller.sandbox.apiserver.resources import ApiError
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
+from controller.sandbox.ovn.cni import CniWiring
+from controller.sandbox.ovn.dataplane import DataPlane, missing_requirements
+from controller.sandbox.ovn.ovsdb import NbServer
+from controller.sandbox.processes import die_with_parent, stop_process
 
 NS = "default"
 NODE = SimNode("node1", "172.18.0.2")
@@ -84,11 +83,6 @@ class Bed:
             return self.server.store.get("pods", NS, name)
         except ApiError:  # not created yet, or gone: the caller polls
             return None
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def _create(bed: Bed, name: str) -> float:
@@ -193,7 +187,7 @@ def _controller(kubeconfig: Path, nb_remote: str, log: Path) -> Iterator[None]:
     with log.open("wb") as out:
         proc = subprocess.Popen(
             argv,
-            cwd=REPO,
+            cwd=harness.ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -217,10 +211,8 @@ def _startups(workdir: Path, nb_remote: str, runs: int) -> tuple[list[float], li
 
 
 def _row(label: str, values: list[float]) -> str:
-    return (
-        f"{label:<44}{_pct(values, 0.5) * 1000:>9.0f}{_pct(values, 0.99) * 1000:>9.0f}"
-        f"{max(values) * 1000:>9.0f}"
-    )
+    p50, p99 = harness.percentile(values, 0.5), harness.percentile(values, 0.99)
+    return f"{label:<44}{p50 * 1000:>9.0f}{p99 * 1000:>9.0f}{max(values) * 1000:>9.0f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         print(_row("  Running (wired, port bound)", [p[1] for p in phases]))
         print(_row("  first answered ping", [p[2] for p in phases]))
         print()
-    b50 = _pct([r.phases()[2] for r in burst], 0.5)
-    s50 = _pct([r.phases()[2] for r in sequential], 0.5)
+    b50 = harness.percentile([r.phases()[2] for r in burst], 0.5)
+    s50 = harness.percentile([r.phases()[2] for r in sequential], 0.5)
     print(f"first answered ping p50, burst / sequential: {b50 / s50:.1f}x")
     return 0
 

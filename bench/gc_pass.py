@@ -22,23 +22,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import cast
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness  # noqa: F401 - puts the repository root on sys.path
 
-from controller.cache import Indexer  # noqa: E402
-from controller.config import Config  # noqa: E402
-from controller.controllers.gc import GarbageCollector  # noqa: E402
-from controller.core.model import Pod  # noqa: E402
-from controller.ipam import IPAM  # noqa: E402
-from controller.ovn.api import (  # noqa: E402
+from controller.cache import Indexer
+from controller.config import Config
+from controller.controllers.gc import GarbageCollector
+from controller.core.model import Pod
+from controller.ipam import IPAM
+from controller.ovn.api import (
     AddressSetInfo,
     NatRule,
     NbClient,
@@ -46,7 +41,7 @@ from controller.ovn.api import (  # noqa: E402
     RouterPolicy,
     StaticRoute,
 )
-from controller.testing.fake_kube import FakeKubeApi  # noqa: E402
+from controller.testing.fake_kube import FakeKubeApi
 
 LR, LS = "ovn-cluster", "ovn-default"
 

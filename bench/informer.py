@@ -25,14 +25,12 @@ import gc
 import json
 import multiprocessing as mp
 import os
-import sys
 import threading
 import time
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness  # noqa: F401 - puts the repository root on sys.path
 
 NAMESPACES = [f"ns{i}" for i in range(10)]
 
@@ -117,7 +115,7 @@ def _rss_mb() -> float:
 
 
 def _serve(n: int, conn: Connection) -> None:
-    from controller.sandbox import ApiServer
+    from controller.sandbox.apiserver.server import ApiServer
 
     server = ApiServer(history_window=200_000, bookmark_interval=60.0).start()
     store = server.store

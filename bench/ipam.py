@@ -31,12 +31,10 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+import harness  # noqa: F401 - puts the repository root on sys.path
 import netaddr
 from netaddr.strategy import ipv4
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller.ipam import IPAM
 

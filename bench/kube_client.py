@@ -20,31 +20,15 @@ the figure to watch is the per-request client overhead difference (µs/request).
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
+import functools
 from typing import Any
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness
+from kubernetes import client as k8s
 
-from kubernetes import client as k8s  # noqa: E402
-
-from controller.apiclient import request  # noqa: E402
-from controller.kube.client import KubeClient  # noqa: E402
-from controller.sandbox.apiserver import ApiServer  # noqa: E402
-
-
-def _best(fn: Callable[[int], None], n: int, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(n)
-        best = min(best, time.perf_counter() - start)
-    return best
+from controller.apiclient import request
+from controller.kube.client import KubeClient
+from controller.sandbox.apiserver.server import ApiServer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         ):
             mine(5)
             theirs(5)  # warm up pools and pydantic's lazy model build
-            t_ours = _best(mine, n, repeat)
-            t_theirs = _best(theirs, n, repeat)
+            t_ours = harness.best_of(functools.partial(mine, n), repeat)
+            t_theirs = harness.best_of(functools.partial(theirs, n), repeat)
             print(
                 f"{name:24s} KubeClient {n / t_ours:8.0f} req/s ({t_ours / n * 1e6:6.0f} µs)  "
                 f"{label} {n / t_theirs:8.0f} req/s ({t_theirs / n * 1e6:6.0f} µs)  "

@@ -28,11 +28,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness  # noqa: F401 - puts the repository root on sys.path
 
 from controller.ovn.api import PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 
 LS = "ls0"
 BATCH = 50

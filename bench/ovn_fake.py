@@ -15,16 +15,12 @@ import copy
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness  # noqa: F401 - puts the repository root on sys.path
 
-from controller.ovn.api import PortSpec  # noqa: E402
-from controller.testing import fake_nb as fake  # noqa: E402
+from controller.ovn.api import PortSpec
+from controller.testing import fake_nb as fake
 
 T = TypeVar("T")
 

@@ -22,23 +22,18 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness  # noqa: F401 - puts the repository root on sys.path
 
-from controller import pod_logic as pl  # noqa: E402
-from controller.core import annotations as ann  # noqa: E402
-from controller.core.model import Pod, PodNet, ProviderType, Subnet  # noqa: E402
-from controller.ipam import IPAM  # noqa: E402
-from controller.queues import RealClock  # noqa: E402
-from tests.pod.env import NODE, Env, raw_pod, standard_env  # noqa: E402
+from controller import pod_logic as pl
+from controller.core import annotations as ann
+from controller.core.model import Pod, PodNet, ProviderType, Subnet
+from controller.ipam import IPAM
+from controller.queues import RealClock
+from tests.pod.env import NODE, Env, raw_pod, standard_env
 
 
 def _env() -> Env:

@@ -22,22 +22,17 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness  # noqa: F401 - puts the repository root on sys.path
+from prometheus_client import CollectorRegistry
 
-from prometheus_client import CollectorRegistry  # noqa: E402
-
-from controller.queues import (  # noqa: E402
+from controller.queues import (
     Queue,
     RateLimitingQueue,
     default_controller_rate_limiter,
 )
-from controller.runtime.queue_metrics import PrometheusMetricsProvider  # noqa: E402
+from controller.runtime.queue_metrics import PrometheusMetricsProvider
 
 Factory = Callable[[], Any]
 

@@ -1,4 +1,4 @@
-"""The real Kubernetes control plane as bench/e2e.py's API side (`--control-plane real`).
+"""The real Kubernetes control plane as bench/e2e's API side (`--control-plane real`).
 
 Contract: `RealApi(workdir, seed)` offers what the bench uses of its emulator child, on a fresh
 `RealControlPlane` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) in
@@ -26,8 +26,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from controller.sandbox.controlplane import ADMIN_USER, RealControlPlane, render_chart
-from controller.sandbox.kubelet import SandboxKubelet, SimNode
+from controller.sandbox.cluster.controlplane import ADMIN_USER, RealControlPlane, render_chart
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
 
 WARM_UP = "bench-warm-up"
 _VERBS = {
@@ -43,7 +43,7 @@ _VERBS = {
 
 
 def _cpu(pid: int | None) -> float:
-    """utime + stime of a process in seconds (as bench/e2e.py's cpu_seconds)."""
+    """utime + stime of a process in seconds (as bench/e2e/model.py's cpu_seconds)."""
     if pid is None:
         return 0.0
     with open(f"/proc/{pid}/stat", encoding="ascii") as fh:

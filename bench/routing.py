@@ -35,14 +35,13 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import harness  # noqa: F401 - puts the repository root on sys.path
 
 from controller.cache import Indexer
 from controller.config import Config
@@ -51,7 +50,7 @@ from controller.core.model import Pod
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.routing import RoutingReconciler
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing import builders
 from controller.view import IP_INDEX, NODE_INDEX, CacheView, ip_index, node_index
 

@@ -4,7 +4,7 @@ sending every affected pod's egress to the right node.
 Usage, from the repo root: `python bench/routing_convergence.py [--pods 100,1000] [--repeat 5]
 [--workdir DIR]`.
 
-Per N (default 100 and 1,000), each part in its own process as in bench/e2e.py (whose
+Per N (default 100 and 1,000), each part in its own process as in bench/e2e (whose
 `Emulator` and `ControllerProcess` it reuses): a throwaway `ovsdb-server`, the API server
 emulator seeded with three Ready nodes, and `python -m cmd.controller` (leader election off,
 `--gc-interval=3600`, so nothing but the events converges a change; its routing resync runs
@@ -42,22 +42,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import harness  # noqa: F401 - puts the repository root on sys.path
+from kubernetes import config as kube_config
 
-from kubernetes import config as kube_config  # noqa: E402
-
-from bench.e2e import ControllerProcess, Emulator  # noqa: E402
-from controller.core.constants import (  # noqa: E402
+from bench.e2e.children import ControllerProcess, Emulator
+from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
     ROUTED_ANNOTATION,
 )
-from controller.sandbox.ovsdb import NbServer  # noqa: E402
-from controller.sandbox.remotestore import RemoteStore  # noqa: E402
-from controller.testing import builders  # noqa: E402
-from tests.e2e.routing_state import (  # noqa: E402
+from controller.sandbox.apiserver.remotestore import RemoteStore
+from controller.sandbox.ovn.ovsdb import NbServer
+from controller.testing import builders
+from tests.e2e.routing_state import (
     READY,
     Snapshot,
     _as_list,

@@ -28,14 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-# Append, never prepend: our top-level `cmd` package must not shadow the standard library's.
-_ROOT = str(Path(__file__).resolve().parent.parent)
-if _ROOT not in sys.path:
-    sys.path.append(_ROOT)
+import harness  # noqa: F401 - puts the repository root on sys.path
 
-from controller.core.security_group import plan_security_group  # noqa: E402
-from controller.ovn.impl_idl import OvsdbappNbClient  # noqa: E402
-from controller.sandbox.ovsdb import NbServer  # noqa: E402
+from controller.core.security_group import plan_security_group
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.sandbox.ovn.ovsdb import NbServer
 
 SG = "bench-web"
 PG = "ovn.sg.bench.web"

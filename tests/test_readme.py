@@ -284,10 +284,14 @@ def _make_recipe(target: str) -> str:
 
 def test_the_run_command_names_the_demo_module(readme: str) -> None:
     assert f"-m {DEMO_MODULE}" in _make_recipe("demo")
-    # The module `make demo` runs must import and have a main().
-    if importlib.util.find_spec(DEMO_MODULE) is not None:
-        module = importlib.import_module(DEMO_MODULE)
-        assert callable(getattr(module, "main", None)), f"{DEMO_MODULE} has no main()"
+    # The module `make demo` runs (a package runs its `__main__`) must import and have a main().
+    spec = importlib.util.find_spec(DEMO_MODULE)
+    if spec is not None:
+        entry = DEMO_MODULE
+        if spec.submodule_search_locations is not None:
+            entry = f"{DEMO_MODULE}.__main__"
+        module = importlib.import_module(entry)
+        assert callable(getattr(module, "main", None)), f"{entry} has no main()"
 
 
 def test_ci_runs_the_readme_test_command() -> None:

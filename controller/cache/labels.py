@@ -1,9 +1,9 @@
 """Label selectors (apimachinery `labels.Parse` and `labels.SelectorFromSet`).
 
 The one parser of the project: the listers use it client side and the API server emulator
-(controller/sandbox/selectors.py) server side. A selector is parsed once into a `Selector` and
-then matched against label mappings. The string syntax is apimachinery's: comma-separated
-requirements, each one of `key=value`, `key==value`, `key!=value`, `key in (a,b)`,
+(controller/sandbox/apiserver/selectors.py) server side. A selector is parsed once into a
+`Selector` and then matched against label mappings. The string syntax is apimachinery's:
+comma-separated requirements, each one of `key=value`, `key==value`, `key!=value`, `key in (a,b)`,
 `key notin (a,b)`, `key` (exists), `!key` (does not exist), `key>n` or `key<n` (integers). Keys
 are qualified names (`prefix/name`), values label values. An empty selector matches everything.
 Malformed input raises `SelectorError` (a `ValueError`).

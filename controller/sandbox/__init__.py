@@ -1,43 +1,16 @@
-"""Self-contained stand-ins for the controller's external systems (tests, benches, the sandbox).
+"""Stand-ins for the controller's external systems, for tests, benches and the demo (not shipped).
 
-A Kubernetes API server emulator and a throwaway OVN Northbound ovsdb-server (ovsdb.py).
+Subpackages, by what they stand in for, each importing only from the ones below it
+(setup.cfg's `sandbox-layers` contract):
 
-`ApiServer` (apiserver.py) serves an `ObjectStore` (store.py) over real HTTP so the official
-`kubernetes` client talks to it unchanged; `FaultInjector` (faults.py) injects failures;
-`write_kubeconfig` (kubeconfig.py) points clients at it. Run it standalone with
-`python -m controller.sandbox.apiserver --port N --kubeconfig PATH`.
+* `demo`: `python -m controller.sandbox.demo`, the controller at work on a local sandbox;
+* `ovn`: throwaway OVN Northbound ovsdb-servers, the OVN data plane and the CNI stand-in that
+  wires pods into it;
+* `cluster`: the rest of a Kubernetes cluster around an API server: the real control plane
+  launcher, the sandbox kubelet (and its `PodWiring` seam), a scheduler and StatefulSet stand-in,
+  the Subnet watch of the node side, a fault-injecting proxy;
+* `apiserver`: the Kubernetes API server emulator (`python -m controller.sandbox.apiserver`);
+* `processes`: the child-process helpers every daemon launcher shares.
+
+controller/sandbox/README.md lists every module's contract.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-from controller.sandbox.faults import FaultInjector, RequestInfo, RequestRecord
-from controller.sandbox.kubeconfig import write_kubeconfig
-from controller.sandbox.resources import RESOURCES, ApiError, ResourceType
-from controller.sandbox.store import ObjectStore
-
-if TYPE_CHECKING:
-    from controller.sandbox.apiserver import ApiServer
-
-__all__ = [
-    "RESOURCES",
-    "ApiError",
-    "ApiServer",
-    "FaultInjector",
-    "ObjectStore",
-    "RequestInfo",
-    "RequestRecord",
-    "ResourceType",
-    "write_kubeconfig",
-]
-
-
-def __getattr__(name: str) -> Any:
-    # NOTE: imported lazily so `python -m controller.sandbox.apiserver` does not find its own
-    # module already imported by the package (runpy warns about that).
-    if name == "ApiServer":
-        from controller.sandbox.apiserver import ApiServer  # noqa: PLC0415
-
-        return ApiServer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

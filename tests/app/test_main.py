@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from controller.app import EXIT_FAILURE, EXIT_USAGE, main
-from controller.sandbox.kubeconfig import write_kubeconfig
+from controller.sandbox.apiserver.kubeconfig import write_kubeconfig
 from tests.fixtures.logging_state import preserved_logging
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.sandbox.apiserver import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 
 
 @pytest.fixture(scope="module")

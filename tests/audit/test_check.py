@@ -21,8 +21,8 @@ from controller.kube.errors import KubeUnavailableError
 from controller.ovn.api import PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod_logic import build_ip_cr
-from controller.sandbox.apiserver import ApiServer
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing import builders
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient

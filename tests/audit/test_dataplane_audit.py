@@ -23,7 +23,7 @@ from controller.core.errors import ConfigError
 from controller.core.model import Node, Pod
 from controller.ovn.api import PortInfo
 from controller.ovn.ovsdb_query import OvsdbQueryError, select
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from tests.fixtures.nb import nbctl
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

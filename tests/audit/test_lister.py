@@ -9,7 +9,7 @@ import pytest
 
 from controller.kube.api import ClusterLister
 from controller.kube.client import KubeClient
-from controller.sandbox.apiserver import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from controller.testing.fake_kube import FakeKubeApi
 
 NAMESPACES = ("default", "ns1", "ns2")

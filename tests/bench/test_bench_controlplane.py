@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.controlplane import Binaries
+from controller.sandbox.cluster.controlplane import Binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 

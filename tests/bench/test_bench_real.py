@@ -1,4 +1,4 @@
-"""Smoke run of bench/e2e.py --control-plane real on a few pods: it must finish on the real
+"""Smoke run of bench/e2e --control-plane real on a few pods: it must finish on the real
 Kubernetes control plane and print positive figures for the controller and the API limit
 measured there. Skipped without the control-plane binaries (failed under CI=true, as the
 fixture does). No timing assertion (figures depend on the machine).
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.controlplane import Binaries
+from controller.sandbox.cluster.controlplane import Binaries
 from tests.bench.test_bench_smoke import _row
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def test_real_plane_run_prints_controller_and_api_limit(
 ) -> None:
     proc = subprocess.run(
         [
-            sys.executable, "bench/e2e.py", "--control-plane", "real", "--pods", "20",
+            sys.executable, "bench/e2e", "--control-plane", "real", "--pods", "20",
             "--existing", "0",
         ],
         check=False, cwd=ROOT, capture_output=True, text=True, timeout=200,

@@ -1,4 +1,4 @@
-"""Smoke run of bench/e2e.py --quick: it must finish, and print positive figures for every part.
+"""Smoke run of bench/e2e --quick: it must finish, and print positive figures for every part.
 
 No timing assertion (figures depend on the machine); only that each measurement produced one.
 """
@@ -25,7 +25,7 @@ def _row(out: str, label: str) -> list[float]:
 
 def test_quick_run_prints_figures_limits_and_startup() -> None:
     proc = subprocess.run(
-        [sys.executable, "bench/e2e.py", "--quick"],
+        [sys.executable, "bench/e2e", "--quick"],
         check=False,
         cwd=ROOT,
         capture_output=True,

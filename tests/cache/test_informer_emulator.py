@@ -22,7 +22,7 @@ from controller.cache import (
     SharedInformerFactory,
     wait_for_cache_sync,
 )
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from controller.testing import builders
 from controller.testing.wait import wait_for
 from tests.cache.fakes import FakeClock, RecordingHandler

@@ -14,7 +14,7 @@ import pytest
 
 from controller.cache import ListWatch
 from controller.cache.listwatch import WatchOptions
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from controller.testing.wait import wait_for
 
 ROUNDS = 10  # the race is timing-dependent; it showed on the first round before the fix

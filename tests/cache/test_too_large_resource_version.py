@@ -22,7 +22,7 @@ from controller.apiclient.errors import KubeApiError, StatusError, error_from_re
 from controller.cache import ListOptions, ListWatch, Reflector
 from controller.cache.errors import is_too_large_resource_version
 from controller.cache.listwatch import ListResult, Watcher, WatchOptions
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from controller.testing import builders
 from controller.testing.wait import wait_for
 from tests.cache.fakes import FakeClock, FakeListerWatcher, make_pod

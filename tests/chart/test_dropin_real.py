@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from controller.sandbox.controlplane import RealControlPlane, render_chart
-from controller.sandbox.kubelet import SandboxKubelet, SimNode
+from controller.sandbox.cluster.controlplane import RealControlPlane, render_chart
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
 from tests.chart import kube_ovn_objects as kube_ovn
 
 pytestmark = pytest.mark.realcp

@@ -42,7 +42,7 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION,
     ROUTED_ANNOTATION,
 )
-from controller.sandbox.faults import RequestRecord
+from controller.sandbox.apiserver.faults import RequestRecord
 from tests.chart.helpers import CLUSTER, NAMESPACE, Permission, Rendered, rbac_permissions
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
 from tests.e2e.helpers import NODE, annotations, get_or_none, node, pod, wait_for

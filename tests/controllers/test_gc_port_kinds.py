@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from tests.controllers.helpers import World
 from tests.fixtures.nb import nbctl
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from controller.sandbox.controlplane import RealControlPlane
+from controller.sandbox.cluster.controlplane import RealControlPlane
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from controller.cache import Indexer
 from controller.core.model import Pod
 from controller.kube.client import KubeClient
 from controller.kube.errors import ConflictError
-from controller.sandbox import ApiServer
-from controller.sandbox.controlplane import RealControlPlane
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.controlplane import RealControlPlane
 from controller.view import CacheView, OwnerLookup
 
 pytestmark = pytest.mark.realcp

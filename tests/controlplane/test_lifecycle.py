@@ -13,13 +13,13 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from controller.sandbox.controlplane import (
+from controller.sandbox.cluster.controlplane import (
     Binaries,
     BinariesMissing,
     RealControlPlane,
-    SandboxError,
     find_binaries,
 )
+from controller.sandbox.processes import SandboxError
 
 pytestmark = pytest.mark.realcp
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox import ApiServer
-from controller.sandbox.controlplane import RealControlPlane
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.controlplane import RealControlPlane
 
 pytestmark = pytest.mark.realcp
 

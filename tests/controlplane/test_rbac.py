@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from controller.sandbox.controlplane import RealControlPlane, render_chart
+from controller.sandbox.cluster.controlplane import RealControlPlane, render_chart
 
 pytestmark = pytest.mark.realcp
 

@@ -15,8 +15,8 @@ import pytest
 
 from controller.cache import ListOptions, ListWatch, Reflector
 from controller.cache.listwatch import ListResult, Watcher, WatchOptions
-from controller.sandbox import ApiServer
-from controller.sandbox.controlplane import RealControlPlane
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.controlplane import RealControlPlane
 from controller.testing.wait import wait_for
 from tests.cache.fakes import FakeClock
 from tests.cache.test_reflector import RecordingStore

@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from controller.sandbox.controlplane import RealControlPlane, pinned_versions
+from controller.sandbox.cluster.controlplane import RealControlPlane, pinned_versions
 
 pytestmark = pytest.mark.realcp
 

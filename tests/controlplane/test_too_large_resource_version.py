@@ -21,8 +21,8 @@ from controller.apiclient.errors import KubeApiError
 from controller.cache import ListOptions, ListWatch, Reflector
 from controller.cache.errors import is_too_large_resource_version
 from controller.cache.listwatch import ListResult, Watcher, WatchOptions
-from controller.sandbox import ApiServer
-from controller.sandbox.controlplane import RealControlPlane
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.controlplane import RealControlPlane
 from controller.testing.wait import wait_for
 from tests.cache.fakes import FakeClock
 from tests.cache.test_reflector import RecordingStore

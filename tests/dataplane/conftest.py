@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.dataplane import missing_requirements
+from controller.sandbox.ovn.dataplane import missing_requirements
 from tests.dataplane.helpers import DUAL_STACK, Net, open_net
 from tests.e2e.conftest import launch_controller, open_cluster
 from tests.e2e.helpers import running

@@ -22,9 +22,9 @@ from typing import Any
 
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION_TEMPLATE
-from controller.sandbox.cni import CniWiring, NicPlan, netns_exists
-from controller.sandbox.dataplane import DataPlane
-from controller.sandbox.kubelet import SandboxKubelet, SimNode
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
+from controller.sandbox.ovn.cni import CniWiring, NicPlan, netns_exists
+from controller.sandbox.ovn.dataplane import DataPlane
 from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import NODE, NODE_IP, get_or_none, node, wait_for
 from tests.e2e.workloads import graceful, subnet

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from controller.core.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
-from controller.sandbox.ovsdb import die_with_parent, stop_process
+from controller.sandbox.processes import die_with_parent, stop_process
 from tests.dataplane.helpers import DUAL_STACK, NS, Net, WiredPod, open_net
 from tests.e2e.conftest import Cluster, open_cluster
 from tests.e2e.helpers import get_or_none, wait_for

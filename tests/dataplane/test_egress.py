@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from controller.core.constants import NORTH_GATEWAY_ANNOTATION
-from controller.sandbox.ovsdb import stop_process
+from controller.sandbox.processes import stop_process
 from tests.dataplane.helpers import NODE2, Net
 from tests.dataplane.routes import reach_or_explain
 from tests.e2e.helpers import NODE

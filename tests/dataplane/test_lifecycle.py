@@ -10,8 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from controller.sandbox.dataplane import OWNER_DIR, list_netns, sweep_dead_runs
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.dataplane import OWNER_DIR, list_netns, sweep_dead_runs
+from controller.sandbox.ovn.ovsdb import NbServer
 from tests.dataplane.helpers import Net
 from tests.e2e.helpers import wait_for
 
@@ -21,7 +21,7 @@ OWNER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from controller.sandbox.dataplane import DataPlane
+    from controller.sandbox.ovn.dataplane import DataPlane
     dp = DataPlane(Path(sys.argv[1]), sys.argv[2]).start()
     dp.add_netns("p1")
     print(dp.run_id, flush=True)

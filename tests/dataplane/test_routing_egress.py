@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION
-from controller.sandbox.ovsdb import stop_process
+from controller.sandbox.processes import stop_process
 from controller.testing import builders
 from tests.dataplane.helpers import DUAL_STACK, NODE2, Net, WiredPod, open_net
 from tests.e2e.conftest import launch_controller, open_cluster

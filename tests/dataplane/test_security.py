@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator
 
 from controller.core.constants import PORT_SECURITY_ANNOTATION, SECURITY_GROUP_ANNOTATION_TEMPLATE
-from controller.sandbox.ovsdb import stop_process
+from controller.sandbox.processes import stop_process
 from tests.dataplane.helpers import Net, WiredPod
 
 SECURITY_GROUPS = SECURITY_GROUP_ANNOTATION_TEMPLATE.format(provider="ovn")

@@ -20,7 +20,7 @@ from controller.core.constants import (
     SECURITY_GROUP_ANNOTATION_TEMPLATE,
 )
 from controller.core.security_group import rules_md5
-from controller.sandbox.ovsdb import stop_process
+from controller.sandbox.processes import stop_process
 from tests.dataplane.helpers import Net, WiredPod
 from tests.e2e.helpers import get_or_none, wait_for
 

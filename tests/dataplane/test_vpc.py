@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 
 from controller.core.constants import LOGICAL_SWITCH_ANNOTATION
-from controller.sandbox.ovsdb import stop_process
+from controller.sandbox.processes import stop_process
 from tests.dataplane.helpers import Net, WiredPod
 from tests.e2e.helpers import wait_for
 

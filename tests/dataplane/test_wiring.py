@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from controller.sandbox.cni import CniWiring, netns_exists
-from controller.sandbox.wiring import WiringError
+from controller.sandbox.cluster.wiring import WiringError
+from controller.sandbox.ovn.cni import CniWiring, netns_exists
 from tests.dataplane.helpers import Net
 
 

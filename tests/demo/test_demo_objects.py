@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox import demo
+from controller.sandbox.demo import app as demo
 
 STS_UID = "0b7e6c55-6f3c-4c1e-9d2a-3f1f2f3c4d5e"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.controlplane import Binaries
+from controller.sandbox.cluster.controlplane import Binaries
 from tests.demo.conftest import StartDemo
 from tests.demo.helpers import WORKDIR_LINE, in_net, parse_rows
 

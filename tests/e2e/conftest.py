@@ -7,7 +7,7 @@ The `cluster` fixture runs each test on two planes:
   to the same starting point (one node `node1`, run by the sandbox kubelet), and its own NB
   database. The controller authenticates as the chart's ServiceAccount, so a missing RBAC grant
   fails the test; `cluster.server` is a `RealServer`, whose `store` has the emulator store's
-  surface over REST (controller.sandbox.remotestore).
+  surface over REST (controller.sandbox.apiserver.remotestore).
 
 A test that needs what only the emulator has (deterministic fault injection, its request log,
 stopping and starting it, seeding objects with a status the real server manages) carries
@@ -37,8 +37,8 @@ import pytest
 
 from controller.app import Controller, run_controller
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox import ApiServer
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from tests.e2e import backstop
 from tests.e2e.helpers import NODE, node, running
 from tests.fixtures.realbed import RealBed

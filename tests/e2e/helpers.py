@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 
 from controller.app import Controller
 from controller.core.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
-from controller.sandbox import ApiError, ApiServer
-from controller.sandbox.store import ObjectStore
+from controller.sandbox.apiserver.resources import ApiError
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.apiserver.store import ObjectStore
 from controller.testing import builders
 from controller.testing import wait as waiting
 

@@ -1,5 +1,5 @@
 """What one new pod costs the API server and the NB, end to end (regression guards for the
-per-pod work bench/e2e.py measures): requests counted from the emulator's request log."""
+per-pod work bench/e2e measures): requests counted from the emulator's request log."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from controller.core.constants import ROUTED_ANNOTATION
-from controller.sandbox.faults import RequestRecord
+from controller.sandbox.apiserver.faults import RequestRecord
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
 

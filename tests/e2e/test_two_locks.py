@@ -18,7 +18,7 @@ from typing import IO
 import pytest
 
 from controller.runtime.locks import LEADER_ANNOTATION
-from controller.sandbox import ApiError
+from controller.sandbox.apiserver.resources import ApiError
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, allocated_pods, get_or_none, http_get, pod, running, wait_for
 

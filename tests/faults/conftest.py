@@ -24,8 +24,8 @@ from typing import Any, Protocol
 import pytest
 
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox import ApiServer
-from controller.sandbox.ovsdb import NbCluster
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.ovn.ovsdb import NbCluster
 from tests.e2e import backstop
 from tests.e2e.conftest import Cluster, cluster, routing_backstop, start_controller
 from tests.e2e.helpers import node

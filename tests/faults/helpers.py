@@ -31,7 +31,7 @@ from controller.kube.client import KubeClient, load_api_client
 from controller.kube.errors import KubeApiError
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.store import ObjectStore
+from controller.sandbox.apiserver.store import ObjectStore
 from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import NODE, allocated_pods, pod, wait_for
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
-from controller.sandbox import ApiServer
-from controller.sandbox.faults import FaultInjector
+from controller.sandbox.apiserver.faults import FaultInjector
+from controller.sandbox.apiserver.server import ApiServer
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import allocated_pods, get_or_none, pod, running, wait_for
 from tests.faults.conftest import EMULATOR_FAULTS, FAULT_FLAGS, ControllerProcess

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from controller.app import Controller
-from controller.sandbox.ovsdb import NbCluster
+from controller.sandbox.ovn.ovsdb import NbCluster
 from tests.e2e.conftest import Cluster, StartController, launch_controller
 from tests.e2e.helpers import running, wait_for
 from tests.faults.conftest import FAULT_FLAGS, NB_FAULTS

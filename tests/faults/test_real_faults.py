@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from controller.app import Controller
-from controller.sandbox.faultproxy import FaultProxy
-from controller.sandbox.kubeconfig import write_kubeconfig
+from controller.sandbox.apiserver.kubeconfig import write_kubeconfig
+from controller.sandbox.cluster.faultproxy import FaultProxy
 from tests.e2e.conftest import Cluster, launch_controller, open_real_cluster
 from tests.e2e.helpers import NODE, pod, running
 from tests.faults.conftest import FAULT_FLAGS

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.sandbox.apiserver import ApiServer
-from controller.sandbox.resources import ApiError
+from controller.sandbox.apiserver.resources import ApiError
+from controller.sandbox.apiserver.server import ApiServer
 from tests.kube.helpers import FakeHarness, Harness, RealHarness
 
 KEEP_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "ns1"}

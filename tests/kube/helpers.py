@@ -126,7 +126,7 @@ class RealHarness:
         return created
 
     def read(self, resource: str, namespace: str, name: str) -> KubeObject | None:
-        from controller.sandbox.resources import ApiError
+        from controller.sandbox.apiserver.resources import ApiError
 
         try:
             found: KubeObject = self.server.store.get(resource, namespace or None, name)

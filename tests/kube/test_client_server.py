@@ -13,7 +13,7 @@ from controller.kube.errors import (
     TooManyRequestsError,
 )
 from controller.kube.events import BackgroundEventRecorder
-from controller.sandbox.apiserver import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from tests.kube.helpers import ip_cr, pod
 
 Observed = list[tuple[str, str, str, float]]

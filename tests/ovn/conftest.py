@@ -10,7 +10,7 @@ import pytest
 
 from controller.ovn.api import NbClient
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing.fake_nb import FakeNbClient
 from tests.ovn.helpers import FakeView, NbctlView, NbView
 

@@ -13,7 +13,7 @@ from ovs.db import error as ovs_error
 from ovs.db import schema as ovs_schema
 
 from controller.ovn.datum import datum_from_json
-from controller.sandbox.ovsdb import NB_SCHEMA
+from controller.sandbox.ovn.ovsdb import NB_SCHEMA
 
 U1, U2 = str(uuid.UUID(int=1)), str(uuid.UUID(int=2))
 

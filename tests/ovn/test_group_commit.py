@@ -15,7 +15,7 @@ import pytest
 
 from controller.ovn.api import DuplicateAddressError, NotFoundError, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing.wait import wait_for
 from tests.ovn.test_real import LR, port, setup
 

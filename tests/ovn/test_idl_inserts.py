@@ -17,7 +17,7 @@ from ovs.db import idl as ovs_idl
 
 from controller.ovn.connection import NbConnectionConfig, NbIdl, build_idl, fetch_schema_helper
 from controller.ovn.idl_index import MONITORED
-from controller.sandbox.ovsdb import NbServer
+from controller.sandbox.ovn.ovsdb import NbServer
 from tests.fixtures.nb import nbctl
 
 pytestmark = pytest.mark.timeout(90)

@@ -13,7 +13,7 @@ import pytest
 
 from controller.ovn.api import DuplicateAddressError, OvnError, OvnTimeoutError, PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.ovsdb import NbCluster, NbServer, SandboxPki
+from controller.sandbox.ovn.ovsdb import NbCluster, NbServer, SandboxPki
 from controller.testing.wait import wait_for
 from tests.fixtures.nb import nbctl
 

@@ -19,7 +19,7 @@ from controller.runtime.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from controller.testing.wait import wait_for
 
 LEASE, RENEW, RETRY = 2.0, 1.5, 0.2

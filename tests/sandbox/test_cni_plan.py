@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox.cni import NicPlan, _ip_batch, node_route_cidrs, plan_node, plan_pod
-from controller.sandbox.wiring import WiringError
+from controller.sandbox.cluster.wiring import WiringError
+from controller.sandbox.ovn.cni import NicPlan, _ip_batch, node_route_cidrs, plan_node, plan_pod
 from controller.testing import builders
 
 MAC = "00:00:00:AB:CD:EF"

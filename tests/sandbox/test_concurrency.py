@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes import client
 
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 
 NS = "default"
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from controller.sandbox import RESOURCES, ApiServer
+from controller.sandbox.apiserver.resources import RESOURCES
+from controller.sandbox.apiserver.server import ApiServer
 from tests.sandbox.helpers import pod
 
 NS = "default"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.controlplane import ENV_BIN
-from controller.sandbox.demo import Demo, StopFlag, parse_args
+from controller.sandbox.cluster.controlplane import ENV_BIN
+from controller.sandbox.demo.app import Demo, StopFlag, parse_args
 
 pytestmark = pytest.mark.server  # an ovsdb-server
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from controller.runtime.metrics import MetricsServer
-from controller.sandbox import demo
+from controller.sandbox.demo import app as demo
 from controller.testing.wait import wait_for
 
 TIME_WAIT = "06"  # the state column of /proc/net/tcp

@@ -15,8 +15,8 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from controller.sandbox import ApiServer
-from controller.sandbox.faultproxy import FaultProxy, FaultProxyError
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.faultproxy import FaultProxy, FaultProxyError
 from tests.sandbox.helpers import pod
 
 

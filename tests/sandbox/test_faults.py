@@ -10,7 +10,7 @@ import pytest
 import urllib3
 from kubernetes import client, watch
 
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from tests.sandbox.helpers import RawWatch, pod
 
 NS = "default"

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox import ApiServer
-from controller.sandbox.scheduler import PodScheduler
-from controller.sandbox.tables import human_duration, wants_table
-from controller.sandbox.workloads import POD_NAME_LABEL, StatefulSetController
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.apiserver.tables import human_duration, wants_table
+from controller.sandbox.cluster.scheduler import PodScheduler
+from controller.sandbox.cluster.workloads import POD_NAME_LABEL, StatefulSetController
 
 # What kubectl get sends.
 TABLE = (

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 
 NS = "default"
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from controller.sandbox.patch import (
+from controller.sandbox.apiserver.patch import (
     PatchError,
     apply_json_patch,
     apply_merge_patch,

@@ -8,13 +8,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.sandbox.patch import (
+from controller.sandbox.apiserver.patch import (
     PatchError,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from controller.sandbox.selectors import parse_field_selector, parse_label_selector
+from controller.sandbox.apiserver.selectors import parse_field_selector, parse_label_selector
 
 KEYS = st.sampled_from(
     [

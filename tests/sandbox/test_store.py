@@ -6,13 +6,14 @@ import threading
 
 import pytest
 
-from controller.sandbox import ApiError, ObjectStore
-from controller.sandbox.selectors import (
+from controller.sandbox.apiserver.resources import ApiError
+from controller.sandbox.apiserver.selectors import (
     Selector,
     build_selector,
     parse_field_selector,
     parse_label_selector,
 )
+from controller.sandbox.apiserver.store import ObjectStore
 
 NS = "default"
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
-from controller.sandbox import ApiServer
+from controller.sandbox.apiserver.server import ApiServer
 from tests.sandbox.helpers import RawWatch, pod, summary
 
 NS = "default"

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.sandbox import ApiServer
-from controller.sandbox.kubelet import SandboxKubelet, SimNode
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
 from controller.testing.clock import FakeClock
 from tests.sandbox.kubelet.helpers import RecordingWiring
 

@@ -6,9 +6,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from controller.sandbox import ApiServer
-from controller.sandbox.kubelet import SandboxKubelet
-from controller.sandbox.wiring import WiringError
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.kubelet import SandboxKubelet
+from controller.sandbox.cluster.wiring import WiringError
 from controller.testing import builders
 
 NS = "default"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox import ApiServer
-from controller.sandbox.kubelet import NOT_READY_TAINT, SandboxKubelet, SimNode
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.kubelet import NOT_READY_TAINT, SandboxKubelet, SimNode
 from controller.testing.clock import FakeClock
 from tests.sandbox.kubelet.conftest import NODES
 from tests.sandbox.kubelet.helpers import (

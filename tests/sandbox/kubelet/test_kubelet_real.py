@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox.kubelet import SandboxKubelet, SimNode
-from controller.sandbox.remotestore import RemoteStore
+from controller.sandbox.apiserver.remotestore import RemoteStore
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
 from tests.sandbox.kubelet.helpers import allocation
 
 pytestmark = pytest.mark.realcp

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from controller.sandbox import ApiServer
-from controller.sandbox.kubelet import SandboxKubelet
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.kubelet import SandboxKubelet
 from controller.testing import builders
 from controller.testing.wait import wait_for
 from tests.sandbox.kubelet.conftest import NODES

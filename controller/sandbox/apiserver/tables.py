@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.sandbox.openapi import chart_crds
-from controller.sandbox.resources import JsonDict, ResourceType
+from controller.sandbox.apiserver.openapi import chart_crds
+from controller.sandbox.apiserver.resources import JsonDict, ResourceType
 
 NONE = "<none>"
 

@@ -24,8 +24,8 @@ import copy
 import threading
 from dataclasses import dataclass
 
-from controller.sandbox.resources import ApiError, JsonDict
-from controller.sandbox.store import ObjectStore
+from controller.sandbox.apiserver.resources import ApiError, JsonDict
+from controller.sandbox.apiserver.store import ObjectStore
 
 _REASONS = {
     400: "BadRequest",

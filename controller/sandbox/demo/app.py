@@ -38,8 +38,8 @@ Contract:
   every wait is bounded and checks the flag. Children get PDEATHSIG=SIGKILL, so even a SIGKILLed
   demo leaves no process behind.
 
-* `--control-plane real` puts the real Kubernetes control plane (controlplane.py, built by
-  `.ci/build-control-plane`) in the emulator's place (demo_real.py): the controller runs as its
+* `--control-plane real` puts the real Kubernetes control plane (cluster/controlplane.py, built by
+  `.ci/build-control-plane`) in the emulator's place (real.py): the controller runs as its
   chart ServiceAccount under RBAC, the Deployment and the StatefulSet are real objects whose pods
   kube-controller-manager creates and kube-scheduler binds to the (Ready) demo nodes; the demo
   still plays the kubelet's status writes. `<workdir>/admin.kubeconfig` is for kubectl.
@@ -84,23 +84,24 @@ from controller.core.subnet_conditions import is_ready
 from controller.ovn.api import NbClient, OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.runtime.metrics import port_is_free
-from controller.sandbox import matrix
-from controller.sandbox.apiserver import ApiServer
-from controller.sandbox.cni import CniWiring, plan_node, plan_pod
-from controller.sandbox.dataplane import DataPlane, missing_requirements
-from controller.sandbox.demo_real import RealDemoServer, create_workloads, deployment_object
-from controller.sandbox.kubelet import SandboxKubelet, SimNode, running_status
-from controller.sandbox.matrix import MatrixPod
-from controller.sandbox.ovsdb import NbServer, SandboxError, die_with_parent
-from controller.sandbox.resources import ApiError
-from controller.sandbox.scheduler import PodScheduler
-from controller.sandbox.selectors import build_selector
-from controller.sandbox.wiring import WiringError
-from controller.sandbox.workloads import StatefulSetController
+from controller.sandbox.apiserver.resources import ApiError
+from controller.sandbox.apiserver.selectors import build_selector
+from controller.sandbox.apiserver.server import ApiServer
+from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode, running_status
+from controller.sandbox.cluster.scheduler import PodScheduler
+from controller.sandbox.cluster.wiring import WiringError
+from controller.sandbox.cluster.workloads import StatefulSetController
+from controller.sandbox.demo import matrix
+from controller.sandbox.demo.matrix import MatrixPod
+from controller.sandbox.demo.real import RealDemoServer, create_workloads, deployment_object
+from controller.sandbox.ovn.cni import CniWiring, plan_node, plan_pod
+from controller.sandbox.ovn.dataplane import DataPlane, missing_requirements
+from controller.sandbox.ovn.ovsdb import NbServer
+from controller.sandbox.processes import SandboxError, die_with_parent
 
 LOG = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEMO_NAMESPACE = "demo"
 CONTROLLER_NAMESPACE = "kube-system"
 DEMO_SUBNET = "demo-subnet"
@@ -1156,7 +1157,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Demo(options, flag, sys.stdout).run()
     finally:
         flag.restore()
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.sandbox import admission
-from controller.sandbox import patch as patches
-from controller.sandbox.resources import (
+from controller.sandbox.apiserver import admission
+from controller.sandbox.apiserver import patch as patches
+from controller.sandbox.apiserver.resources import (
     ApiError,
     JsonDict,
     ResourceType,
@@ -56,7 +56,7 @@ from controller.sandbox.resources import (
     too_large,
     too_old,
 )
-from controller.sandbox.selectors import Selector
+from controller.sandbox.apiserver.selectors import Selector
 
 LOG = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ import logging
 import threading
 from typing import Any
 
-from controller.sandbox.resources import ApiError, JsonDict
-from controller.sandbox.selectors import build_selector
-from controller.sandbox.store import ObjectStore, Watcher
+from controller.sandbox.apiserver.resources import ApiError, JsonDict
+from controller.sandbox.apiserver.selectors import build_selector
+from controller.sandbox.apiserver.store import ObjectStore, Watcher
 
 LOG = logging.getLogger(__name__)
 

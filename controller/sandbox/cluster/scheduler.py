@@ -17,9 +17,9 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from controller.sandbox.resources import ApiError
-from controller.sandbox.selectors import build_selector
-from controller.sandbox.store import ObjectStore, Watcher
+from controller.sandbox.apiserver.resources import ApiError
+from controller.sandbox.apiserver.selectors import build_selector
+from controller.sandbox.apiserver.store import ObjectStore, Watcher
 
 LOG = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 `RemoteStore(api_client)` offers `create`, `get`, `list`, `update`, `patch`, `delete`,
 `finalize_delete` and `wait_for` with the emulator store's signatures and meanings, so a test
 written against `ApiServer.store` runs unchanged against a real kube-apiserver. Resources are
-named as in `controller.sandbox.resources.RESOURCES` ("pods", "subnets", ...). Every failure is
-an `ApiError` carrying the server's code, reason and message.
+named as in `controller.sandbox.apiserver.resources.RESOURCES` ("pods", "subnets", ...). Every
+failure is an `ApiError` carrying the server's code, reason and message.
 
 Where the emulator's in-process calls do more than one REST request could, this does it in two:
 
@@ -33,8 +33,8 @@ from urllib.parse import quote, urlencode
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from controller.sandbox.resources import RESOURCES, ApiError, ResourceType
-from controller.sandbox.selectors import Selector
+from controller.sandbox.apiserver.resources import RESOURCES, ApiError, ResourceType
+from controller.sandbox.apiserver.selectors import Selector
 
 JsonDict = dict[str, Any]
 

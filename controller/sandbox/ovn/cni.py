@@ -1,7 +1,7 @@
 """The CNI stand-in: wires pods (and nodes' `ovn0`) into a `DataPlane` as kube-ovn's CNI does.
 
-`CniWiring(dataplane)` is a `PodWiring` (wiring.py). It re-implements what kube-ovn v1.8's CNI
-daemon does for a pod (pkg/daemon/handler.go `handleAdd`/`handleDel`, pkg/daemon/ovs.go
+`CniWiring(dataplane)` is a `PodWiring` (cluster/wiring.py). It re-implements what kube-ovn v1.8's
+CNI daemon does for a pod (pkg/daemon/handler.go `handleAdd`/`handleDel`, pkg/daemon/ovs.go
 `configureNic`/`configureContainerNic`/`deleteNic`/`configureNodeNic`):
 
 * `plan_pod(pod)` (pure) reads the controller's annotations of every OVN network of the pod:
@@ -100,9 +100,9 @@ from controller.core.errors import InvalidPodNetworkError
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.core.network_attachment import ovn_provider_name, parse_pod_network_annotation
 from controller.core.subnet_conditions import is_ready
-from controller.sandbox.dataplane import BRIDGE, NETNS_DIR, DataPlane
-from controller.sandbox.ovsdb import SandboxError
-from controller.sandbox.wiring import WiringError
+from controller.sandbox.cluster.wiring import WiringError
+from controller.sandbox.ovn.dataplane import BRIDGE, NETNS_DIR, DataPlane
+from controller.sandbox.processes import SandboxError
 
 LOG = logging.getLogger(__name__)
 

@@ -51,13 +51,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from controller.sandbox.ovsdb import (
+from controller.sandbox.ovn.ovsdb import _ServerProcess
+from controller.sandbox.processes import (
     SandboxError,
-    _can_connect_unix,
-    _run_tool,
-    _ServerProcess,
+    can_connect_unix,
     die_with_parent,
     log_tail,
+    run_tool,
     spawn,
     stop_process,
     wait_ready,
@@ -145,10 +145,10 @@ def delete_netns(name: str) -> None:
     if not (NETNS_DIR / name).exists():
         return
     with contextlib.suppress(SandboxError):
-        for pid_text in _run_tool(["ip", "netns", "pids", name]).split():
+        for pid_text in run_tool(["ip", "netns", "pids", name]).split():
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid_text), signal.SIGKILL)
-    _run_tool(["ip", "netns", "delete", name])
+    run_tool(["ip", "netns", "delete", name])
 
 
 def sweep_dead_runs() -> list[str]:
@@ -308,7 +308,7 @@ class DataPlane:
         for name, schema in (("sb", SB_SCHEMA), ("conf", VSWITCH_SCHEMA)):
             db = wd / f"{name}.db"
             if not db.exists():
-                _run_tool(["ovsdb-tool", "create", str(db), str(schema)])
+                run_tool(["ovsdb-tool", "create", str(db), str(schema)])
         self._sb = _ServerProcess(wd, "sb", wd / "sb.db", tcp=False)
         self._sb.start(self._left(deadline))
 
@@ -325,7 +325,7 @@ class DataPlane:
 
         self._conf = _ServerProcess(wd, "conf", wd / "conf.db", tcp=False)
         self._conf.start(self._left(deadline))
-        _run_tool(["ip", "netns", "add", self.ovs_netns])
+        run_tool(["ip", "netns", "add", self.ovs_netns])
         self.exec_in(self.ovs_netns, ["ip", "link", "set", "lo", "up"])
         # The veths' host ends need no IPv6 of their own (no router solicitations into br-int).
         self.exec_in(
@@ -369,7 +369,7 @@ class DataPlane:
             ["ovs-vswitchd", self.conf_remote, f"--unixctl={vswitchd_ctl}"],
             netns=self.ovs_netns,
         )
-        self._wait(vswitchd, lambda: _can_connect_unix(vswitchd_ctl), deadline)
+        self._wait(vswitchd, lambda: can_connect_unix(vswitchd_ctl), deadline)
         # without --no-wait, ovs-vsctl returns once ovs-vswitchd has applied the configuration
         self.vsctl("set", "bridge", BRIDGE, "stp_enable=false", timeout=self._left(deadline))
 
@@ -396,10 +396,10 @@ class DataPlane:
 
     def _northd_active(self) -> bool:
         ctl = self.workdir / "ovn-northd.ctl"
-        if not _can_connect_unix(ctl):
+        if not can_connect_unix(ctl):
             return False
         try:
-            status = _run_tool(["ovn-appctl", "-t", str(ctl), "--timeout=2", "status"], 5.0)
+            status = run_tool(["ovn-appctl", "-t", str(ctl), "--timeout=2", "status"], 5.0)
         except SandboxError:
             return False
         return "active" in status
@@ -456,20 +456,20 @@ class DataPlane:
 
     # --- tools ----------------------------------------------------------------------------------
     def vsctl(self, *args: str, timeout: float = 10.0) -> str:
-        return _run_tool(
+        return run_tool(
             ["ovs-vsctl", f"--db={self.conf_remote}", f"--timeout={max(1, int(timeout))}", *args],
             timeout + 1,
         )
 
     def sbctl(self, *args: str, timeout: float = 10.0) -> str:
-        return _run_tool(
+        return run_tool(
             ["ovn-sbctl", f"--db={self.sb_remote}", f"--timeout={int(timeout)}", *args],
             timeout + 1,
         )
 
     def trace(self, datapath: str, microflow: str) -> str:
         """`ovn-trace` of `microflow` entering logical switch/router `datapath` (on the SB)."""
-        return _run_tool(["ovn-trace", f"--db={self.sb_remote}", datapath, microflow], 10.0)
+        return run_tool(["ovn-trace", f"--db={self.sb_remote}", datapath, microflow], 10.0)
 
     def log_of(self, daemon: str) -> str:
         return log_tail(self.workdir / f"{daemon}.log")
@@ -495,8 +495,8 @@ class DataPlane:
         """Create (if missing) namespace `kop-<run>-<tag>` with its loopback up."""
         name = self.netns_name(tag)
         if not (NETNS_DIR / name).exists():
-            _run_tool(["ip", "netns", "add", name])
-            _run_tool(["ip", "-n", name, "link", "set", "lo", "up"])
+            run_tool(["ip", "netns", "add", name])
+            run_tool(["ip", "-n", name, "link", "set", "lo", "up"])
         return name
 
     def delete_netns(self, name: str) -> None:

@@ -42,12 +42,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from controller.sandbox import kubeconfig, openapi, resources, tables
-from controller.sandbox.faults import FaultInjector, RequestInfo, RequestRecord
-from controller.sandbox.patch import apply_merge_patch
-from controller.sandbox.resources import ApiError, JsonDict, ResourceType
-from controller.sandbox.selectors import Selector, build_selector
-from controller.sandbox.store import ObjectStore, Stored, Watcher, check_patch_type, dumps
+from controller.sandbox.apiserver import kubeconfig, openapi, resources, tables
+from controller.sandbox.apiserver.faults import FaultInjector, RequestInfo, RequestRecord
+from controller.sandbox.apiserver.patch import apply_merge_patch
+from controller.sandbox.apiserver.resources import ApiError, JsonDict, ResourceType
+from controller.sandbox.apiserver.selectors import Selector, build_selector
+from controller.sandbox.apiserver.store import ObjectStore, Stored, Watcher, check_patch_type, dumps
 
 LOG = logging.getLogger(__name__)
 
@@ -1089,7 +1089,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     done.wait()
     server.stop()
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -86,8 +86,8 @@ from controller.queues import (
     RateLimitingQueue,
     RealClock,
 )
-from controller.sandbox.subnetwatch import SubnetWatch
-from controller.sandbox.wiring import NoWiring, PodWiring
+from controller.sandbox.cluster.subnetwatch import SubnetWatch
+from controller.sandbox.cluster.wiring import NoWiring, PodWiring
 
 LOG = logging.getLogger(__name__)
 

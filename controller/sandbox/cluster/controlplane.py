@@ -61,18 +61,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from controller.sandbox import kubeconfig
-from controller.sandbox.ovsdb import (
+from controller.sandbox.apiserver import kubeconfig
+from controller.sandbox.processes import (
     SandboxError,
-    _run_tool,
     die_with_parent,
     free_tcp_ports,
+    run_tool,
     stop_process,
 )
 
 LOG = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 GO_MODULE_DIR = REPO_ROOT / "hack" / "control-plane"
 CHART_DIR = REPO_ROOT / "charts" / "kube-ovn-pod-controller"
 ENV_BIN = "KUBE_OVN_CONTROL_PLANE_BIN"
@@ -197,7 +197,7 @@ class ControlPlanePki:
         d = directory
         d.mkdir(parents=True, exist_ok=True)
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        _run_tool(
+        run_tool(
             ["openssl", "req", "-x509", *ec, "-keyout", str(d / "ca.key"),
              "-out", str(d / "ca.crt"), "-subj", "/CN=kube-ovn-sandbox-ca", "-days", "7",
              "-addext", "basicConstraints=critical,CA:TRUE",
@@ -215,20 +215,20 @@ class ControlPlanePki:
             if san:
                 lines.append("subjectAltName=IP:127.0.0.1,DNS:localhost")
             ext.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            _run_tool(
+            run_tool(
                 ["openssl", "req", "-new", *ec, "-keyout", str(d / f"{name}.key"),
                  "-out", str(d / f"{name}.csr"), "-subj", subject]
             )  # fmt: skip
-            _run_tool(
+            run_tool(
                 ["openssl", "x509", "-req", "-in", str(d / f"{name}.csr"),
                  "-CA", str(d / "ca.crt"), "-CAkey", str(d / "ca.key"), "-CAcreateserial",
                  "-out", str(d / f"{name}.crt"), "-days", "7", "-extfile", str(ext)]
             )  # fmt: skip
-        _run_tool(
+        run_tool(
             ["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
              "-out", str(d / "sa.key")]
         )  # fmt: skip
-        _run_tool(
+        run_tool(
             ["openssl", "pkey", "-in", str(d / "sa.key"), "-pubout", "-out", str(d / "sa.pub")]
         )
         return cls(

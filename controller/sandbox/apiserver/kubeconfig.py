@@ -3,8 +3,8 @@
 The file is JSON, which is valid YAML, so `kubernetes.config.load_kube_config(config_file=path)`
 reads it unchanged. It names one cluster, one user with a bearer token (the emulator accepts any
 token, or none) and one context, made current. For a TLS server (the real control plane,
-controlplane.py) it also names the CA file, and the user may hold a client certificate and key
-files instead of (or besides) a token.
+cluster/controlplane.py) it also names the CA file, and the user may hold a client certificate and
+key files instead of (or besides) a token.
 """
 
 from __future__ import annotations

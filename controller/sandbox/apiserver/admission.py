@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from controller.sandbox.resources import JsonDict, ResourceType, bad_request, invalid
+from controller.sandbox.apiserver.resources import JsonDict, ResourceType, bad_request, invalid
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.sandbox.controlplane import RealControlPlane, render_chart
-from controller.sandbox.ovsdb import SandboxError
-from controller.sandbox.resources import ApiError
+from controller.sandbox.apiserver.resources import ApiError
+from controller.sandbox.cluster.controlplane import RealControlPlane, render_chart
+from controller.sandbox.processes import SandboxError
 
 #: resource -> (API path prefix, namespaced, has a status subresource)
 _PATHS: dict[str, tuple[str, bool, bool]] = {

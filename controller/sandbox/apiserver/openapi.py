@@ -28,10 +28,10 @@ from typing import Any
 
 import yaml
 
-from controller.sandbox import resources
-from controller.sandbox.resources import JsonDict, ResourceType
+from controller.sandbox.apiserver import resources
+from controller.sandbox.apiserver.resources import JsonDict, ResourceType
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "charts" / "kube-ovn-pod-controller" / "templates"
+CRD_DIR = Path(__file__).resolve().parents[3] / "charts" / "kube-ovn-pod-controller" / "templates"
 _HELM_COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
 
 

@@ -17,9 +17,8 @@ Contract:
   leader-only client takes. `leader()` asks each member's unixctl socket who leads;
   `kill(i)` SIGKILLs member i.
 
-* `spawn` (a foreground child with PDEATHSIG), `wait_ready` (poll a readiness check until a
-  deadline, failing early when the child exits) and `stop_process` (signal, reap, SIGKILL after a
-  deadline) are the process helpers every sandbox daemon uses (the data plane's too).
+* The servers are children of this process started by the shared helpers of
+  controller/sandbox/processes.py (`spawn`, `wait_ready`, `stop_process`).
 
 Needs `ovsdb-tool`, `ovsdb-server`, `ovs-appctl` (openvswitch-common) and the NB schema
 (ovn-central). Every wait is bounded by a deadline and raises `SandboxError` when it expires.
@@ -28,18 +27,25 @@ Needs `ovsdb-tool`, `ovsdb-server`, `ovs-appctl` (openvswitch-common) and the NB
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from controller.sandbox.processes import (
+    SandboxError,
+    can_connect_unix,
+    free_tcp_ports,
+    run_tool,
+    spawn,
+    stop_process,
+    wait_ready,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -52,78 +58,6 @@ _PORT_RE = re.compile(rb"listening on port (\d+)")
 _MAX_UNIX_PATH = 107
 
 
-class SandboxError(RuntimeError):
-    """A sandbox server could not be created, started, stopped or queried in time."""
-
-
-def die_with_parent() -> Callable[[], None]:
-    """A `preexec_fn` that has the kernel SIGKILL the child when its parent dies."""
-    # Loaded here, in the parent: the child (between fork and exec, other threads frozen
-    # mid-flight) only makes one foreign call and never takes the dynamic loader's lock.
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-    return preexec
-
-
-def spawn(
-    args: Sequence[str],
-    *,
-    env: Mapping[str, str] | None = None,
-    stderr: int = subprocess.DEVNULL,
-) -> subprocess.Popen[bytes]:
-    """Start `args` as a foreground child that the kernel kills when this process dies."""
-    return subprocess.Popen(
-        list(args),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        env=None if env is None else dict(env),
-        preexec_fn=die_with_parent(),  # noqa: PLW1509 - one foreign call, no locks
-    )
-
-
-def log_tail(log: Path, size: int = 2000) -> str:
-    try:
-        return log.read_text(errors="replace")[-size:]
-    except OSError:
-        return "(no log)"
-
-
-def wait_ready(
-    proc: subprocess.Popen[bytes],
-    ready: Callable[[], bool],
-    timeout: float,
-    what: str,
-    log: Path,
-) -> None:
-    """Poll `ready` until it holds; `SandboxError` when `proc` exits or `timeout` expires."""
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if proc.poll() is not None:
-            raise SandboxError(f"{what} exited ({proc.returncode}): {log_tail(log)}")
-        if time.monotonic() > deadline:
-            raise SandboxError(f"{what} not ready after {timeout:.1f}s: {log_tail(log, 500)}")
-        time.sleep(0.002)
-
-
-def stop_process(
-    proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGTERM, timeout: float = 10.0
-) -> None:
-    """Signal our child `proc` and reap it (SIGKILL when it outlives `timeout`)."""
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout)
-    if proc.stderr is not None:
-        proc.stderr.close()
-
-
 def _require_tools() -> None:
     missing = [t for t in ("ovsdb-tool", "ovsdb-server") if shutil.which(t) is None]
     if missing or not NB_SCHEMA.exists():
@@ -131,41 +65,6 @@ def _require_tools() -> None:
             f"OVN Northbound sandbox needs Debian's ovn-central (missing: "
             f"{', '.join(missing) or NB_SCHEMA})"
         )
-
-
-def _run_tool(args: Sequence[str], timeout: float = 10.0) -> str:
-    try:
-        out = subprocess.run(
-            list(args), capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired as e:
-        raise SandboxError(f"{args[0]} timed out after {timeout}s") from e
-    if out.returncode != 0:
-        raise SandboxError(f"{' '.join(args)} failed ({out.returncode}): {out.stderr.strip()}")
-    return out.stdout
-
-
-def _can_connect_unix(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-        return True
-
-
-def free_tcp_ports(n: int) -> list[int]:
-    """Ports the kernel picked as free on 127.0.0.1 (for Raft, which cannot listen on port 0)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class _ServerProcess:
@@ -228,7 +127,7 @@ class _ServerProcess:
         try:
             wait_ready(
                 self.proc,
-                lambda: _can_connect_unix(self.sock),
+                lambda: can_connect_unix(self.sock),
                 deadline - time.monotonic(),
                 f"ovsdb-server {self.name}",
                 self.log,
@@ -266,7 +165,7 @@ class _ServerProcess:
         self.proc.send_signal(sig)
 
     def appctl(self, *args: str, timeout: float = 5.0) -> str:
-        return _run_tool(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", *args], timeout)
+        return run_tool(["ovs-appctl", "-t", str(self.ctl), "--timeout=5", *args], timeout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +183,7 @@ class SandboxPki:
         d = Path(workdir)
         d.mkdir(parents=True, exist_ok=True)
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        _run_tool(
+        run_tool(
             [
                 "openssl",
                 "req",
@@ -301,7 +200,7 @@ class SandboxPki:
             ]
         )
         for who in ("server", "client"):
-            _run_tool(
+            run_tool(
                 [
                     "openssl",
                     "req",
@@ -314,7 +213,7 @@ class SandboxPki:
                     f"/CN=nb-test-{who}",
                 ]
             )
-            _run_tool(
+            run_tool(
                 [
                     "openssl",
                     "x509",
@@ -380,7 +279,7 @@ class NbServer:
         _require_tools()
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.db.exists():
-            _run_tool(["ovsdb-tool", "create", str(self.db), str(NB_SCHEMA)])
+            run_tool(["ovsdb-tool", "create", str(self.db), str(NB_SCHEMA)])
         self._proc.start()
         LOG.debug("NB ovsdb-server pid %s on %s", self.pid, self.remote)
         return self
@@ -435,9 +334,9 @@ class NbCluster:
         for i, addr in enumerate(addrs):
             db = self.workdir / f"nb{i}.db"
             if i == 0:
-                _run_tool(["ovsdb-tool", "create-cluster", str(db), str(NB_SCHEMA), addr])
+                run_tool(["ovsdb-tool", "create-cluster", str(db), str(NB_SCHEMA), addr])
             else:
-                _run_tool(["ovsdb-tool", "join-cluster", str(db), NB_DB_NAME, addr, addrs[0]])
+                run_tool(["ovsdb-tool", "join-cluster", str(db), NB_DB_NAME, addr, addrs[0]])
             self.members.append(_ServerProcess(self.workdir, f"nb{i}", db, tcp=False))
         for m in self.members:
             m.start(timeout)

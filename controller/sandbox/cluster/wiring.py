@@ -3,8 +3,8 @@
 The sandbox kubelet (kubelet.py) decides *when* a pod is ready to be wired (its networks are
 allocated, and routed for the default network, as kube-ovn's CNI daemon waits for) and what the
 pod's status says afterwards; a `PodWiring` decides *how* the pod's interfaces come to exist.
-`NoWiring` wires nothing (the API-only test bed); the OVN data plane (dataplane.py) puts each pod
-in a network namespace plugged into br-int.
+`NoWiring` wires nothing (the API-only test bed); the OVN data plane (ovn/dataplane.py) puts each
+pod in a network namespace plugged into br-int.
 
 Both calls take the pod as the API server returned it (a JSON dict) and are idempotent: the
 kubelet may call `wire` again for a pod it already wired (after a restart, or when annotations
