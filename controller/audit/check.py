@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO, TypeVar
 
+from controller.apiclient.errors import ForbiddenError, KubeApiError, KubeConfigError
 from controller.audit.audit import AuditReport, ClusterSnapshot, audit
 from controller.audit.dataplane import (
     DataPlaneSnapshot,
@@ -51,7 +52,6 @@ from controller.core.model import (
     parse_time,
 )
 from controller.kube.api import ClusterLister, KubeObject
-from controller.kube.errors import ForbiddenError, KubeApiError, KubeConfigError
 from controller.ovn.api import (
     VENDOR,
     AddressSetInfo,

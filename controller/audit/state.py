@@ -258,13 +258,13 @@ class AuditState:
     # -- owners, as controller.core.keep reads them ----------------------------------------
 
     def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        """The snapshot's StatefulSet; OwnerUnknown when they were not read (all kept)."""
+        """The snapshot's StatefulSet; OwnerUnknownError when they were not read (all kept)."""
         if self.statefulsets is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         return self.statefulsets.get((namespace, name))
 
     def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        """The snapshot's VirtualMachine; OwnerUnknown when they were not read (all kept)."""
+        """The snapshot's VirtualMachine; OwnerUnknownError when they were not read (all kept)."""
         if self.vms is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         return self.vms.get((namespace, name))

@@ -3,12 +3,10 @@ shared informers. See each module's docstring for its contract."""
 
 from controller.cache.errors import (
     CacheError,
-    ConnectionFailedError,
     IndexerConflictError,
     InformerStoppedError,
     KeyFuncError,
-    NotFoundError,
-    StatusError,
+    NotInCacheError,
     UnknownIndexError,
 )
 from controller.cache.fifo import Delta, DeltaType, FIFOClosedError, RealFIFO
@@ -57,7 +55,6 @@ __all__ = [
     "Backoff",
     "CacheError",
     "Clock",
-    "ConnectionFailedError",
     "DeletedFinalStateUnknown",
     "Delta",
     "DeltaType",
@@ -73,7 +70,7 @@ __all__ = [
     "ListWatch",
     "Lister",
     "ListerWatcher",
-    "NotFoundError",
+    "NotInCacheError",
     "Object",
     "RealClock",
     "RealFIFO",
@@ -85,7 +82,6 @@ __all__ = [
     "SelectorError",
     "SharedIndexInformer",
     "SharedInformerFactory",
-    "StatusError",
     "ThreadSafeStore",
     "UnknownIndexError",
     "WatchEvent",

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.apiclient.errors import AlreadyExistsError, KubeApiError
 from controller.cache import Indexer
 from controller.config import Config
 from controller.core import annotations as ann
@@ -64,7 +65,6 @@ from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, IPAMError
 from controller.kube.api import KubeApi, KubeObject, desired_ip, ip_update
 from controller.kube.cluster import ClusterApi
-from controller.kube.errors import AlreadyExistsError, KubeApiError
 from controller.ovn.api import NbClient
 from controller.pod_logic import (
     build_ip_cr,

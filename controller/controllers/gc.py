@@ -82,6 +82,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from controller.apiclient.errors import KubeApiError
 from controller.cache import Indexer
 from controller.config import Config
 from controller.controllers.gc_routes import RESOURCE_STATIC_ROUTE, StaticRouteSweeper
@@ -101,7 +102,6 @@ from controller.core.model import Pod, StatefulSet, VirtualMachine
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
-from controller.kube.errors import KubeApiError
 from controller.ovn import logic as ovn_logic
 from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
@@ -561,14 +561,14 @@ class GarbageCollector:
             return self._view.statefulset(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknown from exc
+            raise keep.OwnerUnknownError from exc
 
     def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
         try:
             return self._view.virtual_machine(namespace, name)
         except (KubeApiError, MalformedObjectError) as exc:
             LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknown from exc
+            raise keep.OwnerUnknownError from exc
 
     def _switch_known(self, pod: Pod, provider: str) -> bool:
         """The pod's annotated logical_switch is a subnet: only then can its port be lost (a

@@ -10,7 +10,7 @@ disagree on what is kept.
 
 Owners are read through an `OwnerLookup` (two callables returning the object or None for
 NotFound); a lookup that cannot tell (API error, malformed object, owners not read at all) raises
-`OwnerUnknown`, and the rules then keep the address: never guess "gone".
+`OwnerUnknownError`, and the rules then keep the address: never guess "gone".
 
 Rules on names: a StatefulSet pod is named `<sts>-<ordinal>` with a decimal ordinal (an optional
 sign, as Go's `strconv.Atoi`); a name without one is never released by the replicas test (kube-ovn
@@ -31,7 +31,7 @@ from controller.core.constants import (
     POD_TYPE_STATEFULSET,
     POD_TYPE_VIRTUAL_MACHINE,
 )
-from controller.core.errors import ResourceNotReadyError
+from controller.core.errors import ControllerError, ResourceNotReadyError
 from controller.core.model import Namespace, Pod, StatefulSet, Subnet, VirtualMachine
 
 #: IP CR `spec.podType` values whose address may outlive the pod (restored by the IPAM rebuild
@@ -41,14 +41,17 @@ KEPT_POD_TYPES = (POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE)
 _ORDINAL = re.compile(r"^[+-]?[0-9]+$")
 
 
-class OwnerUnknown(Exception):
+class OwnerUnknownError(ControllerError):
     """The owner could not be read: the keep rules keep the address."""
+
+    def __init__(self, message: str = "the owner could not be read") -> None:
+        super().__init__(message)
 
 
 @dataclass(frozen=True, slots=True)
 class OwnerLookup:
     """How the rules read owners: `statefulset(namespace, name)` and `virtual_machine(namespace,
-    name)` return the object, None when it does not exist, or raise `OwnerUnknown`."""
+    name)` return the object, None when it does not exist, or raise `OwnerUnknownError`."""
 
     statefulset: Callable[[str, str], StatefulSet | None]
     virtual_machine: Callable[[str, str], VirtualMachine | None]
@@ -99,7 +102,7 @@ def statefulset_keeps(
         return False
     try:
         sts = owners.statefulset(namespace, name)
-    except OwnerUnknown:
+    except OwnerUnknownError:
         return True
     return not statefulset_pod_to_del(pod_name, sts)
 
@@ -108,7 +111,7 @@ def vm_keeps(owners: OwnerLookup, namespace: str, vm_name: str) -> bool:
     """Does VirtualMachine `vm_name` keep its address (exists, not being deleted)?"""
     try:
         vm = owners.virtual_machine(namespace, vm_name)
-    except OwnerUnknown:
+    except OwnerUnknownError:
         return True
     return not vm_pod_to_del(vm)
 

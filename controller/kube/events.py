@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from controller.apiclient.errors import AlreadyExistsError, KubeApiError, NotFoundError
 from controller.kube.api import (
     EVENT_TYPE_NORMAL,
     EVENT_TYPE_WARNING,
@@ -36,7 +37,6 @@ from controller.kube.api import (
     KubeObject,
     ObjectRef,
 )
-from controller.kube.errors import AlreadyExistsError, KubeApiError, NotFoundError
 
 LOG = logging.getLogger(__name__)
 

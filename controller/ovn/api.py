@@ -40,7 +40,7 @@ class DuplicateAddressError(OvnConflictError):
     """An address is already used by another port of the same logical switch (as ovn-nbctl)."""
 
 
-class NotFoundError(OvnError):
+class OvnNotFoundError(OvnError):
     """A row the verb needs (switch, router, port group) does not exist."""
 
 

@@ -8,11 +8,11 @@ pass, the subnets once, and each namespace once.
 from __future__ import annotations
 
 from controller import pod_logic as pl
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.errors import NotFoundError as KubeNotFoundError
 from controller.core import annotations as ann
 from controller.core.errors import ControllerError
 from controller.core.model import Namespace, Pod
-from controller.kube.errors import KubeApiError
-from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.pod.base import LOG, PodControllerBase, pod_or_none
 
 

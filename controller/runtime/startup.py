@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from controller.kube.errors import KubeUnavailableError
+from controller.apiclient.errors import KubeUnavailableError
+from controller.core.errors import ControllerError
 from controller.ovn.api import OvnError
 
 LOG = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ _KNOWN = (
 )
 
 
-class StartupError(Exception):
+class StartupError(ControllerError):
     """A dependency stayed unreachable for the whole start-up bound."""
 
 

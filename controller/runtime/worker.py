@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
 
+from controller.apiclient.errors import KubeApiError
 from controller.core.constants import (
     QUEUE_ADD_POD,
     QUEUE_DELETE_POD,
@@ -40,7 +41,6 @@ from controller.core.constants import (
 )
 from controller.core.errors import ControllerError, PermanentError, RetryableError
 from controller.ipam.errors import IPAMError
-from controller.kube.errors import KubeApiError
 from controller.ovn.api import OvnError
 from controller.runtime.metrics import ControllerMetrics
 

@@ -29,6 +29,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from controller.apiclient.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    KubeApiError,
+    NotFoundError,
+)
 from controller.kube.api import (
     AnnotationOp,
     ClusterLister,
@@ -44,12 +50,6 @@ from controller.kube.api import (
     ip_owner_conflict,
     ip_update,
     validate_annotation_op,
-)
-from controller.kube.errors import (
-    AlreadyExistsError,
-    ConflictError,
-    KubeApiError,
-    NotFoundError,
 )
 from controller.kube.events import (
     DEFAULT_COMPONENT,

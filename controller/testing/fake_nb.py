@@ -29,9 +29,9 @@ from controller.ovn.api import (
     InvalidRequestError,
     NatRule,
     NbClient,
-    NotFoundError,
     OvnConflictError,
     OvnError,
+    OvnNotFoundError,
     PortGroupInfo,
     PortInfo,
     PortSpec,
@@ -543,7 +543,7 @@ class FakeNbClient:
         def run(st: _State, u: _Undo) -> list[str]:
             p = st.ports.get(port)
             if p is None:
-                raise NotFoundError(f"logical switch port {port} not found")
+                raise OvnNotFoundError(f"logical switch port {port} not found")
             change = logic.sg_change(p.external_ids, p.port_security, new)
             u.update(p.external_ids, change.external_ids)
             _set_memberships(st, u, port, change.stale, change.groups)
@@ -722,7 +722,7 @@ def _set_nat(
 def _router(st: _State, name: str) -> FakeRouter:
     lr = st.routers.get(name)
     if lr is None:
-        raise NotFoundError(f"logical router {name} not found")
+        raise OvnNotFoundError(f"logical router {name} not found")
     return lr
 
 
@@ -821,7 +821,7 @@ def _drop_port(st: _State, u: _Undo, name: str) -> None:
 def _create_port(st: _State, u: _Undo, spec: PortSpec, cols: logic.PortColumns) -> None:
     ls = st.switches.get(spec.switch)
     if ls is None:
-        raise NotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
+        raise OvnNotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
     existing = st.ports.get(spec.name)
     if existing is not None and existing.switch != spec.switch:
         raise OvnConflictError(

@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 
 from controller import pod_logic as pl
+from controller.apiclient.errors import KubeApiError
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Pod, StatefulSet, VirtualMachine
-from controller.kube.errors import KubeApiError
 from controller.view.cache_view import CacheView
 
 LOG = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from controller.apiclient.errors import ForbiddenError
 from controller.audit.audit import (
     KIND_IP_CR_MISSING,
     KIND_LSP_MISSING,
@@ -25,7 +26,6 @@ from controller.audit.audit import (
 from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, check, exit_code
 from controller.config import Config
 from controller.core.model import FrozenDict, Pod
-from controller.kube.errors import ForbiddenError
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from tests.audit.helpers import NOW, Cluster, clean_cluster

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from controller.kube.errors import KubeApiError
+from controller.apiclient.errors import KubeApiError
 from controller.ovn.api import OvnTimeoutError
 from tests.cache.fakes import FakeClock
 from tests.controllers.helpers import LR, STS_OWNER, World, allocated, raw_pod

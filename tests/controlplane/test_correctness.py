@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from controller.apiclient.errors import ConflictError
 from controller.cache import Indexer
 from controller.core.model import Pod
 from controller.kube.client import KubeClient
-from controller.kube.errors import ConflictError
 from controller.sandbox import ApiServer
 from controller.sandbox.controlplane import RealControlPlane
 from controller.view import CacheView, OwnerLookup

@@ -17,17 +17,17 @@ def _owners(
     statefulsets: dict[str, StatefulSet] | None = None,
     vms: dict[str, VirtualMachine] | None = None,
 ) -> keep.OwnerLookup:
-    """Owners in namespace `ns`; a kind given as None cannot be read (OwnerUnknown)."""
+    """Owners in namespace `ns`; a kind given as None cannot be read (OwnerUnknownError)."""
 
     def sts(namespace: str, name: str) -> StatefulSet | None:
         if statefulsets is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         assert namespace == "ns"
         return statefulsets.get(name)
 
     def vm(namespace: str, name: str) -> VirtualMachine | None:
         if vms is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         assert namespace == "ns"
         return vms.get(name)
 

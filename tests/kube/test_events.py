@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from controller.apiclient.errors import ForbiddenError, NotFoundError, ServerError
 from controller.kube.api import KubeObject, ObjectRef
-from controller.kube.errors import ForbiddenError, NotFoundError, ServerError
 from controller.kube.events import MAX_MESSAGE_LEN, BackgroundEventRecorder, EventCorrelator
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from tests.kube.helpers import pod

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client as k8s
 
 from controller.apiclient import request as rq
-from controller.kube.errors import KubeApiError
+from controller.apiclient.errors import KubeApiError
 
 
 class _Server(http.server.ThreadingHTTPServer):

@@ -8,7 +8,7 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube.errors import ForbiddenError, KubeUnavailableError
+from controller.apiclient.errors import ForbiddenError, KubeUnavailableError
 from controller.ovn.api import OvnError
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.health import OutageTracker, stuck_worker
