@@ -27,7 +27,7 @@ import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol, TextIO, TypeVar
 
 from controller.apiclient.errors import ForbiddenError, KubeApiError, KubeConfigError
@@ -64,6 +64,7 @@ from controller.ovn.api import (
     StaticRoute,
 )
 from controller.ovn.ovsdb_query import OvsdbQueryError, SslFiles, select
+from controller.queues.clock import WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
 
@@ -109,14 +110,14 @@ def collect_snapshot(
     nb: NbReader,
     *,
     cluster_router: str,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    wall_clock: WallClock = utcnow,
 ) -> ClusterSnapshot:
     """Read everything the audit needs; malformed objects become `snapshot.problems`.
 
     Raises the readers' own errors (`KubeApiError`, `OvnError`).
     """
     problems: list[str] = []
-    now = clock()
+    now = wall_clock()
     kube_pods = kube.list_pods()
     pods = _convert(kube_pods, Pod.from_dict, problems)
     namespaces = _convert(kube.list_namespaces(), Namespace.from_dict, problems)
@@ -223,13 +224,15 @@ def check(
     *,
     out: TextIO,
     strict: bool = False,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    wall_clock: WallClock = utcnow,
     dataplane: Callable[[], DataPlaneSnapshot] | None = None,
 ) -> int:
     """Collect, audit, print the report to `out`; the exit code (see the module docstring).
     With `dataplane`, its snapshot is cross-checked too (`controller.audit.dataplane`)."""
     try:
-        snapshot = collect_snapshot(kube, nb, cluster_router=config.cluster_router, clock=clock)
+        snapshot = collect_snapshot(
+            kube, nb, cluster_router=config.cluster_router, wall_clock=wall_clock
+        )
     except KubeApiError as e:
         out.write(f"check: cannot read the Kubernetes API: {e}\n")
         return EXIT_UNAVAILABLE

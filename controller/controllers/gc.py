@@ -79,7 +79,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from controller.apiclient.errors import KubeApiError
@@ -107,7 +107,7 @@ from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
 from controller.ovn.port_kinds import is_controller_port
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
-from controller.queues.clock import REAL_CLOCK, Clock
+from controller.queues.clock import REAL_CLOCK, Clock, WallClock, utcnow
 from controller.routing import RoutingReconciler
 from controller.view import CacheView, ParseCache
 
@@ -167,7 +167,7 @@ class GarbageCollector:
         ipam: IPAM,
         metrics: GcMetrics | None = None,
         clock: Clock | None = None,
-        utcnow: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
         view: CacheView | None = None,
@@ -186,7 +186,7 @@ class GarbageCollector:
         self._ipam = ipam
         self._metrics = metrics
         self._clock: Clock = clock if clock is not None else REAL_CLOCK
-        self._utcnow = utcnow if utcnow is not None else (lambda: datetime.now(UTC))
+        self._wall_clock = wall_clock
         self._key_mutex = key_mutex
         self._ready = ready
         self._router = config.cluster_router
@@ -208,7 +208,12 @@ class GarbageCollector:
             routing
             if routing is not None
             else RoutingReconciler.unshared(
-                config=config, view=self._view, kube=kube, nb=nb, is_leader=lambda: True
+                config=config,
+                view=self._view,
+                kube=kube,
+                nb=nb,
+                is_leader=lambda: True,
+                wall_clock=wall_clock,
             )
         )
         self._routing = RoutingSweeper(backstop=self.routing.backstop, count=self._count)
@@ -497,7 +502,7 @@ class GarbageCollector:
         return frozenset(present)
 
     def _snapshot(self) -> _Snapshot:
-        now = self._utcnow()
+        now = self._wall_clock()
         kept_keys: set[str] = set()
         kept_names: set[str] = set()
         expected: dict[str, str] = {}
@@ -552,7 +557,7 @@ class GarbageCollector:
                 pod = Pod.from_dict(raw)
             except MalformedObjectError:
                 return True
-            if self._pod_kept(pod, self._utcnow()):
+            if self._pod_kept(pod, self._wall_clock()):
                 return True
         return self._absent_key_kept(key)
 

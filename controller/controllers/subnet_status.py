@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
@@ -42,12 +41,9 @@ from controller.core.subnet_spec import format_subnet_spec
 from controller.kube.api import KubeApi
 from controller.ovn.api import NbClient
 from controller.pod_logic import is_ovn_provider
+from controller.queues.clock import WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _node(raw: Any) -> Node | None:
@@ -72,14 +68,14 @@ class SubnetConditions:
         nodes: Indexer | None,
         subnets: Indexer,
         node_switch: str,
-        now: Callable[[], datetime] = _utcnow,
+        wall_clock: WallClock = utcnow,
     ) -> None:
         self._kube = kube
         self._nb = nb
         self._nodes = nodes
         self._subnets = subnets
         self._node_switch = node_switch
-        self._now = now
+        self._wall_clock = wall_clock
 
     def health(self, subnet: Mapping[str, Any]) -> SubnetHealth | None:
         """The subnet's health, None when its conditions are not this controller's to write
@@ -112,7 +108,7 @@ class SubnetConditions:
             return False
         name = str((subnet.get("metadata") or {}).get("name") or "")
         current = (subnet.get("status") or {}).get("conditions") or []
-        wanted = wanted_conditions(current, health, timestamp(self._now()))
+        wanted = wanted_conditions(current, health, timestamp(self._wall_clock()))
         if wanted == current:
             return False
         LOG.info("subnet %s: %s (%s)", name, health.state, health.reason)

@@ -158,7 +158,7 @@ class AddHandlers(PodControllerBase):
         not ready, the NB refusing), which that handler retries with its backoff. What this
         wrote for an address the add then gives back is undone by `_roll_back_add`."""
         allocated = replace(pod, annotations=FrozenDict(annotations))
-        if not pl.routes_with_add(allocated, self._now()):
+        if not pl.routes_with_add(allocated, self._wall_clock()):
             return False
         try:
             default = pl.default_ovn_net(nets)

@@ -21,7 +21,7 @@ class InspectionHandlers(PodControllerBase):
 
     def inspect_pods(self) -> None:
         """kube-ovn inspectPod: re-add pods whose port is lost, re-route unrouted ones."""
-        now = self._now()
+        now = self._wall_clock()
         subnets = self._view.subnets()
         namespaces: dict[str, Namespace | None] = {}
         # NOTE: one read of the NB ports per pass rather than a lookup per pod (every pod, every

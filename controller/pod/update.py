@@ -37,8 +37,8 @@ class UpdateHandlers(PodControllerBase):
                 return
             pod = to_pod(raw, self._view.pod_model)
             rerouting = self._reroute_requested(key)
-            if not pl.needs_update(pod, self._now()) and not (
-                rerouting and pl.needs_reroute(pod, self._now())
+            if not pl.needs_update(pod, self._wall_clock()) and not (
+                rerouting and pl.needs_reroute(pod, self._wall_clock())
             ):
                 self._reroute_done(key)
                 return

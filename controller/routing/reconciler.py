@@ -35,7 +35,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown, ResourceEventHandlerFuncs
@@ -67,6 +67,7 @@ from controller.ovn.api import (
 )
 from controller.pod_logic import routing_state as rs
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
+from controller.queues.clock import WallClock, utcnow
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
 
@@ -129,7 +130,7 @@ class RoutingReconciler:
         kube: KubeApi,
         nb: NbClient,
         is_leader: Callable[[], bool],
-        now: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
     ) -> RoutingReconciler:
         """A reconciler with a queue nobody works off, for a pod controller or gc built alone
         (their tests): their own hooks (a pod's rows, the backstop pass) still go through it."""
@@ -140,7 +141,7 @@ class RoutingReconciler:
             nb=nb,
             queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
             is_leader=is_leader,
-            now=now,
+            wall_clock=wall_clock,
         )
 
     def __init__(
@@ -152,7 +153,7 @@ class RoutingReconciler:
         nb: NbClient,
         queue: RateLimitingQueue[str],
         is_leader: Callable[[], bool],
-        now: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
     ) -> None:
         """The pod informer should carry `controller.view.NODE_INDEX` and `IP_INDEX`; without
         them every pod is scanned per key."""
@@ -162,7 +163,7 @@ class RoutingReconciler:
         self._nb = nb
         self.queue = queue
         self._is_leader = is_leader
-        self._now = now if now is not None else (lambda: datetime.now(UTC))
+        self._wall_clock = wall_clock
         self._locks = _KeyLocks()
         # node key -> pod key -> the pod as `route_pod` routed it, until the cache has its
         # allocation (the add writes the rows before it patches the annotations)
@@ -386,7 +387,7 @@ class RoutingReconciler:
         self, subnet_name: str, node_name: str, dry_run: bool = False
     ) -> tuple[RoutingChange, rs.NodeDesired]:
         cfg = self._cfg()
-        now = self._now()
+        now = self._wall_clock()
         subnet, malformed = self._subnet(subnet_name)
         empty = rs.NodeDesired(rs.Rows(), frozenset(), frozenset())
         if malformed:
@@ -425,7 +426,7 @@ class RoutingReconciler:
 
     def _reconcile_subnet(self, name: str, dry_run: bool = False) -> RoutingChange:
         cfg = self._cfg()
-        now = self._now()
+        now = self._wall_clock()
         subnet, malformed = self._subnet(name)
         if malformed:
             return RoutingChange()
@@ -523,7 +524,7 @@ class RoutingReconciler:
         subnet, _ = self._subnet(rs.pod_subnet(pod))
         if subnet is None or not rs.routed_subnet(subnet, cfg):
             return True  # nothing to route on the cluster router
-        if not rs.routable(pod, self._now()):
+        if not rs.routable(pod, self._wall_clock()):
             return False
         rows = rs.pod_rows(pod, subnet, self._node(pod.node_name), cfg)
         ips = rs.pod_ips(pod)
@@ -556,7 +557,7 @@ class RoutingReconciler:
         node, a VM's migration target); its keys are queued to settle the rest."""
         self._forget_pending(pod.key)
         cfg = self._cfg()
-        now = self._now()
+        now = self._wall_clock()
         nodes = [pod.node_name] if pod.node_name else self._node_names_of(subnet)
         sets: list[SetChange] = []
         drops: list[tuple[int, str]] = []

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 from controller.apiclient.errors import KubeApiError
 from controller.apiclient.request import read_object, send
 from controller.core.errors import ControllerError
-from controller.queues.clock import REAL_CLOCK, Clock
+from controller.queues.clock import REAL_CLOCK, Clock, WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
 
@@ -309,7 +309,7 @@ class LeaderElector:
         *,
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
-        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        wall_clock: WallClock = utcnow,
     ) -> None:
         self.config = config
         self._lock = config.lock
