@@ -98,7 +98,7 @@ from controller.core.constants import (
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
-from controller.core.model import Pod, StatefulSet, VirtualMachine
+from controller.core.model import Pod
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
@@ -109,7 +109,7 @@ from controller.ovn.port_kinds import is_controller_port
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
 from controller.queues.clock import REAL_CLOCK, Clock, WallClock, utcnow
 from controller.routing import RoutingReconciler
-from controller.view import CacheView, ParseCache
+from controller.view import CacheView, OwnerLookup, ParseCache
 
 LOG = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class GarbageCollector:
         self._last_ip_orphans: set[str] = set()
         # each pod parsed once per resourceVersion, only while the start-up passes run
         self._pod_memo: ParseCache[Pod] | None = None
-        self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        self._owners = OwnerLookup(self._view)
         self._routes = StaticRouteSweeper(
             nb=nb,
             ipam=ipam,
@@ -542,12 +542,20 @@ class GarbageCollector:
 
     def _pod_kept(self, pod: Pod, now: datetime) -> bool:
         alive = is_pod_alive(pod, now)
-        return keep.pod_kept(pod, alive=alive, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
+        return self._owners.keeps(
+            lambda owners: keep.pod_kept(
+                pod, alive=alive, keep_vm_ip=self._keep_vm_ip, owners=owners
+            )
+        )
 
     def _absent_key_kept(self, key: str) -> bool:
         """Keep rules for a key no kept pod accounts for: its VM, or its StatefulSet ordinal."""
         namespace, _, name = key.partition("/")
-        return keep.name_kept(namespace, name, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
+        return self._owners.keeps(
+            lambda owners: keep.name_kept(
+                namespace, name, keep_vm_ip=self._keep_vm_ip, owners=owners
+            )
+        )
 
     def _key_kept_now(self, key: str) -> bool:
         """Re-check one key against the live caches (just before a deletion)."""
@@ -560,20 +568,6 @@ class GarbageCollector:
             if self._pod_kept(pod, self._wall_clock()):
                 return True
         return self._absent_key_kept(key)
-
-    def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        try:
-            return self._view.statefulset(namespace, name)
-        except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknownError from exc
-
-    def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        try:
-            return self._view.virtual_machine(namespace, name)
-        except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknownError from exc
 
     def _switch_known(self, pod: Pod, provider: str) -> bool:
         """The pod's annotated logical_switch is a subnet: only then can its port be lost (a

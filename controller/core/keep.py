@@ -8,7 +8,7 @@ deleted (`isVmPodToDel`). The pod delete handler (`pod_logic.decide_delete`), th
 collector, the IPAM rebuild at start-up and the audit all ask these functions, so they cannot
 disagree on what is kept.
 
-Owners are read through an `OwnerLookup` (two callables returning the object or None for
+Owners are read through `OwnerReaders` (two callables returning the object or None for
 NotFound); a lookup that cannot tell (API error, malformed object, owners not read at all) raises
 `OwnerUnknownError`, and the rules then keep the address: never guess "gone".
 
@@ -49,8 +49,9 @@ class OwnerUnknownError(ControllerError):
 
 
 @dataclass(frozen=True, slots=True)
-class OwnerLookup:
-    """How the rules read owners: `statefulset(namespace, name)` and `virtual_machine(namespace,
+class OwnerReaders:
+    """How the rules read owners (the read policy is the caller's, see
+    `controller.view.OwnerLookup`): `statefulset(namespace, name)` and `virtual_machine(namespace,
     name)` return the object, None when it does not exist, or raise `OwnerUnknownError`."""
 
     statefulset: Callable[[str, str], StatefulSet | None]
@@ -94,7 +95,7 @@ def vm_pod_to_del(vm: VirtualMachine | None) -> bool:
 
 
 def statefulset_keeps(
-    owners: OwnerLookup, namespace: str, pod_name: str, sts_name: str | None = None
+    owners: OwnerReaders, namespace: str, pod_name: str, sts_name: str | None = None
 ) -> bool:
     """Does StatefulSet `sts_name` (default: the one the pod name implies) keep the address?"""
     name = sts_name or statefulset_of_name(pod_name)
@@ -107,7 +108,7 @@ def statefulset_keeps(
     return not statefulset_pod_to_del(pod_name, sts)
 
 
-def vm_keeps(owners: OwnerLookup, namespace: str, vm_name: str) -> bool:
+def vm_keeps(owners: OwnerReaders, namespace: str, vm_name: str) -> bool:
     """Does VirtualMachine `vm_name` keep its address (exists, not being deleted)?"""
     try:
         vm = owners.virtual_machine(namespace, vm_name)
@@ -116,7 +117,7 @@ def vm_keeps(owners: OwnerLookup, namespace: str, vm_name: str) -> bool:
     return not vm_pod_to_del(vm)
 
 
-def owner_keeps(pod: Pod, *, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
+def owner_keeps(pod: Pod, *, keep_vm_ip: bool, owners: OwnerReaders) -> bool:
     """Does the pod's owner keep the pod's address beyond the pod: its StatefulSet, or under
     keep-vm-ip its VM? False for a pod with neither."""
     sts = pod.statefulset_owner()
@@ -128,7 +129,7 @@ def owner_keeps(pod: Pod, *, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
     return False
 
 
-def pod_kept(pod: Pod, *, alive: bool, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
+def pod_kept(pod: Pod, *, alive: bool, keep_vm_ip: bool, owners: OwnerReaders) -> bool:
     """Is the address of this pod (in the cache) kept? An alive, non-terminating pod always; a
     StatefulSet pod is judged by its StatefulSet alone (kube-ovn `markAndCleanLSP`); a VM pod
     under keep-vm-ip while alive or while its VM wants it; any other pod while alive."""
@@ -141,7 +142,7 @@ def pod_kept(pod: Pod, *, alive: bool, keep_vm_ip: bool, owners: OwnerLookup) ->
     return alive
 
 
-def name_kept(namespace: str, name: str, *, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
+def name_kept(namespace: str, name: str, *, keep_vm_ip: bool, owners: OwnerReaders) -> bool:
     """Is the address of `namespace/name` kept when no pod of that name accounts for it? Under
     keep-vm-ip a VM of that name keeps it; else the StatefulSet its name implies."""
     if not namespace or not name:
@@ -151,7 +152,7 @@ def name_kept(namespace: str, name: str, *, keep_vm_ip: bool, owners: OwnerLooku
     return statefulset_keeps(owners, namespace, name)
 
 
-def pod_type_keeps(pod_type: str, namespace: str, name: str, *, owners: OwnerLookup) -> bool:
+def pod_type_keeps(pod_type: str, namespace: str, name: str, *, owners: OwnerReaders) -> bool:
     """Does the owner of an IP CR of `spec.podType` keep its address (`name` is the CR's
     `spec.podName`: the pod, or the VM under keep-vm-ip)?"""
     if pod_type == POD_TYPE_STATEFULSET:

@@ -332,4 +332,4 @@ class PodController(
 
     def _owner_to_delete(self, pod: Pod) -> bool:
         """kube-ovn isStatefulSetPodToDel / isVmPodToDel; a failed GET counts as "keep"."""
-        return OwnerLookup(self._view, pod).to_delete()
+        return OwnerLookup(self._view).of(pod).to_delete()

@@ -71,7 +71,7 @@ class DeleteHandlers(PodControllerBase):
         for address in self._ipam.get_pod_address(ipam_key):
             self._unroute_address(pod, address.subnet, address.ip)
         listed = self._nb.list_pod_ports(pod_name, pod.namespace)
-        owner = OwnerLookup(self._view, pod)
+        owner = OwnerLookup(self._view).of(pod)
         decision = pl.decide_delete(
             pod,
             keep_vm_ip=self._keep_vm_ip,

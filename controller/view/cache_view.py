@@ -336,6 +336,10 @@ class CacheView:
             return self.virtual_machine(pod.namespace, vm_name, from_api=from_api)
         return None
 
+    def owners_cached(self) -> bool:
+        """Does a StatefulSet or VirtualMachine informer run (owners read without a GET)?"""
+        return self._statefulsets is not None or self._vms is not None
+
     def owner_cached(self, pod: Pod) -> bool:
         """Is the pod's owner read from an informer (not a GET) by `owner_of`?"""
         if pl.is_statefulset_pod(pod)[0]:

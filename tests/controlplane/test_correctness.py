@@ -103,6 +103,6 @@ def test_running_statefulset_pod_keeps_network_when_owner_cache_lags_on_both_pla
     pod = Pod.from_dict({**_pod("web-0", owner), "metadata": {
         "name": "web-0", "namespace": ns, "uid": "u", "ownerReferences": [owner]}})  # fmt: skip
     lagging = CacheView(kube=KubeClient(api), statefulsets=Indexer())  # has not seen it yet
-    assert OwnerLookup(lagging, pod).to_delete() is False
+    assert OwnerLookup(lagging).of(pod).to_delete() is False
     apps.delete_namespaced_stateful_set("web", ns)
-    assert OwnerLookup(lagging, pod).to_delete() is True  # gone on the API too
+    assert OwnerLookup(lagging).of(pod).to_delete() is True  # gone on the API too
