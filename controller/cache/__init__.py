@@ -17,7 +17,9 @@ from controller.cache.keys import (
     Object,
     deletion_handling_meta_namespace_key_func,
     meta_namespace_key_func,
+    raw_field,
     split_meta_namespace_key,
+    unwrap_tombstone,
 )
 from controller.cache.labels import Selector, SelectorError
 from controller.cache.listers import Lister
@@ -91,7 +93,9 @@ __all__ = [
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "named_wait_for_cache_sync",
+    "raw_field",
     "split_meta_namespace_key",
     "strip_managed_fields",
+    "unwrap_tombstone",
     "wait_for_cache_sync",
 ]

@@ -84,6 +84,7 @@ from typing import Any, Protocol
 
 from controller.apiclient.errors import KubeApiError
 from controller.cache import Indexer
+from controller.cache.keys import raw_field
 from controller.config import Config
 from controller.controllers.gc_routes import RESOURCE_STATIC_ROUTE, StaticRouteSweeper
 from controller.controllers.gc_routing import RoutingSweeper
@@ -142,11 +143,6 @@ class _Snapshot:
     present_keys: frozenset[str]  # keys of every pod in the cache, kept or not
     expected_ports: dict[str, str] = field(default_factory=dict)  # OVN port -> pod key
     nodes: frozenset[str] = frozenset()
-
-
-def _meta(raw: Any) -> dict[str, Any]:
-    meta = raw.get("metadata") if isinstance(raw, dict) else None
-    return meta if isinstance(meta, dict) else {}
 
 
 class GarbageCollector:
@@ -410,7 +406,7 @@ class GarbageCollector:
     def _sweep_ips(self, crs: list[Any], snap: _Snapshot) -> list[str]:
         orphans: dict[str, tuple[str, bool]] = {}  # CR name -> (IPAM key, is a node's)
         for raw in crs:
-            name = str(_meta(raw).get("name") or "")
+            name = str(raw_field(raw, "metadata").get("name") or "")
             owner = self._ip_cr_owner(raw)
             if not name or owner is None:
                 continue
@@ -494,7 +490,7 @@ class GarbageCollector:
         each pod as `_snapshot` does."""
         present: set[str] = set()
         for raw in self._view.pods_raw():
-            meta = _meta(raw)
+            meta = raw_field(raw, "metadata")
             present.add(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
             if self._keep_vm_ip:  # a VM's pods hold their addresses under the VM's key
                 with contextlib.suppress(MalformedObjectError):
@@ -511,7 +507,7 @@ class GarbageCollector:
                 pod = self._parse_pod(raw)
             except MalformedObjectError as exc:
                 # Cannot judge it: keep everything under its name.
-                meta = _meta(raw)
+                meta = raw_field(raw, "metadata")
                 key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
                 LOG.warning("gc keeps the resources of malformed pod %s: %s", key, exc)
                 kept_keys.add(key)

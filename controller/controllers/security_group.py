@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.cache import Indexer, unwrap_tombstone
 from controller.cache.keys import object_name, replaced
 from controller.core.constants import DENY_ALL_SECURITY_GROUP, EVENT_TYPE_WARNING
 from controller.core.security_group import (
@@ -101,10 +101,6 @@ class SecurityGroupQueues:
 
     def all(self) -> tuple[RateLimitingQueue[str], ...]:
         return (self.update, self.delete)
-
-
-def _obj(obj: Any) -> Any:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 def remote_groups_of(spec: Any) -> set[str]:
@@ -207,7 +203,7 @@ class SecurityGroupController:
     def on_delete(self, obj: Any) -> None:
         if not self._is_leader():
             return
-        name = object_name(_obj(obj))
+        name = object_name(unwrap_tombstone(obj))
         if name:
             self.queues.delete.add(name)
             self._requeue_referrers(name)

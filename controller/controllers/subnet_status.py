@@ -28,7 +28,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.cache import (
+    Indexer,
+    ResourceEventHandlerFuncs,
+    unwrap_tombstone,
+)
 from controller.core.constants import (
     GATEWAY_TYPE_CENTRALIZED,
     REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
@@ -152,7 +156,7 @@ class SubnetConditions:
 
     def node_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
         def touched(obj: Any) -> None:
-            raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            raw = unwrap_tombstone(obj)
             name = str(((raw or {}).get("metadata") or {}).get("name") or "")
             for subnet in self.subnets_listing(name) if name else ():
                 enqueue(subnet)

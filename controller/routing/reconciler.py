@@ -33,13 +33,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from controller.cache import DeletedFinalStateUnknown, ResourceEventHandlerFuncs
-from controller.cache.keys import object_name
+from controller.cache import ResourceEventHandlerFuncs, unwrap_tombstone
+from controller.cache.keys import object_name, raw_field
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.constants import (
@@ -83,21 +83,16 @@ _RELEVANT = (
 )
 
 
-def _field(obj: Any, name: str) -> Mapping[str, Any]:
-    value = obj.get(name) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
 def _relevant(obj: Any) -> tuple[Any, ...]:
     """What a pod's routing rows depend on (an update that changes none of it queues nothing)."""
-    meta = _field(obj, "metadata")
-    annotations = _field(meta, "annotations")
+    meta = raw_field(obj, "metadata")
+    annotations = raw_field(meta, "annotations")
     return (
         meta.get("uid"),
         meta.get("deletionTimestamp"),
-        _field(obj, "spec").get("nodeName"),
-        _field(obj, "status").get("phase"),
-        _field(obj, "status").get("reason"),
+        raw_field(obj, "spec").get("nodeName"),
+        raw_field(obj, "status").get("phase"),
+        raw_field(obj, "status").get("reason"),
         *(annotations.get(k) for k in _RELEVANT),
     )
 
@@ -189,13 +184,12 @@ class RoutingReconciler:
             self.queue.add(key)
 
     def _enqueue_pod(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
-        subnet = _field(_field(obj, "metadata"), "annotations").get(LOGICAL_SWITCH_ANNOTATION)
+        obj = unwrap_tombstone(obj)
+        subnet = raw_field(raw_field(obj, "metadata"), "annotations").get(LOGICAL_SWITCH_ANNOTATION)
         if not isinstance(subnet, str) or not subnet or rs.KEY_SEP in subnet:
             return
         self.enqueue(rs.subnet_key(subnet))
-        node = _field(obj, "spec").get("nodeName")
+        node = raw_field(obj, "spec").get("nodeName")
         if isinstance(node, str) and node:
             self.enqueue(rs.node_key(subnet, node))
 
@@ -214,8 +208,7 @@ class RoutingReconciler:
         return ResourceEventHandlerFuncs(added, updated, deleted)
 
     def _enqueue_node(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
+        obj = unwrap_tombstone(obj)
         name = object_name(obj) if obj is not None else ""
         if not name:
             return
@@ -239,8 +232,7 @@ class RoutingReconciler:
 
     def subnet_event_handler(self) -> ResourceEventHandlerFuncs:
         def changed(obj: Any, *_: Any) -> None:
-            if isinstance(obj, DeletedFinalStateUnknown):
-                obj = obj.obj
+            obj = unwrap_tombstone(obj)
             name = object_name(obj) if obj is not None else ""
             if name:
                 self.enqueue(rs.subnet_key(name))
