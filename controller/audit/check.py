@@ -40,6 +40,7 @@ from controller.audit.dataplane import (
 )
 from controller.config import Config
 from controller.core import router_policy as rp
+from controller.core.constants import VENDOR
 from controller.core.errors import MalformedObjectError
 from controller.core.model import (
     Namespace,
@@ -53,7 +54,6 @@ from controller.core.model import (
 )
 from controller.kube.api import ClusterLister, KubeObject
 from controller.ovn.api import (
-    VENDOR,
     AddressSetInfo,
     NatRule,
     OvnError,

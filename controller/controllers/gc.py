@@ -96,6 +96,7 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     NODE_PORT_PREFIX,
     OVN_PROVIDER,
+    VENDOR,
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
@@ -104,7 +105,7 @@ from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
 from controller.ovn import logic as ovn_logic
-from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
+from controller.ovn.api import NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
 from controller.ovn.port_kinds import is_controller_port
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive

@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from controller.core.constants import VENDOR
 from controller.core.errors import ControllerError
 from controller.core.security_group import Acl
-
-VENDOR = "kube-ovn"
 
 
 class OvnError(ControllerError):

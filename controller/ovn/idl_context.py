@@ -15,10 +15,10 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from controller.core.constants import VENDOR
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn.api import (
-    VENDOR,
     OvnConflictError,
     OvnNotFoundError,
     PortSpec,

@@ -45,11 +45,11 @@ from ovsdbapp import exceptions as ovsdbapp_exc
 from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
 from ovsdbapp.backend.ovs_idl import idlutils
 
+from controller.core.constants import VENDOR
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
-    VENDOR,
     InvalidRequestError,
     NbClient,
     OvnError,

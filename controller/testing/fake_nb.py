@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from controller.core.constants import VENDOR
 from controller.core.security_group import acl_sort_key
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
-    VENDOR,
     AddressSetInfo,
     InvalidRequestError,
     NatRule,
