@@ -12,10 +12,10 @@ deleted while the controller was down, a delete handler that gave up, a crash be
 * `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
   (or only the key of a pod that is gone: a kept StatefulSet / VM address keeps no route)
   (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below)
-  (`controller.controllers.gc_routes`);
+  (`controller.controllers.gc.static_routes`);
 * `gc_routing`: the backstop pass of the routing reconciler over the pod routing rows (router
   policies, address sets, NAT): every key diffed under its lock, drift repaired and counted
-  (`controller.controllers.gc_routing`).
+  (`controller.controllers.gc.routing_rows`).
 
 What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
 
@@ -86,9 +86,9 @@ from controller.apiclient.errors import KubeApiError
 from controller.cache import Indexer
 from controller.cache.keys import raw_field
 from controller.config import Config
-from controller.controllers.gc_routes import RESOURCE_STATIC_ROUTE, StaticRouteSweeper
-from controller.controllers.gc_routing import RoutingSweeper
-from controller.controllers.sg_gc import SecurityGroupGc
+from controller.controllers.gc.routing_rows import RoutingSweeper
+from controller.controllers.gc.security_groups import SecurityGroupGc
+from controller.controllers.gc.static_routes import RESOURCE_STATIC_ROUTE, StaticRouteSweeper
 from controller.core import annotations as ann
 from controller.core import keep
 from controller.core.address import host_prefix
@@ -214,7 +214,7 @@ class GarbageCollector:
             )
         )
         self._routing = RoutingSweeper(backstop=self.routing.backstop, count=self._count)
-        # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
+        # rows of deleted SecurityGroups (gc/security_groups.py), when the SGs are cached
         self._sg_gc = None
         if security_groups is not None:
             sgs = security_groups
