@@ -1,4 +1,8 @@
-"""Leader-election locks beyond the Lease: kube-ovn v1.8's ConfigMap lock and the pair of both.
+"""Leader-election locks: the Lease, kube-ovn v1.8's ConfigMap lock and the pair of both.
+
+`LeaseLock` and `ConfigMapLock` are `ResourceLock`s (`controller.runtime.leaderelection`) on one
+API object each, sharing `ApiObjectLock` (name, identity, the request path, errors as lock
+errors).
 
 kube-ovn v1.8 elects its leader on ConfigMap `ovn-config` in its namespace (client-go's
 `ConfigMapLock`: the leader record as JSON in the annotation
@@ -17,7 +21,7 @@ kube-ovn-controller of the other generation allocate beside it. So this controll
   renewal that fails on either lock counts as failed: leadership is never kept on one lock alone.
 * `release()` (the elector's, through `update`) empties the holder of both.
 
-`ConfigMapLock` alone is a `ResourceLock` too (tests play kube-ovn v1.8 with it).
+`ConfigMapLock` alone is used by tests to play kube-ovn v1.8.
 
 Timings (`max_hold`): a renewal counts only when both writes succeeded, and the elector leads at
 most `max_hold` after the start of the last such renewal, so whichever lock's renewal failed,
@@ -30,12 +34,15 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.request import read_object, send
 from controller.runtime.leaderelection import (
-    ApiObjectLock,
     LeaderElectionRecord,
+    LockConflictError,
     LockError,
     LockNotFoundError,
     ResourceLock,
@@ -104,6 +111,105 @@ def record_from_annotation(text: str) -> LeaderElectionRecord:
     except (ValueError, TypeError) as exc:
         # Never take over a lock we cannot read: another controller may hold it.
         raise LockError(f"unreadable {LEADER_ANNOTATION} annotation {text[:80]!r}: {exc}") from None
+
+
+def lock_request(
+    api_client: Any, method: str, path: str, body: Any, timeout: Any
+) -> dict[str, Any]:
+    """One request of a lock object through the one request path, its errors as lock errors."""
+    try:
+        raw = send(api_client, method, path, body=body, timeout=timeout)
+        result = read_object(raw)
+    except KubeApiError as err:
+        if err.status == 404:
+            raise LockNotFoundError(str(err)) from err
+        if err.status == 409:
+            raise LockConflictError(str(err)) from err
+        raise LockError(str(err)) from err
+    if not result:
+        raise LockError(f"unexpected response to {method} {path}")
+    return result
+
+
+class ApiObjectLock:
+    """What every lock on one API object shares: its name, the holder identity, the request path."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        collection: str,
+        request_timeout: float,
+    ) -> None:
+        if not identity:
+            raise ValueError("Lock identity is empty")
+        self._api_client = api_client
+        self.namespace = namespace
+        self.name = name
+        self._identity = identity
+        self._timeout = max(1.0, request_timeout)
+        self._collection = collection
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def describe(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        return lock_request(self._api_client, method, path, body, self._timeout)
+
+
+class LeaseLock(ApiObjectLock):
+    """A `ResourceLock` on a coordination.k8s.io/v1 Lease via a `kubernetes` ApiClient."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        request_timeout: float = 10.0,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            api_client,
+            namespace,
+            name,
+            identity,
+            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+            request_timeout,
+        )
+        self._labels = dict(labels or {})
+        self._lease: dict[str, Any] | None = None
+
+    def get(self) -> LeaderElectionRecord:
+        lease = self._call("GET", f"{self._collection}/{self.name}")
+        self._lease = lease
+        return LeaderElectionRecord.from_lease_spec(lease.get("spec"))
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self._labels:
+            meta["labels"] = self._labels
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": record.to_lease_spec(),
+        }
+        self._lease = self._call("POST", self._collection, body)
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        if self._lease is None:
+            raise LockError("lease not initialized, call get or create first")
+        body = dict(self._lease)
+        body["spec"] = record.to_lease_spec()
+        self._lease = self._call("PUT", f"{self._collection}/{self.name}", body)
 
 
 class ConfigMapLock(ApiObjectLock):
