@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TypeVar
 
 from controller import pod_logic as pl
 from controller.apiclient.errors import KubeApiError
@@ -36,6 +37,8 @@ from controller.core.model import Pod, StatefulSet, VirtualMachine
 from controller.view.cache_view import CacheView
 
 LOG = logging.getLogger(__name__)
+
+_O = TypeVar("_O")
 
 
 class OwnerLookup:
@@ -55,31 +58,35 @@ class OwnerLookup:
     def of(self, pod: Pod) -> PodOwner:
         return PodOwner(self._view, pod)
 
-    def _statefulset(self, namespace: str, name: str, from_api: bool) -> StatefulSet | None:
+    def _read(self, kind: str, read: Callable[[], _O]) -> _O:
         try:
-            return self._view.statefulset(namespace, name, from_api=from_api)
+            return read()
         except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknownError from exc
-
-    def _virtual_machine(self, namespace: str, name: str, from_api: bool) -> VirtualMachine | None:
-        try:
-            return self._view.virtual_machine(namespace, name, from_api=from_api)
-        except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
+            LOG.warning("cannot read %s: %s", kind, exc)
             raise keep.OwnerUnknownError from exc
 
     def _cached_statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        return self._statefulset(namespace, name, from_api=False)
+        return self._read(
+            f"statefulset {namespace}/{name}", lambda: self._view.statefulset(namespace, name)
+        )
 
     def _api_statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        return self._statefulset(namespace, name, from_api=True)
+        return self._read(
+            f"statefulset {namespace}/{name}",
+            lambda: self._view.statefulset(namespace, name, from_api=True),
+        )
 
     def _cached_virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        return self._virtual_machine(namespace, name, from_api=False)
+        return self._read(
+            f"virtual machine {namespace}/{name}",
+            lambda: self._view.virtual_machine(namespace, name),
+        )
 
     def _api_virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        return self._virtual_machine(namespace, name, from_api=True)
+        return self._read(
+            f"virtual machine {namespace}/{name}",
+            lambda: self._view.virtual_machine(namespace, name, from_api=True),
+        )
 
 
 class PodOwner:
