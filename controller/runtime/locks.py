@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -131,8 +132,12 @@ def lock_request(
     return result
 
 
-class ApiObjectLock:
-    """What every lock on one API object shares: its name, the holder identity, the request path."""
+class ApiObjectLock(ABC):
+    """What every lock on one API object shares: its name, the holder identity, the request path,
+    and get/create/update of the object; a subclass says where the record sits in it."""
+
+    #: The object's kind as the errors name it ("lease", "configmap").
+    kind = ""
 
     def __init__(
         self,
@@ -151,13 +156,49 @@ class ApiObjectLock:
         self._identity = identity
         self._timeout = max(1.0, request_timeout)
         self._collection = collection
+        self._object: dict[str, Any] | None = None  # as last read or written
 
     @property
     def identity(self) -> str:
         return self._identity
 
+    @property
+    def exists(self) -> bool:
+        """Whether the last get/create/update saw the object."""
+        return self._object is not None
+
     def describe(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def get(self) -> LeaderElectionRecord:
+        try:
+            obj = self._call("GET", f"{self._collection}/{self.name}")
+        except LockNotFoundError:
+            self._object = None
+            raise
+        self._object = obj
+        return self._record_of(obj)
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        self._object = self._call("POST", self._collection, self._new_object(record))
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        if self._object is None:
+            raise LockError(f"{self.kind} not initialized, call get or create first")
+        body = self._with_record(dict(self._object), record)
+        self._object = self._call("PUT", f"{self._collection}/{self.name}", body)
+
+    @abstractmethod
+    def _record_of(self, obj: dict[str, Any]) -> LeaderElectionRecord:
+        """The leader record the object carries."""
+
+    @abstractmethod
+    def _new_object(self, record: LeaderElectionRecord) -> dict[str, Any]:
+        """The object to create, carrying `record`."""
+
+    @abstractmethod
+    def _with_record(self, body: dict[str, Any], record: LeaderElectionRecord) -> dict[str, Any]:
+        """`body` (a copy of the object as last seen) carrying `record`."""
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         return lock_request(self._api_client, method, path, body, self._timeout)
@@ -165,6 +206,8 @@ class ApiObjectLock:
 
 class LeaseLock(ApiObjectLock):
     """A `ResourceLock` on a coordination.k8s.io/v1 Lease via a `kubernetes` ApiClient."""
+
+    kind = "lease"
 
     def __init__(
         self,
@@ -185,35 +228,30 @@ class LeaseLock(ApiObjectLock):
             request_timeout,
         )
         self._labels = dict(labels or {})
-        self._lease: dict[str, Any] | None = None
 
-    def get(self) -> LeaderElectionRecord:
-        lease = self._call("GET", f"{self._collection}/{self.name}")
-        self._lease = lease
-        return LeaderElectionRecord.from_lease_spec(lease.get("spec"))
+    def _record_of(self, obj: dict[str, Any]) -> LeaderElectionRecord:
+        return LeaderElectionRecord.from_lease_spec(obj.get("spec"))
 
-    def create(self, record: LeaderElectionRecord) -> None:
+    def _new_object(self, record: LeaderElectionRecord) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if self._labels:
             meta["labels"] = self._labels
-        body = {
+        return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": meta,
             "spec": record.to_lease_spec(),
         }
-        self._lease = self._call("POST", self._collection, body)
 
-    def update(self, record: LeaderElectionRecord) -> None:
-        if self._lease is None:
-            raise LockError("lease not initialized, call get or create first")
-        body = dict(self._lease)
+    def _with_record(self, body: dict[str, Any], record: LeaderElectionRecord) -> dict[str, Any]:
         body["spec"] = record.to_lease_spec()
-        self._lease = self._call("PUT", f"{self._collection}/{self.name}", body)
+        return body
 
 
 class ConfigMapLock(ApiObjectLock):
     """A `ResourceLock` on a ConfigMap's leader annotation (client-go `ConfigMapLock`)."""
+
+    kind = "configmap"
 
     def __init__(
         self,
@@ -232,27 +270,15 @@ class ConfigMapLock(ApiObjectLock):
             f"/api/v1/namespaces/{namespace}/configmaps",
             request_timeout,
         )
-        self._cm: dict[str, Any] | None = None
 
-    @property
-    def exists(self) -> bool:
-        """Whether the last get/create/update saw the ConfigMap."""
-        return self._cm is not None
-
-    def get(self) -> LeaderElectionRecord:
-        try:
-            cm = self._call("GET", f"{self._collection}/{self.name}")
-        except LockNotFoundError:
-            self._cm = None
-            raise
-        self._cm = cm
-        annotations = (cm.get("metadata") or {}).get("annotations") or {}
+    def _record_of(self, obj: dict[str, Any]) -> LeaderElectionRecord:
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
         text = annotations.get(LEADER_ANNOTATION)
         # A ConfigMap without the annotation (kube-ovn's install may create it) is a free lock.
         return record_from_annotation(text) if text else LeaderElectionRecord()
 
-    def create(self, record: LeaderElectionRecord) -> None:
-        body = {
+    def _new_object(self, record: LeaderElectionRecord) -> dict[str, Any]:
+        return {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {
@@ -261,19 +287,15 @@ class ConfigMapLock(ApiObjectLock):
                 "annotations": {LEADER_ANNOTATION: record_to_annotation(record)},
             },
         }
-        self._cm = self._call("POST", self._collection, body)
 
-    def update(self, record: LeaderElectionRecord) -> None:
-        if self._cm is None:
-            raise LockError("configmap not initialized, call get or create first")
-        body = dict(self._cm)
+    def _with_record(self, body: dict[str, Any], record: LeaderElectionRecord) -> dict[str, Any]:
         meta = dict(body.get("metadata") or {})
         meta["annotations"] = {
             **(meta.get("annotations") or {}),
             LEADER_ANNOTATION: record_to_annotation(record),
         }
         body["metadata"] = meta
-        self._cm = self._call("PUT", f"{self._collection}/{self.name}", body)
+        return body
 
 
 class BothLocks:
