@@ -68,6 +68,7 @@ from typing import Any
 import prometheus_client
 from prometheus_client import CollectorRegistry
 
+from controller.apiclient.errors import KubeApiError, KubeConfigError
 from controller.audit.check import run_check
 from controller.cache import Indexer, SharedIndexInformer, SharedInformerFactory
 from controller.config import COMMAND_CHECK, Config, parse_args
@@ -92,7 +93,6 @@ from controller.core.model import Pod
 from controller.ipam import IPAM
 from controller.kube.client import KubeClient, load_api_client
 from controller.kube.cluster import ClusterApi
-from controller.kube.errors import KubeApiError, KubeConfigError
 from controller.kube.events import BackgroundEventRecorder
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient

@@ -40,6 +40,7 @@ Every invalid value raises `ConfigError` with a message naming the flag; argpars
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import ipaddress
 from collections.abc import Mapping, Sequence
@@ -202,17 +203,8 @@ def _version() -> str:
         return "unknown"
 
 
-def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
-    """Parse and validate; raise ConfigError on any problem (argparse errors included).
-
-    `--help` still prints and raises SystemExit(0), as argparse does; so does `--version`.
-    """
-    if "--version" in argv or "-version" in argv:
-        print(f"kube-ovn-controller {_version()}")
-        raise SystemExit(0)
-    ns = build_parser().parse_args(normalize_bool_flags(strip_start_script(argv)))
-
-    check_supported(ns)
+def _check_flags(ns: argparse.Namespace) -> None:
+    """The checks of single flags and of pairs of them, in the order the flags are documented."""
     if ns.v is not None and ns.v < 0:
         raise ConfigError(f"--v must be >= 0, got {ns.v}")
     if ns.log_file_max_size < 0:
@@ -258,6 +250,37 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
     if ns.default_ls == ns.node_switch:
         raise ConfigError("--default-ls and --node-switch must differ")
 
+
+def _nb_tls_files(
+    ns: argparse.Namespace, nb_addr: str, environ: Mapping[str, str]
+) -> tuple[str, str, str]:
+    """The NB client's (key, certificate, CA) files: the flags, else under ENABLE_SSL=true the
+    /var/run/tls defaults; ConfigError when an ssl: remote is left without all three."""
+    ssl_env = environ.get("ENABLE_SSL", "").lower() == "true"
+    key = ns.ovn_nb_ssl_key or (DEFAULT_SSL_KEY if ssl_env else "")
+    cert = ns.ovn_nb_ssl_cert or (DEFAULT_SSL_CERT if ssl_env else "")
+    ca = ns.ovn_nb_ssl_ca or (DEFAULT_SSL_CA if ssl_env else "")
+    if any(r.startswith("ssl:") for r in nb_addr.split(",")) and not (key and cert and ca):
+        raise ConfigError(
+            "ssl: remotes in --ovn-nb-addr need --ovn-nb-ssl-key, --ovn-nb-ssl-cert and "
+            "--ovn-nb-ssl-ca (or ENABLE_SSL=true for the /var/run/tls defaults)"
+        )
+    return key, cert, ca
+
+
+def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
+    """Parse and validate; raise ConfigError on any problem (argparse errors included).
+
+    `--help` still prints and raises SystemExit(0), as argparse does; so does `--version`.
+    """
+    if "--version" in argv or "-version" in argv:
+        print(f"kube-ovn-controller {_version()}")
+        raise SystemExit(0)
+    ns = build_parser().parse_args(normalize_bool_flags(strip_start_script(argv)))
+
+    check_supported(ns)
+    _check_flags(ns)
+
     default_nets = parse_networks("--default-cidr", ns.default_cidr)
     node_nets = parse_networks("--node-switch-cidr", ns.node_switch_cidr)
     for a in default_nets:
@@ -272,15 +295,7 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
     )
 
     nb_addr = resolve_nb_addr(ns.ovn_nb_addr, environ)
-    ssl_env = environ.get("ENABLE_SSL", "").lower() == "true"
-    key = ns.ovn_nb_ssl_key or (DEFAULT_SSL_KEY if ssl_env else "")
-    cert = ns.ovn_nb_ssl_cert or (DEFAULT_SSL_CERT if ssl_env else "")
-    ca = ns.ovn_nb_ssl_ca or (DEFAULT_SSL_CA if ssl_env else "")
-    if any(r.startswith("ssl:") for r in nb_addr.split(",")) and not (key and cert and ca):
-        raise ConfigError(
-            "ssl: remotes in --ovn-nb-addr need --ovn-nb-ssl-key, --ovn-nb-ssl-cert and "
-            "--ovn-nb-ssl-ca (or ENABLE_SSL=true for the /var/run/tls defaults)"
-        )
+    key, cert, ca = _nb_tls_files(ns, nb_addr, environ)
 
     pod_name = environ.get("POD_NAME") or environ.get("HOSTNAME", "")
     # The audit never campaigns for the lease, so it needs no identity.

@@ -76,9 +76,14 @@ from controller.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,
-    LeaseLock,
 )
-from controller.runtime.locks import KUBE_OVN_V18_LOCK, BothLocks, ConfigMapLock, max_hold
+from controller.runtime.locks import (
+    KUBE_OVN_V18_LOCK,
+    BothLocks,
+    ConfigMapLock,
+    LeaseLock,
+    max_hold,
+)
 from controller.runtime.metrics import ControllerMetrics
 from controller.view import (
     IP_INDEX,

@@ -35,7 +35,6 @@ import contextlib
 import json
 import math
 import threading
-import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from controller.apiclient.errors import (
     error_from_status,
     transport_error,
 )
+from controller.queues.clock import REAL_CLOCK, Clock
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -65,7 +65,8 @@ Timeout = float | tuple[float, float | None] | None
 #: which the next request resolves again at once.
 CREDENTIAL_RECHECK_SECONDS = 1.0
 
-_monotonic = time.monotonic  # tests replace it
+#: The monotonic clock of the header re-check (a module setting: the cache is module-wide).
+CLOCK: Clock = REAL_CLOCK
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def _direct(api_client: Any) -> _Direct | None:
         return None
     try:
         cached = _DIRECT[api_client]
-        if cached is None or _monotonic() < cached.recheck_at:
+        if cached is None or CLOCK.now() < cached.recheck_at:
             return cached
     except (KeyError, TypeError):
         pass
@@ -113,7 +114,7 @@ def _direct(api_client: Any) -> _Direct | None:
             parsed.port,
             (parsed.path or "").rstrip("/"),
             {str(k): str(v) for k, v in headers.items()},
-            _monotonic() + CREDENTIAL_RECHECK_SECONDS if refreshes else math.inf,
+            CLOCK.now() + CREDENTIAL_RECHECK_SECONDS if refreshes else math.inf,
         )
     # An ApiClient that is not weak-referenceable is resolved on every request.
     with _DIRECT_LOCK, contextlib.suppress(TypeError):

@@ -27,9 +27,10 @@ import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol, TextIO, TypeVar
 
+from controller.apiclient.errors import ForbiddenError, KubeApiError, KubeConfigError
 from controller.audit.audit import AuditReport, ClusterSnapshot, audit
 from controller.audit.dataplane import (
     DataPlaneSnapshot,
@@ -39,6 +40,7 @@ from controller.audit.dataplane import (
 )
 from controller.config import Config
 from controller.core import router_policy as rp
+from controller.core.constants import VENDOR
 from controller.core.errors import MalformedObjectError
 from controller.core.model import (
     Namespace,
@@ -51,9 +53,7 @@ from controller.core.model import (
     parse_time,
 )
 from controller.kube.api import ClusterLister, KubeObject
-from controller.kube.errors import ForbiddenError, KubeApiError, KubeConfigError
 from controller.ovn.api import (
-    VENDOR,
     AddressSetInfo,
     NatRule,
     OvnError,
@@ -64,6 +64,7 @@ from controller.ovn.api import (
     StaticRoute,
 )
 from controller.ovn.ovsdb_query import OvsdbQueryError, SslFiles, select
+from controller.queues.clock import WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
 
@@ -109,14 +110,14 @@ def collect_snapshot(
     nb: NbReader,
     *,
     cluster_router: str,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    wall_clock: WallClock = utcnow,
 ) -> ClusterSnapshot:
     """Read everything the audit needs; malformed objects become `snapshot.problems`.
 
     Raises the readers' own errors (`KubeApiError`, `OvnError`).
     """
     problems: list[str] = []
-    now = clock()
+    now = wall_clock()
     kube_pods = kube.list_pods()
     pods = _convert(kube_pods, Pod.from_dict, problems)
     namespaces = _convert(kube.list_namespaces(), Namespace.from_dict, problems)
@@ -223,13 +224,15 @@ def check(
     *,
     out: TextIO,
     strict: bool = False,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    wall_clock: WallClock = utcnow,
     dataplane: Callable[[], DataPlaneSnapshot] | None = None,
 ) -> int:
     """Collect, audit, print the report to `out`; the exit code (see the module docstring).
     With `dataplane`, its snapshot is cross-checked too (`controller.audit.dataplane`)."""
     try:
-        snapshot = collect_snapshot(kube, nb, cluster_router=config.cluster_router, clock=clock)
+        snapshot = collect_snapshot(
+            kube, nb, cluster_router=config.cluster_router, wall_clock=wall_clock
+        )
     except KubeApiError as e:
         out.write(f"check: cannot read the Kubernetes API: {e}\n")
         return EXIT_UNAVAILABLE

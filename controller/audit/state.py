@@ -183,7 +183,7 @@ class AuditState:
         self.vms: dict[tuple[str, str], VirtualMachine] | None = None
         if snap.virtual_machines is not None:
             self.vms = {(x.namespace, x.name): x for x in snap.virtual_machines}
-        self.owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        self.owners = keep.OwnerReaders(self._statefulset, self._virtual_machine)
         self.alive = [p for p in snap.pods if not p.host_network and is_pod_alive(p, snap.now)]
         # pod key -> (uid or "", "<reason>: <message>; ...") of its refusal Warning Events
         self.refusals = refusals_by_pod(snap.events or ())
@@ -258,13 +258,13 @@ class AuditState:
     # -- owners, as controller.core.keep reads them ----------------------------------------
 
     def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        """The snapshot's StatefulSet; OwnerUnknown when they were not read (all kept)."""
+        """The snapshot's StatefulSet; OwnerUnknownError when they were not read (all kept)."""
         if self.statefulsets is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         return self.statefulsets.get((namespace, name))
 
     def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        """The snapshot's VirtualMachine; OwnerUnknown when they were not read (all kept)."""
+        """The snapshot's VirtualMachine; OwnerUnknownError when they were not read (all kept)."""
         if self.vms is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         return self.vms.get((namespace, name))

@@ -3,12 +3,10 @@ shared informers. See each module's docstring for its contract."""
 
 from controller.cache.errors import (
     CacheError,
-    ConnectionFailedError,
     IndexerConflictError,
     InformerStoppedError,
     KeyFuncError,
-    NotFoundError,
-    StatusError,
+    NotInCacheError,
     UnknownIndexError,
 )
 from controller.cache.fifo import Delta, DeltaType, FIFOClosedError, RealFIFO
@@ -19,7 +17,9 @@ from controller.cache.keys import (
     Object,
     deletion_handling_meta_namespace_key_func,
     meta_namespace_key_func,
+    raw_field,
     split_meta_namespace_key,
+    unwrap_tombstone,
 )
 from controller.cache.labels import Selector, SelectorError
 from controller.cache.listers import Lister
@@ -57,7 +57,6 @@ __all__ = [
     "Backoff",
     "CacheError",
     "Clock",
-    "ConnectionFailedError",
     "DeletedFinalStateUnknown",
     "Delta",
     "DeltaType",
@@ -73,7 +72,7 @@ __all__ = [
     "ListWatch",
     "Lister",
     "ListerWatcher",
-    "NotFoundError",
+    "NotInCacheError",
     "Object",
     "RealClock",
     "RealFIFO",
@@ -85,7 +84,6 @@ __all__ = [
     "SelectorError",
     "SharedIndexInformer",
     "SharedInformerFactory",
-    "StatusError",
     "ThreadSafeStore",
     "UnknownIndexError",
     "WatchEvent",
@@ -95,7 +93,9 @@ __all__ = [
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "named_wait_for_cache_sync",
+    "raw_field",
     "split_meta_namespace_key",
     "strip_managed_fields",
+    "unwrap_tombstone",
     "wait_for_cache_sync",
 ]

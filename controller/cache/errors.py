@@ -1,32 +1,26 @@
 """Errors of the informer stack.
 
 API failures are `controller.apiclient.errors.KubeApiError`s, whether they came as a non-2xx
-response (from the one request path) or as a watch `ERROR` event (`StatusError`, re-exported here
+response (from the one request path) or as a watch `ERROR` event (`StatusError`, defined there
 with `ConnectionFailedError`); the reflector decides between re-watch, backoff and relist from
 their status and Status reason with the `is_*` predicates (client-go apimachinery
 `errors.IsResourceExpired` & co). `CacheError` is the root of the errors of the stack itself,
-under `controller.core.errors.ControllerError`. `NotFoundError` is what listers raise for a
-missing object; it mirrors client-go's `apierrors.NewNotFound` message (`pod "name" not found`).
+under `controller.core.errors.ControllerError`. `NotInCacheError` is what listers raise for a
+missing object; it mirrors client-go's `apierrors.NewNotFound` message (`pod "name" not found`),
+and is named apart from the API's `NotFoundError` because it says nothing about the server.
 """
 
 from __future__ import annotations
 
-from controller.apiclient.errors import (
-    ConnectionFailedError,
-    KubeApiError,
-    KubeUnavailableError,
-    StatusError,
-)
+from controller.apiclient.errors import KubeApiError, KubeUnavailableError
 from controller.core.errors import ControllerError
 
 __all__ = [
     "CacheError",
-    "ConnectionFailedError",
     "IndexerConflictError",
     "InformerStoppedError",
     "KeyFuncError",
-    "NotFoundError",
-    "StatusError",
+    "NotInCacheError",
     "UnknownIndexError",
     "is_connection_refused",
     "is_expired",
@@ -56,7 +50,7 @@ class InformerStoppedError(CacheError, RuntimeError):
     """The informer has stopped (or started, for start-only settings) and refuses the call."""
 
 
-class NotFoundError(CacheError, LookupError):
+class NotInCacheError(CacheError, LookupError):
     """A lister found no object under the key; `resource` is the singular lowercase kind."""
 
     def __init__(self, resource: str, name: str, namespace: str = "") -> None:

@@ -38,6 +38,12 @@ class DeletedFinalStateUnknown:
     obj: Object | None
 
 
+def unwrap_tombstone(obj: Any) -> Any:
+    """A delete notification's object: the tombstone's last known state (may be None), else
+    the object itself."""
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
 def object_meta(obj: Any) -> Mapping[str, Any]:
     """The `metadata` mapping of a raw object; KeyFuncError if it has none."""
     if type(obj) is dict:  # fast path: JSON-decoded objects (isinstance on ABCs is slow)
@@ -48,6 +54,13 @@ def object_meta(obj: Any) -> Mapping[str, Any]:
     if not isinstance(meta, Mapping):
         raise KeyFuncError(f"object has no meta: {obj!r:.200}")
     return meta
+
+
+def raw_field(obj: Any, name: str) -> Mapping[str, Any]:
+    """The mapping under `name` of a raw object (`metadata`, `spec`, ...), or an empty one when
+    either is not a mapping (never raises: for readers that skip malformed objects)."""
+    value = obj.get(name) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
 
 
 def meta_str(obj: Any, field: str) -> str:

@@ -1,6 +1,6 @@
 """Listers: read-only, typed-by-convention views of an informer's indexer (client-go listers).
 
-`Lister.get(name, namespace)` returns the cached raw object or raises `NotFoundError` whose
+`Lister.get(name, namespace)` returns the cached raw object or raises `NotInCacheError` whose
 message matches the API server's (`pod "x" not found`, singular resource). `Lister.list` filters
 by label selector (string, mapping or parsed `Selector`) and optionally by namespace, using the
 namespace index when the indexer has one and falling back to a full scan otherwise.
@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controller.cache.errors import NotFoundError, UnknownIndexError
+from controller.cache.errors import NotInCacheError, UnknownIndexError
 from controller.cache.keys import Object, meta_str
 from controller.cache.labels import Selector, as_selector
 from controller.cache.store import NAMESPACE_INDEX, Indexer
@@ -47,7 +47,7 @@ class Lister:
         key = f"{namespace}/{name}" if namespace else name
         obj = self._indexer.get_by_key(key)
         if obj is None:
-            raise NotFoundError(self.resource, name, namespace or "")
+            raise NotInCacheError(self.resource, name, namespace or "")
         result: Object = obj
         return result
 

@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.apiclient.errors import AlreadyExistsError, KubeApiError
 from controller.cache import Indexer
+from controller.cache.keys import raw_field
 from controller.config import Config
 from controller.core import annotations as ann
 from controller.core import keep
@@ -64,7 +66,6 @@ from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, IPAMError
 from controller.kube.api import KubeApi, KubeObject, desired_ip, ip_update
 from controller.kube.cluster import ClusterApi
-from controller.kube.errors import AlreadyExistsError, KubeApiError
 from controller.ovn.api import NbClient
 from controller.pod_logic import (
     build_ip_cr,
@@ -75,16 +76,6 @@ from controller.pod_logic import (
 )
 
 LOG = logging.getLogger(__name__)
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
 
 
 # --- 1. default VPC -------------------------------------------------------------------------------
@@ -174,7 +165,7 @@ def init_ovn(config: Config, kube: KubeApi, subnets: Indexer, nb: NbClient) -> l
     for body in (join_subnet_body(config), default_subnet_body(config)):
         subnet = _ensure_subnet(kube, subnets, body)
         name = body["metadata"]["name"]
-        spec = format_subnet_spec(name, _spec(subnet))
+        spec = format_subnet_spec(name, raw_field(subnet, "spec"))
         router = (
             "" if spec.get("vlan") and not spec.get("logicalGateway") else config.cluster_router
         )
@@ -226,12 +217,12 @@ def init_ipam(
 
     seen: set[str] = set()
     for subnet in subnets:
-        name = str(_meta(subnet).get("name") or "")
+        name = str(raw_field(subnet, "metadata").get("name") or "")
         if not name or name in seen:
             continue
         seen.add(name)
         try:
-            spec = format_subnet_spec(name, _spec(subnet))
+            spec = format_subnet_spec(name, raw_field(subnet, "spec"))
             ipam.add_or_update_subnet(name, spec["cidrBlock"], spec["excludeIps"])
             n_subnets += 1
         except (IPAMError, MalformedObjectError) as exc:
@@ -239,7 +230,7 @@ def init_ipam(
             LOG.error("init ipam: subnet %s: %s", name, exc)
 
     for ip_cr in ips.list():
-        cr_spec = _spec(ip_cr)
+        cr_spec = raw_field(ip_cr, "spec")
         if not keep.is_kept_pod_type(str(cr_spec.get("podType") or "")):
             continue
         ns, pod_name = str(cr_spec.get("namespace") or ""), str(cr_spec.get("podName") or "")
@@ -255,7 +246,9 @@ def init_ipam(
             n_ips += 1
         except IPAMError as exc:
             errors += 1
-            LOG.error("init ipam: IP %s of %s: %s", _meta(ip_cr).get("name"), key, exc)
+            LOG.error(
+                "init ipam: IP %s of %s: %s", raw_field(ip_cr, "metadata").get("name"), key, exc
+            )
 
     alive: set[str] = set()  # keys of alive pods, so the interrupted-adds pass parses none again
     annotated: set[str] = set()  # names of the IP CRs whose network the annotations restored
@@ -284,10 +277,10 @@ def init_ipam(
         LOG.info("init ipam: kept %d address(es) of interrupted adds", reserved)
 
     for raw in nodes.list():
-        node_ann = _meta(raw).get("annotations") or {}
+        node_ann = raw_field(raw, "metadata").get("annotations") or {}
         if node_ann.get(ALLOCATED_ANNOTATION) != "true":
             continue
-        name = str(_meta(raw).get("name") or "")
+        name = str(raw_field(raw, "metadata").get("name") or "")
         try:
             ipam.get_static_address(
                 node_port_name(name),
@@ -332,7 +325,7 @@ def _reserve_interrupted_adds(
     """
     reserved = 0
     for ip_cr in ips.list():
-        spec = _spec(ip_cr)
+        spec = raw_field(ip_cr, "spec")
         if keep.is_kept_pod_type(str(spec.get("podType") or "")):
             continue  # restored above, pod or not
         ns, name = str(spec.get("namespace") or ""), str(spec.get("podName") or "")
@@ -340,7 +333,7 @@ def _reserve_interrupted_adds(
         key = pod_key(ns, name)
         if not ns or not name or key not in alive:
             continue  # a node's CR, an orphan the start-up gc collects, or a dead/host pod
-        if _meta(ip_cr).get("name") in annotated:
+        if raw_field(ip_cr, "metadata").get("name") in annotated:
             continue  # the annotations restored this network: they win over a stale CR
         if any(a.subnet == subnet for a in ipam.get_pod_address(key)):
             continue  # its annotations were restored: they win over a stale CR
@@ -353,7 +346,7 @@ def _reserve_interrupted_adds(
                 quiet=True,
             )
         except IPAMError as exc:
-            cr_name = _meta(ip_cr).get("name")
+            cr_name = raw_field(ip_cr, "metadata").get("name")
             LOG.info("init ipam: not reserving IP %s of %s: %s", cr_name, key, exc)
             continue
         reserved += 1

@@ -25,7 +25,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.cache import (
+    Indexer,
+    ResourceEventHandlerFuncs,
+    unwrap_tombstone,
+)
 from controller.cache.keys import object_name
 from controller.config import Config
 from controller.core.constants import (
@@ -42,10 +46,6 @@ from controller.runtime.worker import start_workers
 LOG = logging.getLogger(__name__)
 
 NAMESPACE_KEYS = (LOGICAL_SWITCH_ANNOTATION, CIDR_ANNOTATION, EXCLUDE_IPS_ANNOTATION)
-
-
-def _obj(obj: Any) -> Any:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 def _namespaces_of(subnet: Any) -> list[str]:
@@ -160,7 +160,7 @@ class NamespaceController:
                 return
             names: set[str] = set()
             for obj in objs:
-                obj = _obj(obj)  # noqa: PLW2901
+                obj = unwrap_tombstone(obj)  # noqa: PLW2901
                 if object_name(obj) == self._config.default_logical_switch:
                     names.update(self._namespaces.list_keys())
                 names.update(_namespaces_of(obj))
@@ -182,7 +182,7 @@ class NamespaceController:
                 return
             names: set[str] = set()
             for obj in objs:
-                obj = _obj(obj)  # noqa: PLW2901
+                obj = unwrap_tombstone(obj)  # noqa: PLW2901
                 names.update(_namespaces_of(obj))
             for name in sorted(names):
                 self.queue.add(name)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.cache import Indexer, unwrap_tombstone
 from controller.cache.keys import object_name
 from controller.config import Config
 from controller.core import router_policy as rp
@@ -133,8 +133,7 @@ class NodeController:
     def on_delete(self, obj: Any) -> None:
         if not self._is_leader():
             return
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
+        obj = unwrap_tombstone(obj)
         if object_name(obj):
             self.queues.delete.add(object_name(obj))
 

@@ -45,10 +45,9 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from controller.cache import DeletedFinalStateUnknown, Indexer
+from controller.cache import Indexer, unwrap_tombstone
 from controller.cache.keys import object_name, replaced
 from controller.core.constants import DENY_ALL_SECURITY_GROUP, EVENT_TYPE_WARNING
 from controller.core.security_group import (
@@ -62,6 +61,7 @@ from controller.core.security_group import (
 from controller.kube.api import EventRecorder, KubeObject, ObjectRef
 from controller.ovn.api import NbClient, OvnError
 from controller.queues import RateLimitingQueue
+from controller.queues.clock import WallClock, utcnow
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.worker import start_workers
 
@@ -101,10 +101,6 @@ class SecurityGroupQueues:
 
     def all(self) -> tuple[RateLimitingQueue[str], ...]:
         return (self.update, self.delete)
-
-
-def _obj(obj: Any) -> Any:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 def remote_groups_of(spec: Any) -> set[str]:
@@ -175,7 +171,7 @@ class SecurityGroupController:
         recorder: EventRecorder,
         queues: SecurityGroupQueues,
         is_leader: Callable[[], bool],
-        utcnow: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
     ) -> None:
         self._sgs = sgs
         self._kube = kube
@@ -183,7 +179,7 @@ class SecurityGroupController:
         self._recorder = recorder
         self.queues = queues
         self._is_leader = is_leader
-        self._utcnow = utcnow if utcnow is not None else (lambda: datetime.now(UTC))
+        self._wall_clock = wall_clock
         # add/update and delete of one group never overlap (kube-ovn sgKeyMutex)
         self._mutex = KeyMutex(97)
 
@@ -207,7 +203,7 @@ class SecurityGroupController:
     def on_delete(self, obj: Any) -> None:
         if not self._is_leader():
             return
-        name = object_name(_obj(obj))
+        name = object_name(unwrap_tombstone(obj))
         if name:
             self.queues.delete.add(name)
             self._requeue_referrers(name)
@@ -228,7 +224,7 @@ class SecurityGroupController:
             if cached is None:
                 return
             plan = plan_security_group(name, cached.get("spec"), self._exists)
-            now = self._utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+            now = self._wall_clock().strftime("%Y-%m-%dT%H:%M:%SZ")
             if check_sg_name(name) is not None or name == DENY_ALL_SECURITY_GROUP:
                 # NOTE: a name NB rows cannot carry, or the built-in deny-all group's: the plan
                 # says why (status and Event); that group's rows are never touched.

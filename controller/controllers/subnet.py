@@ -39,7 +39,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.cache import (
+    Indexer,
+    ResourceEventHandlerFuncs,
+    unwrap_tombstone,
+)
 from controller.cache.keys import object_name, replaced
 from controller.config import Config
 from controller.controllers.subnet_status import SubnetConditions
@@ -65,10 +69,6 @@ LOG = logging.getLogger(__name__)
 
 STATUS_KEYS = ("v4availableIPs", "v4usingIPs", "v6availableIPs", "v6usingIPs")
 DEFAULT_STATUS_DELAY = 0.5
-
-
-def _obj(obj: Any) -> Any:
-    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
 def status_from_usage(
@@ -162,14 +162,14 @@ class SubnetController:
     def on_delete(self, obj: Any) -> None:
         if not self._is_leader():
             return
-        name = object_name(_obj(obj))
+        name = object_name(unwrap_tombstone(obj))
         if name:
             self.queues.delete.add(name)
 
     # --- IP CR callbacks (kube-ovn ip.go: keep subnet status fresh) ------------------------------
     def ip_event_handler(self) -> ResourceEventHandlerFuncs:
         def subnets_of(obj: Any) -> list[str]:
-            spec = _obj(obj).get("spec") or {}
+            spec = unwrap_tombstone(obj).get("spec") or {}
             names = [spec.get("subnet") or "", *(spec.get("attachSubnets") or [])]
             return [n for n in names if isinstance(n, str) and n]
 

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
-from controller.cache import DeletedFinalStateUnknown, Indexer, ResourceEventHandlerFuncs
+from controller.cache import (
+    Indexer,
+    ResourceEventHandlerFuncs,
+    unwrap_tombstone,
+)
 from controller.core.constants import (
     GATEWAY_TYPE_CENTRALIZED,
     REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
@@ -42,12 +45,9 @@ from controller.core.subnet_spec import format_subnet_spec
 from controller.kube.api import KubeApi
 from controller.ovn.api import NbClient
 from controller.pod_logic import is_ovn_provider
+from controller.queues.clock import WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _node(raw: Any) -> Node | None:
@@ -72,14 +72,14 @@ class SubnetConditions:
         nodes: Indexer | None,
         subnets: Indexer,
         node_switch: str,
-        now: Callable[[], datetime] = _utcnow,
+        wall_clock: WallClock = utcnow,
     ) -> None:
         self._kube = kube
         self._nb = nb
         self._nodes = nodes
         self._subnets = subnets
         self._node_switch = node_switch
-        self._now = now
+        self._wall_clock = wall_clock
 
     def health(self, subnet: Mapping[str, Any]) -> SubnetHealth | None:
         """The subnet's health, None when its conditions are not this controller's to write
@@ -112,7 +112,7 @@ class SubnetConditions:
             return False
         name = str((subnet.get("metadata") or {}).get("name") or "")
         current = (subnet.get("status") or {}).get("conditions") or []
-        wanted = wanted_conditions(current, health, timestamp(self._now()))
+        wanted = wanted_conditions(current, health, timestamp(self._wall_clock()))
         if wanted == current:
             return False
         LOG.info("subnet %s: %s (%s)", name, health.state, health.reason)
@@ -156,7 +156,7 @@ class SubnetConditions:
 
     def node_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
         def touched(obj: Any) -> None:
-            raw = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            raw = unwrap_tombstone(obj)
             name = str(((raw or {}).get("metadata") or {}).get("name") or "")
             for subnet in self.subnets_listing(name) if name else ():
                 enqueue(subnet)

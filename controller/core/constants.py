@@ -19,7 +19,6 @@ from typing import Final
 
 OVN_PROVIDER: Final = "ovn"
 #: CniTypeName: the NAD `type` of an OVN network and the LSP `external_ids:vendor`
-#: (the same string as `controller.ovn.api.VENDOR`; a test keeps them equal).
 CNI_TYPE_NAME: Final = "kube-ovn"
 VENDOR: Final = CNI_TYPE_NAME
 

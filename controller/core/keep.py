@@ -8,9 +8,9 @@ deleted (`isVmPodToDel`). The pod delete handler (`pod_logic.decide_delete`), th
 collector, the IPAM rebuild at start-up and the audit all ask these functions, so they cannot
 disagree on what is kept.
 
-Owners are read through an `OwnerLookup` (two callables returning the object or None for
+Owners are read through `OwnerReaders` (two callables returning the object or None for
 NotFound); a lookup that cannot tell (API error, malformed object, owners not read at all) raises
-`OwnerUnknown`, and the rules then keep the address: never guess "gone".
+`OwnerUnknownError`, and the rules then keep the address: never guess "gone".
 
 Rules on names: a StatefulSet pod is named `<sts>-<ordinal>` with a decimal ordinal (an optional
 sign, as Go's `strconv.Atoi`); a name without one is never released by the replicas test (kube-ovn
@@ -31,7 +31,7 @@ from controller.core.constants import (
     POD_TYPE_STATEFULSET,
     POD_TYPE_VIRTUAL_MACHINE,
 )
-from controller.core.errors import ResourceNotReadyError
+from controller.core.errors import ControllerError, ResourceNotReadyError
 from controller.core.model import Namespace, Pod, StatefulSet, Subnet, VirtualMachine
 
 #: IP CR `spec.podType` values whose address may outlive the pod (restored by the IPAM rebuild
@@ -41,14 +41,18 @@ KEPT_POD_TYPES = (POD_TYPE_STATEFULSET, POD_TYPE_VIRTUAL_MACHINE)
 _ORDINAL = re.compile(r"^[+-]?[0-9]+$")
 
 
-class OwnerUnknown(Exception):
+class OwnerUnknownError(ControllerError):
     """The owner could not be read: the keep rules keep the address."""
+
+    def __init__(self, message: str = "the owner could not be read") -> None:
+        super().__init__(message)
 
 
 @dataclass(frozen=True, slots=True)
-class OwnerLookup:
-    """How the rules read owners: `statefulset(namespace, name)` and `virtual_machine(namespace,
-    name)` return the object, None when it does not exist, or raise `OwnerUnknown`."""
+class OwnerReaders:
+    """How the rules read owners (the read policy is the caller's, see
+    `controller.view.OwnerLookup`): `statefulset(namespace, name)` and `virtual_machine(namespace,
+    name)` return the object, None when it does not exist, or raise `OwnerUnknownError`."""
 
     statefulset: Callable[[str, str], StatefulSet | None]
     virtual_machine: Callable[[str, str], VirtualMachine | None]
@@ -91,7 +95,7 @@ def vm_pod_to_del(vm: VirtualMachine | None) -> bool:
 
 
 def statefulset_keeps(
-    owners: OwnerLookup, namespace: str, pod_name: str, sts_name: str | None = None
+    owners: OwnerReaders, namespace: str, pod_name: str, sts_name: str | None = None
 ) -> bool:
     """Does StatefulSet `sts_name` (default: the one the pod name implies) keep the address?"""
     name = sts_name or statefulset_of_name(pod_name)
@@ -99,21 +103,21 @@ def statefulset_keeps(
         return False
     try:
         sts = owners.statefulset(namespace, name)
-    except OwnerUnknown:
+    except OwnerUnknownError:
         return True
     return not statefulset_pod_to_del(pod_name, sts)
 
 
-def vm_keeps(owners: OwnerLookup, namespace: str, vm_name: str) -> bool:
+def vm_keeps(owners: OwnerReaders, namespace: str, vm_name: str) -> bool:
     """Does VirtualMachine `vm_name` keep its address (exists, not being deleted)?"""
     try:
         vm = owners.virtual_machine(namespace, vm_name)
-    except OwnerUnknown:
+    except OwnerUnknownError:
         return True
     return not vm_pod_to_del(vm)
 
 
-def owner_keeps(pod: Pod, *, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
+def owner_keeps(pod: Pod, *, keep_vm_ip: bool, owners: OwnerReaders) -> bool:
     """Does the pod's owner keep the pod's address beyond the pod: its StatefulSet, or under
     keep-vm-ip its VM? False for a pod with neither."""
     sts = pod.statefulset_owner()
@@ -125,7 +129,7 @@ def owner_keeps(pod: Pod, *, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
     return False
 
 
-def pod_kept(pod: Pod, *, alive: bool, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
+def pod_kept(pod: Pod, *, alive: bool, keep_vm_ip: bool, owners: OwnerReaders) -> bool:
     """Is the address of this pod (in the cache) kept? An alive, non-terminating pod always; a
     StatefulSet pod is judged by its StatefulSet alone (kube-ovn `markAndCleanLSP`); a VM pod
     under keep-vm-ip while alive or while its VM wants it; any other pod while alive."""
@@ -138,7 +142,7 @@ def pod_kept(pod: Pod, *, alive: bool, keep_vm_ip: bool, owners: OwnerLookup) ->
     return alive
 
 
-def name_kept(namespace: str, name: str, *, keep_vm_ip: bool, owners: OwnerLookup) -> bool:
+def name_kept(namespace: str, name: str, *, keep_vm_ip: bool, owners: OwnerReaders) -> bool:
     """Is the address of `namespace/name` kept when no pod of that name accounts for it? Under
     keep-vm-ip a VM of that name keeps it; else the StatefulSet its name implies."""
     if not namespace or not name:
@@ -148,7 +152,7 @@ def name_kept(namespace: str, name: str, *, keep_vm_ip: bool, owners: OwnerLooku
     return statefulset_keeps(owners, namespace, name)
 
 
-def pod_type_keeps(pod_type: str, namespace: str, name: str, *, owners: OwnerLookup) -> bool:
+def pod_type_keeps(pod_type: str, namespace: str, name: str, *, owners: OwnerReaders) -> bool:
     """Does the owner of an IP CR of `spec.podType` keep its address (`name` is the CR's
     `spec.podName`: the pod, or the VM under keep-vm-ip)?"""
     if pod_type == POD_TYPE_STATEFULSET:

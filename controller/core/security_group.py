@@ -35,12 +35,12 @@ Deliberate differences from kube-ovn v1.8.18, all about input it mishandles:
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controller.core.address import parse_network
 from controller.core.constants import (
     DENY_ALL_SECURITY_GROUP,
     SECURITY_GROUP_ALLOW_PRIORITY,
@@ -181,17 +181,11 @@ def _remote_address(value: str, version: int, ip_version: str) -> str:
     text = value.strip()
     if not text:
         raise _BadRule("remoteAddress is empty (remoteType address needs an IP or a CIDR)")
-    try:
-        if "/" in text:
-            net = ipaddress.ip_network(text, strict=False)
-            addr = str(net)
-        else:
-            ip = ipaddress.ip_address(text)
-            net = ipaddress.ip_network(ip)
-            addr = str(ip)
-    except ValueError:
+    net = parse_network(text)
+    if net is None:
         what = "CIDR" if "/" in text else "IP address"
-        raise _BadRule(f"invalid {what} {value!r} in remoteAddress") from None
+        raise _BadRule(f"invalid {what} {value!r} in remoteAddress")
+    addr = str(net) if "/" in text else str(net.network_address)
     if net.version != version:
         raise _BadRule(f"remoteAddress {value!r} is not an {ip_version} address")
     return addr

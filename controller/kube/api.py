@@ -8,7 +8,7 @@ Contract of every `KubeApi` implementation (the real adapter in `client.py`, the
 `fake.py`; `tests/kube/test_contract.py` runs one suite over both):
 
 * Objects go in and come out as plain JSON dicts (`KubeObject`), never client model classes.
-* Errors are `controller.kube.errors.KubeApiError` subclasses, nothing else.
+* Errors are `controller.apiclient.errors.KubeApiError` subclasses, nothing else.
 * `get_*` return `None` for a missing object (404) instead of raising; this includes an API group
   that is not installed (kubevirt), which answers 404 as well.
 * Annotation writes are JSON *merge* patches that touch only the keys passed in. NOTE: kube-ovn

@@ -6,7 +6,7 @@ Contract:
   JSON dicts and skips the generated API classes (see that module for why).
 * Every request carries a (connect, read) timeout, so a dead API server never hangs a worker.
 * Every request goes through `controller.apiclient.request`, so every failure is raised as a
-  `controller.apiclient.errors.KubeApiError` subclass (re-exported by `controller.kube.errors`):
+  `controller.apiclient.errors.KubeApiError` subclass:
   HTTP errors by status and Status reason, transport errors as `KubeUnavailableError` (status 0).
 * Each request reports `on_request(verb, url_template, code, seconds)` (see
   `controller.kube.api.RequestObserver`) so metrics stay out of this module.

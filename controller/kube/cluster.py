@@ -3,7 +3,7 @@
 `ClusterApi` is the port: the default Vpc (create, status), Subnet spec writes (kube-ovn's
 `formatSubnet` normalisation) and API-group discovery (is kubevirt / multus installed?).
 `controller.kube.client.KubeClient` is the adapter (one transport, timeouts and request metrics
-for every API call); errors come out as `controller.kube.errors` (`NotFoundError`,
+for every API call); errors come out as `controller.apiclient.errors` (`NotFoundError`,
 `ConflictError`, `AlreadyExistsError`, ...), as `KubeApi`'s do.
 
 Writes of whole objects are PUTs carrying the resourceVersion that was read, so a concurrent

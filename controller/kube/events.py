@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from controller.apiclient.errors import AlreadyExistsError, KubeApiError, NotFoundError
 from controller.kube.api import (
     EVENT_TYPE_NORMAL,
     EVENT_TYPE_WARNING,
@@ -36,19 +37,13 @@ from controller.kube.api import (
     KubeObject,
     ObjectRef,
 )
-from controller.kube.errors import AlreadyExistsError, KubeApiError, NotFoundError
+from controller.queues.clock import REAL_CLOCK, Clock, WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
 
 DEFAULT_COMPONENT = "ovn-controller"  # kube-ovn's recorder component (pkg/controller/controller.go)
 MAX_MESSAGE_LEN = 1024  # events.k8s.io validation limit; nbctl output can be longer
 _TRUNCATED = "..."
-
-WallClock = Callable[[], datetime.datetime]
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
 
 
 def _rfc3339(ts: datetime.datetime) -> str:
@@ -103,7 +98,7 @@ class EventCorrelator:
         host: str = "",
         window: float = 600.0,
         max_entries: int = 4096,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = REAL_CLOCK,
         wall_clock: WallClock = utcnow,
     ) -> None:
         if window <= 0 or max_entries <= 0:
@@ -112,7 +107,7 @@ class EventCorrelator:
         self._host = host
         self._window = window
         self._max_entries = max_entries
-        self._monotonic = monotonic
+        self._clock = clock
         self._wall_clock = wall_clock
         self._seen: collections.OrderedDict[tuple[str, ...], _Seen] = collections.OrderedDict()
         # NOTE: client-go names Events "<object>.<unix nanos in hex>"; the counter keeps two
@@ -120,7 +115,7 @@ class EventCorrelator:
         self._serial = itertools.count()
 
     def observe(self, ref: ObjectRef, type_: str, reason: str, message: str) -> EventWrite:
-        now = self._monotonic()
+        now = self._clock.now()
         stamp = self._wall_clock()
         ts = _rfc3339(stamp)
         key = (
@@ -240,7 +235,7 @@ class BackgroundEventRecorder:
         window: float = 600.0,
         max_attempts: int = 3,
         retry_delay: float = 1.0,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock = REAL_CLOCK,
         wall_clock: WallClock = utcnow,
         on_drop: Callable[[], None] | None = None,
     ) -> None:
@@ -255,7 +250,7 @@ class BackgroundEventRecorder:
             component=component,
             host=host,
             window=window,
-            monotonic=monotonic,
+            clock=clock,
             wall_clock=wall_clock,
         )
         self._pending: collections.deque[_Pending] = collections.deque()

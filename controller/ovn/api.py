@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from controller.core.constants import VENDOR
 from controller.core.errors import ControllerError
 from controller.core.security_group import Acl
-
-VENDOR = "kube-ovn"
 
 
 class OvnError(ControllerError):
@@ -40,7 +39,7 @@ class DuplicateAddressError(OvnConflictError):
     """An address is already used by another port of the same logical switch (as ovn-nbctl)."""
 
 
-class NotFoundError(OvnError):
+class OvnNotFoundError(OvnError):
     """A row the verb needs (switch, router, port group) does not exist."""
 
 

@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from controller.core.constants import VENDOR
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn.api import (
-    VENDOR,
-    NotFoundError,
     OvnConflictError,
+    OvnNotFoundError,
     PortSpec,
 )
 from controller.ovn.idl_index import (
@@ -156,7 +156,7 @@ class VerbContext:
 def router_row(ctx: VerbContext, name: str) -> Row:
     lr = ctx.named(LR, name)
     if lr is None:
-        raise NotFoundError(f"logical router {name} not found")
+        raise OvnNotFoundError(f"logical router {name} not found")
     return lr
 
 
@@ -181,7 +181,7 @@ def sync_sg(ctx: VerbContext, sg: str) -> None:
 def create_port_rows(ctx: VerbContext, spec: PortSpec, cols: logic.PortColumns) -> None:
     ls = ctx.named(LS, spec.switch)
     if ls is None:
-        raise NotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
+        raise OvnNotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
     lsp = ctx.named(LSP, spec.name)
     if lsp is not None and lsp._data is not None:
         current = ctx.switch_of(lsp)

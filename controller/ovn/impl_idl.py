@@ -45,15 +45,15 @@ from ovsdbapp import exceptions as ovsdbapp_exc
 from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
 from ovsdbapp.backend.ovs_idl import idlutils
 
+from controller.core.constants import VENDOR
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
-    VENDOR,
     InvalidRequestError,
     NbClient,
-    NotFoundError,
     OvnError,
+    OvnNotFoundError,
     OvnTimeoutError,
     PortGroupInfo,
     PortInfo,
@@ -280,7 +280,7 @@ class OvsdbappNbClient(RoutingVerbs):
                 f"{method}: OVN NB timed out after {self._config.timeout}s"
             ) from e
         except idlutils.RowNotFound as e:
-            raise NotFoundError(f"{method}: {e}") from e
+            raise OvnNotFoundError(f"{method}: {e}") from e
         except Exception as e:
             raise OvnError(f"{method}: {e}") from e
         finally:
@@ -395,7 +395,7 @@ class OvsdbappNbClient(RoutingVerbs):
         def run(ctx: VerbContext) -> list[str]:
             lsp = ctx.named(LSP, port)
             if lsp is None:
-                raise NotFoundError(f"logical switch port {port} not found")
+                raise OvnNotFoundError(f"logical switch port {port} not found")
             change = logic.sg_change(lsp.external_ids, lsp.port_security, new)
             ctx.set_keys(lsp, "external_ids", change.external_ids)
             set_memberships(ctx, lsp, change.stale, change.groups)

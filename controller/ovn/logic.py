@@ -24,11 +24,15 @@ from controller.core.address import (
     parse_network,
 )
 from controller.core.address import parse_ip as parse_address
-from controller.core.constants import POLICY_DST_IP, POLICY_SRC_IP, SECURITY_GROUP_DROP_PRIORITY
+from controller.core.constants import (
+    POLICY_DST_IP,
+    POLICY_SRC_IP,
+    SECURITY_GROUP_DROP_PRIORITY,
+    VENDOR,
+)
 from controller.core.security_group import Acl
 from controller.ovn import external_ids as ext
 from controller.ovn.api import (
-    VENDOR,
     DuplicateAddressError,
     InvalidRequestError,
     OvnConflictError,

@@ -18,8 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.core.errors import ControllerError
 
-class OvsdbQueryError(RuntimeError):
+
+class OvsdbQueryError(ControllerError, RuntimeError):
     """A query could not be answered (connection, protocol or database error)."""
 
 

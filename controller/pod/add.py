@@ -21,6 +21,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controller import pod_logic as pl
+from controller.apiclient.errors import AlreadyExistsError as KubeAlreadyExistsError
+from controller.apiclient.errors import ConflictError as KubeConflictError
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.errors import NotFoundError as KubeNotFoundError
 from controller.core import annotations as ann
 from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
@@ -41,10 +45,6 @@ from controller.core.model import FrozenDict, Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
 from controller.ipam.errors import IPAMError
 from controller.kube.api import KubeObject
-from controller.kube.errors import AlreadyExistsError as KubeAlreadyExistsError
-from controller.kube.errors import ConflictError as KubeConflictError
-from controller.kube.errors import KubeApiError
-from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.ovn import external_ids as ext
 from controller.ovn.api import OvnError
 from controller.pod.base import LOG, PodControllerBase, to_pod
@@ -158,7 +158,7 @@ class AddHandlers(PodControllerBase):
         not ready, the NB refusing), which that handler retries with its backoff. What this
         wrote for an address the add then gives back is undone by `_roll_back_add`."""
         allocated = replace(pod, annotations=FrozenDict(annotations))
-        if not pl.routes_with_add(allocated, self._now()):
+        if not pl.routes_with_add(allocated, self._wall_clock()):
             return False
         try:
             default = pl.default_ovn_net(nets)

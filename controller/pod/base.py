@@ -13,7 +13,6 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from controller import pod_logic as pl
@@ -34,6 +33,7 @@ from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.ovn.api import NbClient
 from controller.queues import Clock, RateLimitingQueue
+from controller.queues.clock import WallClock
 from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.metrics import ControllerMetrics
@@ -78,7 +78,7 @@ class PodControllerBase:
     _is_leader: Callable[[], bool]
     _metrics: ControllerMetrics | None
     _clock: Clock
-    _now: Callable[[], datetime]
+    _wall_clock: WallClock
     _keep_vm_ip: bool
     _deleting_lock: threading.Lock
     _deleting: dict[str, DeletingPod]
@@ -188,10 +188,6 @@ def guard(event: str, callback: Callable[..., None], *args: Any) -> None:
         callback(*args)
     except Exception:
         LOG.exception("pod %s event handler failed", event)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def pod_or_none(obj: Any, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod | None:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from controller import pod_logic as pl
@@ -50,7 +49,7 @@ from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.ovn.api import NbClient
 from controller.pod.add import AddHandlers
-from controller.pod.base import LOG, DeletingPod, PodQueues, guard, pod_or_none, utcnow
+from controller.pod.base import LOG, DeletingPod, PodQueues, guard, pod_or_none
 from controller.pod.delete import DeleteHandlers
 from controller.pod.inspection import InspectionHandlers
 from controller.pod.migration import MigrationHandlers
@@ -59,6 +58,7 @@ from controller.queues import (
     Clock,
     RealClock,
 )
+from controller.queues.clock import WallClock, utcnow
 from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.metrics import ControllerMetrics
@@ -97,7 +97,7 @@ class PodController(
         is_leader: Callable[[], bool],
         metrics: ControllerMetrics | None = None,
         clock: Clock | None = None,
-        now: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
         view: CacheView | None = None,
         routing: RoutingReconciler | None = None,
         **caches: Indexer | None,
@@ -120,7 +120,7 @@ class PodController(
         # Monotonic, shared with the queues (delete deadlines, handler durations).
         self._clock: Clock = clock if clock is not None else RealClock()
         # Wall time for pod liveness (deletionTimestamp arithmetic).
-        self._now = now if now is not None else utcnow
+        self._wall_clock = wall_clock
         self._keep_vm_ip = config.enable_keep_vm_ip
         self._deleting_lock = threading.Lock()
         self._deleting: dict[str, DeletingPod] = {}
@@ -136,7 +136,7 @@ class PodController(
                 kube=kube,
                 nb=nb,
                 is_leader=is_leader,
-                now=self._now,
+                wall_clock=wall_clock,
             )
         )
         self._inspect_warned: dict[str, str] = {}
@@ -161,7 +161,7 @@ class PodController(
             return
         decision = pl.classify_add(
             pod,
-            self._now(),
+            self._wall_clock(),
             keep_vm_ip=self._keep_vm_ip,
             owner_to_delete=lambda: self._owner_to_delete(pod),
         )
@@ -181,7 +181,7 @@ class PodController(
             self._on_delete(old)
             self._on_add(new)
             return
-        now = self._now()
+        now = self._wall_clock()
         decision = pl.classify_update(
             old_pod,
             new_pod,
@@ -223,7 +223,7 @@ class PodController(
             if not isinstance(meta, Mapping):
                 return
             namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-            now = self._now()
+            now = self._wall_clock()
             for raw in self._view.pods_raw_may_wait():
                 pod = pod_or_none(raw)
                 if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
@@ -246,7 +246,7 @@ class PodController(
         """
         if not self._is_leader():
             return
-        now = self._now()
+        now = self._wall_clock()
         for raw in self._view.pods_raw_may_wait():
             pod = pod_or_none(raw)
             if pod is not None and pl.waits_for_subnet(pod, name, now):
@@ -332,4 +332,4 @@ class PodController(
 
     def _owner_to_delete(self, pod: Pod) -> bool:
         """kube-ovn isStatefulSetPodToDel / isVmPodToDel; a failed GET counts as "keep"."""
-        return OwnerLookup(self._view, pod).to_delete()
+        return OwnerLookup(self._view).of(pod).to_delete()

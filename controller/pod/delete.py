@@ -11,11 +11,11 @@ fed by one `OwnerLookup` of the pod's owner.
 from __future__ import annotations
 
 from controller import pod_logic as pl
+from controller.apiclient.errors import KubeApiError
 from controller.core import annotations as ann
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Pod
 from controller.core.naming import pod_name_to_port_name
-from controller.kube.errors import KubeApiError
 from controller.ovn import external_ids as ext
 from controller.ovn.api import OvnError
 from controller.pod.base import LOG, PodControllerBase, pod_or_none
@@ -71,7 +71,7 @@ class DeleteHandlers(PodControllerBase):
         for address in self._ipam.get_pod_address(ipam_key):
             self._unroute_address(pod, address.subnet, address.ip)
         listed = self._nb.list_pod_ports(pod_name, pod.namespace)
-        owner = OwnerLookup(self._view, pod)
+        owner = OwnerLookup(self._view).of(pod)
         decision = pl.decide_delete(
             pod,
             keep_vm_ip=self._keep_vm_ip,

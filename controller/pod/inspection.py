@@ -8,11 +8,11 @@ pass, the subnets once, and each namespace once.
 from __future__ import annotations
 
 from controller import pod_logic as pl
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.errors import NotFoundError as KubeNotFoundError
 from controller.core import annotations as ann
 from controller.core.errors import ControllerError
 from controller.core.model import Namespace, Pod
-from controller.kube.errors import KubeApiError
-from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.pod.base import LOG, PodControllerBase, pod_or_none
 
 
@@ -21,7 +21,7 @@ class InspectionHandlers(PodControllerBase):
 
     def inspect_pods(self) -> None:
         """kube-ovn inspectPod: re-add pods whose port is lost, re-route unrouted ones."""
-        now = self._now()
+        now = self._wall_clock()
         subnets = self._view.subnets()
         namespaces: dict[str, Namespace | None] = {}
         # NOTE: one read of the NB ports per pass rather than a lookup per pod (every pod, every

@@ -52,7 +52,7 @@ class MigrationHandlers(PodControllerBase):
         }
         if not stale:
             return 0
-        now = self._now()
+        now = self._wall_clock()
         queued = 0
         for raw in self._view.pods_raw():
             pod = pod_or_none(raw)

@@ -14,13 +14,13 @@
 from __future__ import annotations
 
 from controller import pod_logic as pl
+from controller.apiclient.errors import NotFoundError as KubeNotFoundError
 from controller.core import annotations as ann
 from controller.core.address import split_string_ip
 from controller.core.constants import ROUTED_ANNOTATION
 from controller.core.errors import ResourceNotReadyError
 from controller.core.model import Pod, PodNet, ProviderType
 from controller.core.naming import pod_name_to_port_name
-from controller.kube.errors import NotFoundError as KubeNotFoundError
 from controller.ovn import external_ids as ext
 from controller.ovn.api import PortInfo
 from controller.ovn.logic import port_columns
@@ -37,8 +37,8 @@ class UpdateHandlers(PodControllerBase):
                 return
             pod = to_pod(raw, self._view.pod_model)
             rerouting = self._reroute_requested(key)
-            if not pl.needs_update(pod, self._now()) and not (
-                rerouting and pl.needs_reroute(pod, self._now())
+            if not pl.needs_update(pod, self._wall_clock()) and not (
+                rerouting and pl.needs_reroute(pod, self._wall_clock())
             ):
                 self._reroute_done(key)
                 return

@@ -30,7 +30,7 @@ The worker idiom (kube-ovn processNextWorkItem)::
             queue.done(key)
 """
 
-from controller.queues.clock import REAL_CLOCK, Clock, RealClock
+from controller.queues.clock import REAL_CLOCK, Clock, RealClock, WallClock, utcnow
 from controller.queues.default_rate_limiters import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -71,7 +71,9 @@ __all__ = [
     "RateLimitingQueue",
     "RealClock",
     "SettableGaugeMetric",
+    "WallClock",
     "WithMaxWaitRateLimiter",
     "default_controller_rate_limiter",
     "default_item_based_rate_limiter",
+    "utcnow",
 ]

@@ -24,6 +24,11 @@ Contract:
 
 `RealClock` maps these onto `time.monotonic`, `Condition.wait(timeout)` and `Event.wait`;
 `REAL_CLOCK` is the shared instance (it keeps no state).
+
+Wall time (timestamps written to the API, ages compared with API timestamps) has one spelling
+too: a `WallClock` is a function returning an aware UTC `datetime`, `utcnow` the real one.
+Components that need it take it as `wall_clock: WallClock = utcnow`; monotonic time is always
+a `clock: Clock` object.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Protocol
 
 LOG = logging.getLogger(__name__)
@@ -75,6 +81,13 @@ class RealClock:
 
 
 REAL_CLOCK = RealClock()
+
+WallClock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    """The real wall clock: now, as an aware UTC datetime."""
+    return datetime.now(UTC)
 
 
 def start_clock_loop(

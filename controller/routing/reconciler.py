@@ -33,13 +33,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from controller.cache import DeletedFinalStateUnknown, ResourceEventHandlerFuncs
-from controller.cache.keys import object_name
+from controller.cache import ResourceEventHandlerFuncs, unwrap_tombstone
+from controller.cache.keys import object_name, raw_field
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.constants import (
@@ -67,6 +67,7 @@ from controller.ovn.api import (
 )
 from controller.pod_logic import routing_state as rs
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
+from controller.queues.clock import WallClock, utcnow
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
 
@@ -82,21 +83,16 @@ _RELEVANT = (
 )
 
 
-def _field(obj: Any, name: str) -> Mapping[str, Any]:
-    value = obj.get(name) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
 def _relevant(obj: Any) -> tuple[Any, ...]:
     """What a pod's routing rows depend on (an update that changes none of it queues nothing)."""
-    meta = _field(obj, "metadata")
-    annotations = _field(meta, "annotations")
+    meta = raw_field(obj, "metadata")
+    annotations = raw_field(meta, "annotations")
     return (
         meta.get("uid"),
         meta.get("deletionTimestamp"),
-        _field(obj, "spec").get("nodeName"),
-        _field(obj, "status").get("phase"),
-        _field(obj, "status").get("reason"),
+        raw_field(obj, "spec").get("nodeName"),
+        raw_field(obj, "status").get("phase"),
+        raw_field(obj, "status").get("reason"),
         *(annotations.get(k) for k in _RELEVANT),
     )
 
@@ -129,7 +125,7 @@ class RoutingReconciler:
         kube: KubeApi,
         nb: NbClient,
         is_leader: Callable[[], bool],
-        now: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
     ) -> RoutingReconciler:
         """A reconciler with a queue nobody works off, for a pod controller or gc built alone
         (their tests): their own hooks (a pod's rows, the backstop pass) still go through it."""
@@ -140,7 +136,7 @@ class RoutingReconciler:
             nb=nb,
             queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
             is_leader=is_leader,
-            now=now,
+            wall_clock=wall_clock,
         )
 
     def __init__(
@@ -152,7 +148,7 @@ class RoutingReconciler:
         nb: NbClient,
         queue: RateLimitingQueue[str],
         is_leader: Callable[[], bool],
-        now: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
     ) -> None:
         """The pod informer should carry `controller.view.NODE_INDEX` and `IP_INDEX`; without
         them every pod is scanned per key."""
@@ -162,7 +158,7 @@ class RoutingReconciler:
         self._nb = nb
         self.queue = queue
         self._is_leader = is_leader
-        self._now = now if now is not None else (lambda: datetime.now(UTC))
+        self._wall_clock = wall_clock
         self._locks = _KeyLocks()
         # node key -> pod key -> the pod as `route_pod` routed it, until the cache has its
         # allocation (the add writes the rows before it patches the annotations)
@@ -188,13 +184,12 @@ class RoutingReconciler:
             self.queue.add(key)
 
     def _enqueue_pod(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
-        subnet = _field(_field(obj, "metadata"), "annotations").get(LOGICAL_SWITCH_ANNOTATION)
+        obj = unwrap_tombstone(obj)
+        subnet = raw_field(raw_field(obj, "metadata"), "annotations").get(LOGICAL_SWITCH_ANNOTATION)
         if not isinstance(subnet, str) or not subnet or rs.KEY_SEP in subnet:
             return
         self.enqueue(rs.subnet_key(subnet))
-        node = _field(obj, "spec").get("nodeName")
+        node = raw_field(obj, "spec").get("nodeName")
         if isinstance(node, str) and node:
             self.enqueue(rs.node_key(subnet, node))
 
@@ -213,8 +208,7 @@ class RoutingReconciler:
         return ResourceEventHandlerFuncs(added, updated, deleted)
 
     def _enqueue_node(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            obj = obj.obj
+        obj = unwrap_tombstone(obj)
         name = object_name(obj) if obj is not None else ""
         if not name:
             return
@@ -238,8 +232,7 @@ class RoutingReconciler:
 
     def subnet_event_handler(self) -> ResourceEventHandlerFuncs:
         def changed(obj: Any, *_: Any) -> None:
-            if isinstance(obj, DeletedFinalStateUnknown):
-                obj = obj.obj
+            obj = unwrap_tombstone(obj)
             name = object_name(obj) if obj is not None else ""
             if name:
                 self.enqueue(rs.subnet_key(name))
@@ -386,7 +379,7 @@ class RoutingReconciler:
         self, subnet_name: str, node_name: str, dry_run: bool = False
     ) -> tuple[RoutingChange, rs.NodeDesired]:
         cfg = self._cfg()
-        now = self._now()
+        now = self._wall_clock()
         subnet, malformed = self._subnet(subnet_name)
         empty = rs.NodeDesired(rs.Rows(), frozenset(), frozenset())
         if malformed:
@@ -425,7 +418,7 @@ class RoutingReconciler:
 
     def _reconcile_subnet(self, name: str, dry_run: bool = False) -> RoutingChange:
         cfg = self._cfg()
-        now = self._now()
+        now = self._wall_clock()
         subnet, malformed = self._subnet(name)
         if malformed:
             return RoutingChange()
@@ -523,7 +516,7 @@ class RoutingReconciler:
         subnet, _ = self._subnet(rs.pod_subnet(pod))
         if subnet is None or not rs.routed_subnet(subnet, cfg):
             return True  # nothing to route on the cluster router
-        if not rs.routable(pod, self._now()):
+        if not rs.routable(pod, self._wall_clock()):
             return False
         rows = rs.pod_rows(pod, subnet, self._node(pod.node_name), cfg)
         ips = rs.pod_ips(pod)
@@ -556,7 +549,7 @@ class RoutingReconciler:
         node, a VM's migration target); its keys are queued to settle the rest."""
         self._forget_pending(pod.key)
         cfg = self._cfg()
-        now = self._now()
+        now = self._wall_clock()
         nodes = [pod.node_name] if pod.node_name else self._node_names_of(subnet)
         sets: list[SetChange] = []
         drops: list[tuple[int, str]] = []

@@ -11,10 +11,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry
+
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LONGEST_RUNNING = "workqueue_longest_running_processor_seconds"
 
@@ -22,9 +23,7 @@ LONGEST_RUNNING = "workqueue_longest_running_processor_seconds"
 class OutageTracker:
     """Since when a connection has been down (see the module docstring)."""
 
-    def __init__(
-        self, connected: Callable[[], bool], clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, connected: Callable[[], bool], clock: Clock = REAL_CLOCK) -> None:
         self._connected = connected
         self._clock = clock
         self._lock = threading.Lock()
@@ -40,13 +39,13 @@ class OutageTracker:
             if up:
                 self._down_since = None
             elif self._down_since is None:
-                self._down_since = self._clock()
+                self._down_since = self._clock.now()
         return up
 
     def down_for(self) -> float:
         self.sample()
         with self._lock:
-            return 0.0 if self._down_since is None else self._clock() - self._down_since
+            return 0.0 if self._down_since is None else self._clock.now() - self._down_since
 
 
 def stuck_worker(registry: CollectorRegistry, queues: Iterable[str]) -> tuple[str, float]:

@@ -44,10 +44,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from controller.apiclient.errors import KubeApiError
-from controller.apiclient.request import read_object, send
 from controller.core.errors import ControllerError
-from controller.queues.clock import REAL_CLOCK, Clock
+from controller.queues.clock import REAL_CLOCK, Clock, WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
 
@@ -148,105 +146,6 @@ class ResourceLock(Protocol):
         ...
 
 
-def lock_request(
-    api_client: Any, method: str, path: str, body: Any, timeout: Any
-) -> dict[str, Any]:
-    """One request of a lock object through the one request path, its errors as lock errors."""
-    try:
-        raw = send(api_client, method, path, body=body, timeout=timeout)
-        result = read_object(raw)
-    except KubeApiError as err:
-        if err.status == 404:
-            raise LockNotFoundError(str(err)) from err
-        if err.status == 409:
-            raise LockConflictError(str(err)) from err
-        raise LockError(str(err)) from err
-    if not result:
-        raise LockError(f"unexpected response to {method} {path}")
-    return result
-
-
-class ApiObjectLock:
-    """What every lock on one API object shares: its name, the holder identity, the request path."""
-
-    def __init__(
-        self,
-        api_client: Any,
-        namespace: str,
-        name: str,
-        identity: str,
-        collection: str,
-        request_timeout: float,
-    ) -> None:
-        if not identity:
-            raise ValueError("Lock identity is empty")
-        self._api_client = api_client
-        self.namespace = namespace
-        self.name = name
-        self._identity = identity
-        self._timeout = max(1.0, request_timeout)
-        self._collection = collection
-
-    @property
-    def identity(self) -> str:
-        return self._identity
-
-    def describe(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        return lock_request(self._api_client, method, path, body, self._timeout)
-
-
-class LeaseLock(ApiObjectLock):
-    """A `ResourceLock` on a coordination.k8s.io/v1 Lease via a `kubernetes` ApiClient."""
-
-    def __init__(
-        self,
-        api_client: Any,
-        namespace: str,
-        name: str,
-        identity: str,
-        *,
-        request_timeout: float = 10.0,
-        labels: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(
-            api_client,
-            namespace,
-            name,
-            identity,
-            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
-            request_timeout,
-        )
-        self._labels = dict(labels or {})
-        self._lease: dict[str, Any] | None = None
-
-    def get(self) -> LeaderElectionRecord:
-        lease = self._call("GET", f"{self._collection}/{self.name}")
-        self._lease = lease
-        return LeaderElectionRecord.from_lease_spec(lease.get("spec"))
-
-    def create(self, record: LeaderElectionRecord) -> None:
-        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        if self._labels:
-            meta["labels"] = self._labels
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": meta,
-            "spec": record.to_lease_spec(),
-        }
-        self._lease = self._call("POST", self._collection, body)
-
-    def update(self, record: LeaderElectionRecord) -> None:
-        if self._lease is None:
-            raise LockError("lease not initialized, call get or create first")
-        body = dict(self._lease)
-        body["spec"] = record.to_lease_spec()
-        self._lease = self._call("PUT", f"{self._collection}/{self.name}", body)
-
-
 @dataclass(frozen=True, slots=True)
 class LeaderCallbacks:
     on_started_leading: Callable[[threading.Event], None]
@@ -309,7 +208,7 @@ class LeaderElector:
         *,
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
-        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        wall_clock: WallClock = utcnow,
     ) -> None:
         self.config = config
         self._lock = config.lock

@@ -1,4 +1,8 @@
-"""Leader-election locks beyond the Lease: kube-ovn v1.8's ConfigMap lock and the pair of both.
+"""Leader-election locks: the Lease, kube-ovn v1.8's ConfigMap lock and the pair of both.
+
+`LeaseLock` and `ConfigMapLock` are `ResourceLock`s (`controller.runtime.leaderelection`) on one
+API object each, sharing `ApiObjectLock` (name, identity, the request path, errors as lock
+errors).
 
 kube-ovn v1.8 elects its leader on ConfigMap `ovn-config` in its namespace (client-go's
 `ConfigMapLock`: the leader record as JSON in the annotation
@@ -17,7 +21,7 @@ kube-ovn-controller of the other generation allocate beside it. So this controll
   renewal that fails on either lock counts as failed: leadership is never kept on one lock alone.
 * `release()` (the elector's, through `update`) empties the holder of both.
 
-`ConfigMapLock` alone is a `ResourceLock` too (tests play kube-ovn v1.8 with it).
+`ConfigMapLock` alone is used by tests to play kube-ovn v1.8.
 
 Timings (`max_hold`): a renewal counts only when both writes succeeded, and the elector leads at
 most `max_hold` after the start of the last such renewal, so whichever lock's renewal failed,
@@ -30,12 +34,16 @@ from __future__ import annotations
 
 import json
 import logging
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.apiclient.errors import KubeApiError
+from controller.apiclient.request import read_object, send
 from controller.runtime.leaderelection import (
-    ApiObjectLock,
     LeaderElectionRecord,
+    LockConflictError,
     LockError,
     LockNotFoundError,
     ResourceLock,
@@ -106,8 +114,144 @@ def record_from_annotation(text: str) -> LeaderElectionRecord:
         raise LockError(f"unreadable {LEADER_ANNOTATION} annotation {text[:80]!r}: {exc}") from None
 
 
+def lock_request(
+    api_client: Any, method: str, path: str, body: Any, timeout: Any
+) -> dict[str, Any]:
+    """One request of a lock object through the one request path, its errors as lock errors."""
+    try:
+        raw = send(api_client, method, path, body=body, timeout=timeout)
+        result = read_object(raw)
+    except KubeApiError as err:
+        if err.status == 404:
+            raise LockNotFoundError(str(err)) from err
+        if err.status == 409:
+            raise LockConflictError(str(err)) from err
+        raise LockError(str(err)) from err
+    if not result:
+        raise LockError(f"unexpected response to {method} {path}")
+    return result
+
+
+class ApiObjectLock(ABC):
+    """What every lock on one API object shares: its name, the holder identity, the request path,
+    and get/create/update of the object; a subclass says where the record sits in it."""
+
+    #: The object's kind as the errors name it ("lease", "configmap").
+    kind = ""
+
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        collection: str,
+        request_timeout: float,
+    ) -> None:
+        if not identity:
+            raise ValueError("Lock identity is empty")
+        self._api_client = api_client
+        self.namespace = namespace
+        self.name = name
+        self._identity = identity
+        self._timeout = max(1.0, request_timeout)
+        self._collection = collection
+        self._object: dict[str, Any] | None = None  # as last read or written
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def exists(self) -> bool:
+        """Whether the last get/create/update saw the object."""
+        return self._object is not None
+
+    def describe(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def get(self) -> LeaderElectionRecord:
+        try:
+            obj = self._call("GET", f"{self._collection}/{self.name}")
+        except LockNotFoundError:
+            self._object = None
+            raise
+        self._object = obj
+        return self._record_of(obj)
+
+    def create(self, record: LeaderElectionRecord) -> None:
+        self._object = self._call("POST", self._collection, self._new_object(record))
+
+    def update(self, record: LeaderElectionRecord) -> None:
+        if self._object is None:
+            raise LockError(f"{self.kind} not initialized, call get or create first")
+        body = self._with_record(dict(self._object), record)
+        self._object = self._call("PUT", f"{self._collection}/{self.name}", body)
+
+    @abstractmethod
+    def _record_of(self, obj: dict[str, Any]) -> LeaderElectionRecord:
+        """The leader record the object carries."""
+
+    @abstractmethod
+    def _new_object(self, record: LeaderElectionRecord) -> dict[str, Any]:
+        """The object to create, carrying `record`."""
+
+    @abstractmethod
+    def _with_record(self, body: dict[str, Any], record: LeaderElectionRecord) -> dict[str, Any]:
+        """`body` (a copy of the object as last seen) carrying `record`."""
+
+    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        return lock_request(self._api_client, method, path, body, self._timeout)
+
+
+class LeaseLock(ApiObjectLock):
+    """A `ResourceLock` on a coordination.k8s.io/v1 Lease via a `kubernetes` ApiClient."""
+
+    kind = "lease"
+
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        request_timeout: float = 10.0,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            api_client,
+            namespace,
+            name,
+            identity,
+            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+            request_timeout,
+        )
+        self._labels = dict(labels or {})
+
+    def _record_of(self, obj: dict[str, Any]) -> LeaderElectionRecord:
+        return LeaderElectionRecord.from_lease_spec(obj.get("spec"))
+
+    def _new_object(self, record: LeaderElectionRecord) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self._labels:
+            meta["labels"] = self._labels
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": record.to_lease_spec(),
+        }
+
+    def _with_record(self, body: dict[str, Any], record: LeaderElectionRecord) -> dict[str, Any]:
+        body["spec"] = record.to_lease_spec()
+        return body
+
+
 class ConfigMapLock(ApiObjectLock):
     """A `ResourceLock` on a ConfigMap's leader annotation (client-go `ConfigMapLock`)."""
+
+    kind = "configmap"
 
     def __init__(
         self,
@@ -126,27 +270,15 @@ class ConfigMapLock(ApiObjectLock):
             f"/api/v1/namespaces/{namespace}/configmaps",
             request_timeout,
         )
-        self._cm: dict[str, Any] | None = None
 
-    @property
-    def exists(self) -> bool:
-        """Whether the last get/create/update saw the ConfigMap."""
-        return self._cm is not None
-
-    def get(self) -> LeaderElectionRecord:
-        try:
-            cm = self._call("GET", f"{self._collection}/{self.name}")
-        except LockNotFoundError:
-            self._cm = None
-            raise
-        self._cm = cm
-        annotations = (cm.get("metadata") or {}).get("annotations") or {}
+    def _record_of(self, obj: dict[str, Any]) -> LeaderElectionRecord:
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
         text = annotations.get(LEADER_ANNOTATION)
         # A ConfigMap without the annotation (kube-ovn's install may create it) is a free lock.
         return record_from_annotation(text) if text else LeaderElectionRecord()
 
-    def create(self, record: LeaderElectionRecord) -> None:
-        body = {
+    def _new_object(self, record: LeaderElectionRecord) -> dict[str, Any]:
+        return {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {
@@ -155,19 +287,15 @@ class ConfigMapLock(ApiObjectLock):
                 "annotations": {LEADER_ANNOTATION: record_to_annotation(record)},
             },
         }
-        self._cm = self._call("POST", self._collection, body)
 
-    def update(self, record: LeaderElectionRecord) -> None:
-        if self._cm is None:
-            raise LockError("configmap not initialized, call get or create first")
-        body = dict(self._cm)
+    def _with_record(self, body: dict[str, Any], record: LeaderElectionRecord) -> dict[str, Any]:
         meta = dict(body.get("metadata") or {})
         meta["annotations"] = {
             **(meta.get("annotations") or {}),
             LEADER_ANNOTATION: record_to_annotation(record),
         }
         body["metadata"] = meta
-        self._cm = self._call("PUT", f"{self._collection}/{self.name}", body)
+        return body
 
 
 class BothLocks:

@@ -17,12 +17,13 @@ import contextlib
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from controller.kube.errors import KubeUnavailableError
+from controller.apiclient.errors import KubeUnavailableError
+from controller.core.errors import ControllerError
 from controller.ovn.api import OvnError
+from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ _KNOWN = (
 )
 
 
-class StartupError(Exception):
+class StartupError(ControllerError):
     """A dependency stayed unreachable for the whole start-up bound."""
 
 
@@ -85,7 +86,7 @@ def wait_until_reachable(
     *,
     timeout: float,
     stop: threading.Event,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Clock = REAL_CLOCK,
 ) -> T | None:
     """See the module docstring."""
     with _quiet_urllib3_retries():
@@ -98,9 +99,9 @@ def _wait(
     *,
     timeout: float,
     stop: threading.Event,
-    clock: Callable[[], float],
+    clock: Clock,
 ) -> T | None:
-    deadline = clock() + timeout
+    deadline = clock.now() + timeout
     backoff = FIRST_BACKOFF
     waited = False
     while True:
@@ -110,7 +111,7 @@ def _wait(
             if not is_unreachable(exc):
                 raise
             reason = human_reason(exc)
-            remaining = deadline - clock()
+            remaining = deadline - clock.now()
             if remaining <= 0:
                 raise StartupError(
                     f"{what} was unreachable for {timeout:g}s ({reason}); check that it runs "
@@ -122,7 +123,7 @@ def _wait(
                 *(what, reason, round(delay, 1), timeout),
             )
             waited = True
-            if stop.wait(delay):
+            if clock.sleep(delay, stop):
                 return None
             backoff = min(backoff * 2, MAX_BACKOFF)
             continue

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol, TypeVar
 
+from controller.apiclient.errors import KubeApiError
 from controller.core.constants import (
     QUEUE_ADD_POD,
     QUEUE_DELETE_POD,
@@ -40,8 +40,8 @@ from controller.core.constants import (
 )
 from controller.core.errors import ControllerError, PermanentError, RetryableError
 from controller.ipam.errors import IPAMError
-from controller.kube.errors import KubeApiError
 from controller.ovn.api import OvnError
+from controller.queues.clock import REAL_CLOCK, Clock
 from controller.runtime.metrics import ControllerMetrics
 
 LOG = logging.getLogger(__name__)
@@ -86,20 +86,6 @@ class NamedWorkQueue(WorkQueue[T], Protocol[T]):
     def name(self) -> str | None: ...
 
 
-class MonotonicClock(Protocol):
-    """Anything with a monotonic `now()` in seconds (`controller.queues.Clock` qualifies)."""
-
-    def now(self) -> float: ...
-
-
-class _TimeMonotonic:
-    def now(self) -> float:
-        return time.monotonic()
-
-
-_MONOTONIC = _TimeMonotonic()
-
-
 def process_next_work_item(
     queue: WorkQueue[T],
     handler: Callable[[T], None],
@@ -108,7 +94,7 @@ def process_next_work_item(
     log: logging.Logger | logging.LoggerAdapter[logging.Logger] = LOG,
     on_error: Callable[[T, BaseException], None] | None = None,
     metrics: ControllerMetrics | None = None,
-    clock: MonotonicClock | None = None,
+    clock: Clock = REAL_CLOCK,
     done_level: int = logging.INFO,
 ) -> bool:
     """Process one item; False once the queue has shut down (see the module docstring).
@@ -122,8 +108,7 @@ def process_next_work_item(
     item, shutdown = queue.get()
     if shutdown or item is None:
         return False
-    timer = clock if clock is not None else _MONOTONIC
-    start = timer.now()
+    start = clock.now()
     result = RESULT_SUCCESS
     fields = log_fields(name, item)
     failure: BaseException | None = None
@@ -146,7 +131,7 @@ def process_next_work_item(
         queue.forget(item)
     finally:
         queue.done(item)
-        elapsed = max(timer.now() - start, 0.0)
+        elapsed = max(clock.now() - start, 0.0)
         ms = int(elapsed * 1000)
         if failure is None:
             log.log(done_level, "take %d ms to handle %s %s", ms, name, item, extra=fields)
@@ -205,7 +190,7 @@ def run_worker(
     log: logging.Logger | logging.LoggerAdapter[logging.Logger] = LOG,
     on_error: Callable[[T, BaseException], None] | None = None,
     metrics: ControllerMetrics | None = None,
-    clock: MonotonicClock | None = None,
+    clock: Clock = REAL_CLOCK,
     done_level: int = logging.INFO,
 ) -> None:
     """Process items until the queue shuts down or `stop` is set (checked between items)."""
@@ -235,7 +220,7 @@ def start_workers(
     stop: threading.Event,
     *,
     metrics: ControllerMetrics | None = None,
-    clock: MonotonicClock | None = None,
+    clock: Clock = REAL_CLOCK,
     done_level: int = logging.INFO,
 ) -> list[threading.Thread]:
     """Start `count` daemon `run_worker` threads per (queue, handler, count), named by queue."""

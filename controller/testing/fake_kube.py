@@ -25,10 +25,16 @@ import datetime
 import itertools
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from controller.apiclient.errors import (
+    AlreadyExistsError,
+    ConflictError,
+    KubeApiError,
+    NotFoundError,
+)
 from controller.kube.api import (
     AnnotationOp,
     ClusterLister,
@@ -45,20 +51,14 @@ from controller.kube.api import (
     ip_update,
     validate_annotation_op,
 )
-from controller.kube.errors import (
-    AlreadyExistsError,
-    ConflictError,
-    KubeApiError,
-    NotFoundError,
-)
 from controller.kube.events import (
     DEFAULT_COMPONENT,
     EventCorrelator,
-    WallClock,
     to_object_ref,
-    utcnow,
     validate_event,
 )
+from controller.queues.clock import Clock, WallClock, utcnow
+from controller.testing.clock import FakeClock
 
 
 def json_merge_patch(target: Any, patch: Any) -> Any:
@@ -435,24 +435,20 @@ class FakeEventRecorder:
         self,
         *,
         window: float = 600.0,
-        monotonic: Callable[[], float] | None = None,
+        clock: Clock | None = None,
         wall_clock: WallClock = utcnow,
     ) -> None:
         self._lock = threading.Lock()
-        self._time = 0.0
+        # NOTE: without an injected clock time stands still, so repeats always aggregate and
+        # tests stay deterministic.
         self._correlator = EventCorrelator(
             component=DEFAULT_COMPONENT,
             window=window,
-            monotonic=monotonic or self._frozen_time,
+            clock=clock if clock is not None else FakeClock(),
             wall_clock=wall_clock,
         )
         self._index: dict[str, int] = {}
         self.events: list[RecordedEvent] = []
-
-    def _frozen_time(self) -> float:
-        # NOTE: without an injected clock time stands still, so repeats always aggregate and
-        # tests stay deterministic.
-        return self._time
 
     def event(self, obj: EventTarget, type_: str, reason: str, message: str) -> None:
         ref = to_object_ref(obj)

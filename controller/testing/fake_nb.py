@@ -19,19 +19,19 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from controller.core.constants import VENDOR
 from controller.core.security_group import acl_sort_key
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn import security_groups as sgv
 from controller.ovn.api import (
-    VENDOR,
     AddressSetInfo,
     InvalidRequestError,
     NatRule,
     NbClient,
-    NotFoundError,
     OvnConflictError,
     OvnError,
+    OvnNotFoundError,
     PortGroupInfo,
     PortInfo,
     PortSpec,
@@ -543,7 +543,7 @@ class FakeNbClient:
         def run(st: _State, u: _Undo) -> list[str]:
             p = st.ports.get(port)
             if p is None:
-                raise NotFoundError(f"logical switch port {port} not found")
+                raise OvnNotFoundError(f"logical switch port {port} not found")
             change = logic.sg_change(p.external_ids, p.port_security, new)
             u.update(p.external_ids, change.external_ids)
             _set_memberships(st, u, port, change.stale, change.groups)
@@ -722,7 +722,7 @@ def _set_nat(
 def _router(st: _State, name: str) -> FakeRouter:
     lr = st.routers.get(name)
     if lr is None:
-        raise NotFoundError(f"logical router {name} not found")
+        raise OvnNotFoundError(f"logical router {name} not found")
     return lr
 
 
@@ -821,7 +821,7 @@ def _drop_port(st: _State, u: _Undo, name: str) -> None:
 def _create_port(st: _State, u: _Undo, spec: PortSpec, cols: logic.PortColumns) -> None:
     ls = st.switches.get(spec.switch)
     if ls is None:
-        raise NotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
+        raise OvnNotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
     existing = st.ports.get(spec.name)
     if existing is not None and existing.switch != spec.switch:
         raise OvnConflictError(

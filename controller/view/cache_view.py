@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from controller import pod_logic as pl
 from controller.cache import Indexer
+from controller.cache.keys import raw_field
 from controller.core.constants import (
     DEFAULT_VPC,
     EXTERNAL_GATEWAY_CONFIG,
@@ -212,7 +213,9 @@ class CacheView:
 
     def node_names(self) -> frozenset[str]:
         """The names of the cached nodes, read from their metadata (a malformed node counts)."""
-        return frozenset(str(_meta(raw).get("name") or "") for raw in self._nodes.list())
+        return frozenset(
+            str(raw_field(raw, "metadata").get("name") or "") for raw in self._nodes.list()
+        )
 
     def has_node(self, name: str) -> bool:
         return bool(name) and self._nodes.get_by_key(name) is not None
@@ -336,6 +339,10 @@ class CacheView:
             return self.virtual_machine(pod.namespace, vm_name, from_api=from_api)
         return None
 
+    def owners_cached(self) -> bool:
+        """Does a StatefulSet or VirtualMachine informer run (owners read without a GET)?"""
+        return self._statefulsets is not None or self._vms is not None
+
     def owner_cached(self, pod: Pod) -> bool:
         """Is the pod's owner read from an informer (not a GET) by `owner_of`?"""
         if pl.is_statefulset_pod(pod)[0]:
@@ -366,8 +373,3 @@ def _cached_or_get(
         raw: KubeObject | None = indexer.get_by_key(f"{namespace}/{name}")
         return raw
     return get(namespace, name)
-
-
-def _meta(raw: Any) -> Mapping[str, Any]:
-    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}

@@ -1,34 +1,95 @@
-"""`OwnerLookup`: a StatefulSet / VirtualMachine pod's owner, read once for both keep checks.
+"""`OwnerLookup`: StatefulSets and VirtualMachines as the keep rules read them, with one policy.
 
-`pod_logic.decide_delete` asks two questions of a deleting pod's owner (is it to be deleted? may
-its IP CR go?); kube-ovn GETs the owner for each. This reads it once through the `CacheView`
-(informer, else one GET) and answers both:
+The policy: the informer's answer is believed when it keeps an address; when it says "release"
+(owner missing, being deleted, fewer replicas) and an owner informer runs, the answer is
+confirmed with one GET per owner and the API's answer wins. kube-ovn reads owners from the API,
+and an owner cache that lags or has not synced yet (right after a restart) must not take a
+running pod's network, whether the pod delete path or the garbage collector asks.
+
+* `keeps(rule)`: for the garbage collector, any `controller.core.keep` rule over the cached
+  owners, re-run over owners read by GET when it says release. An owner that cannot be read (API
+  error, malformed object) is logged and raises `OwnerUnknownError` into the rule, which keeps.
+* `of(pod)`: a `PodOwner`, for the pod delete path.
+
+`PodOwner`: `pod_logic.decide_delete` asks two questions of a deleting pod's owner (is it to be
+deleted? may its IP CR go?); kube-ovn GETs the owner for each. This reads it once through the
+`CacheView` (informer, else one GET) and answers both:
 
 * `to_delete()`: kube-ovn isStatefulSetPodToDel / isVmPodToDel; an unreadable owner (API error,
   malformed object) is logged and counts as "keep";
 * `check_pod_to_del()`: kube-ovn appendCheckPodToDel; an unreadable owner raises (the delete is
   retried).
 
-An informer's owner that says "release" (missing, being deleted, fewer replicas) is confirmed
-with one GET before it is believed, and the API's answer is used by both checks: kube-ovn reads
-the owner from the API, and an owner cache that lags or has not synced yet (right after a
-restart) must not take a running pod's network.
+Under the one policy, the API's answer (when a cached release was confirmed) is used by both.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 from controller import pod_logic as pl
+from controller.apiclient.errors import KubeApiError
+from controller.core import keep
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Pod, StatefulSet, VirtualMachine
-from controller.kube.errors import KubeApiError
 from controller.view.cache_view import CacheView
 
 LOG = logging.getLogger(__name__)
 
+_O = TypeVar("_O")
+
 
 class OwnerLookup:
+    """Owners read through the view under the one policy (see the module docstring)."""
+
+    def __init__(self, view: CacheView) -> None:
+        self._view = view
+        self.cached = keep.OwnerReaders(self._cached_statefulset, self._cached_virtual_machine)
+        self.confirmed = keep.OwnerReaders(self._api_statefulset, self._api_virtual_machine)
+
+    def keeps(self, rule: Callable[[keep.OwnerReaders], bool]) -> bool:
+        """`rule` over the cached owners; a release is confirmed by `rule` over GETs."""
+        if rule(self.cached):
+            return True
+        return self._view.owners_cached() and rule(self.confirmed)
+
+    def of(self, pod: Pod) -> PodOwner:
+        return PodOwner(self._view, pod)
+
+    def _read(self, kind: str, read: Callable[[], _O]) -> _O:
+        try:
+            return read()
+        except (KubeApiError, MalformedObjectError) as exc:
+            LOG.warning("cannot read %s: %s", kind, exc)
+            raise keep.OwnerUnknownError from exc
+
+    def _cached_statefulset(self, namespace: str, name: str) -> StatefulSet | None:
+        return self._read(
+            f"statefulset {namespace}/{name}", lambda: self._view.statefulset(namespace, name)
+        )
+
+    def _api_statefulset(self, namespace: str, name: str) -> StatefulSet | None:
+        return self._read(
+            f"statefulset {namespace}/{name}",
+            lambda: self._view.statefulset(namespace, name, from_api=True),
+        )
+
+    def _cached_virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
+        return self._read(
+            f"virtual machine {namespace}/{name}",
+            lambda: self._view.virtual_machine(namespace, name),
+        )
+
+    def _api_virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
+        return self._read(
+            f"virtual machine {namespace}/{name}",
+            lambda: self._view.virtual_machine(namespace, name, from_api=True),
+        )
+
+
+class PodOwner:
     """The owner of one pod, fetched at most once (see the module docstring)."""
 
     def __init__(self, view: CacheView, pod: Pod) -> None:

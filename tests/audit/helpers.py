@@ -14,6 +14,7 @@ from typing import Any
 from controller.audit.audit import ClusterSnapshot
 from controller.controllers.node import node_ip_cr
 from controller.core import router_policy as rp
+from controller.core.constants import VENDOR
 from controller.core.model import (
     FrozenDict,
     Node,
@@ -23,7 +24,7 @@ from controller.core.model import (
     Subnet,
     VirtualMachine,
 )
-from controller.ovn.api import VENDOR, AddressSetInfo, NatRule, PortInfo, RouterPolicy, StaticRoute
+from controller.ovn.api import AddressSetInfo, NatRule, PortInfo, RouterPolicy, StaticRoute
 from controller.pod_logic import build_ip_cr
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

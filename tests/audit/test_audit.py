@@ -37,6 +37,7 @@ from controller.audit.audit import (
 )
 from controller.config import Config
 from controller.core import router_policy as rp
+from controller.core.constants import VENDOR
 from controller.core.model import (
     FrozenDict,
     OwnerReference,
@@ -45,7 +46,7 @@ from controller.core.model import (
     Subnet,
     VirtualMachine,
 )
-from controller.ovn.api import VENDOR, NatRule, PortInfo, RouterPolicy, StaticRoute
+from controller.ovn.api import NatRule, PortInfo, RouterPolicy, StaticRoute
 from tests.audit.helpers import DEFAULT, NOW, ROUTER, Cluster, clean_cluster, mac
 
 CONFIG = Config()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from controller.audit.audit import audit
 from controller.config import Config
-from controller.ovn.api import VENDOR, PortInfo
+from controller.core.constants import VENDOR
+from controller.ovn.api import PortInfo
 from controller.ovn.port_kinds import is_controller_port
 from tests.audit.helpers import clean_cluster
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from controller.apiclient.errors import ForbiddenError
 from controller.audit.audit import (
     KIND_IP_CR_MISSING,
     KIND_LSP_MISSING,
@@ -25,7 +26,6 @@ from controller.audit.audit import (
 from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, check, exit_code
 from controller.config import Config
 from controller.core.model import FrozenDict, Pod
-from controller.kube.errors import ForbiddenError
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from tests.audit.helpers import NOW, Cluster, clean_cluster
@@ -113,7 +113,7 @@ def test_check_reads_the_events_and_prints_the_verdict_last() -> None:
     )
     kube.events["default/bad.1"] = warning("bad", "ValidatePodNetworkFailed", "no", uid="u1")
     out = io.StringIO()
-    code = check(kube, FakeNbClient(), CONFIG, out=out, strict=False, clock=lambda: NOW)
+    code = check(kube, FakeNbClient(), CONFIG, out=out, strict=False, wall_clock=lambda: NOW)
     lines = out.getvalue().splitlines()
     assert code == EXIT_FINDINGS
     assert "pod-refused (1):" in lines
@@ -189,7 +189,7 @@ def test_without_events_a_refused_pod_is_pending_and_the_log_says_why(
     )
     out = io.StringIO()
     with caplog.at_level(logging.WARNING, logger="controller.audit.check"):
-        code = check(kube, FakeNbClient(), CONFIG, out=out, strict=False, clock=lambda: NOW)
+        code = check(kube, FakeNbClient(), CONFIG, out=out, strict=False, wall_clock=lambda: NOW)
     assert code == EXIT_CLEAN
     assert out.getvalue().splitlines()[-1] == "cluster audit: OK, 1 pending"
     assert any("cannot list Events" in r.getMessage() for r in caplog.records)

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from controller.cache.errors import StatusError
+from controller.apiclient.errors import StatusError
 from controller.cache.listwatch import (
     ADDED,
     BOOKMARK,

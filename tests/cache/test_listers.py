@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cache import Indexer, Lister, NotFoundError, SelectorError
+from controller.cache import Indexer, Lister, NotInCacheError, SelectorError
 from controller.cache.labels import parse
 from tests.cache.fakes import make_pod
 
@@ -23,7 +23,7 @@ def _names(objs: list[dict]) -> list[str]:  # type: ignore[type-arg]
 
 def test_get_and_not_found(lister: Lister) -> None:
     assert lister.get("a", "x")["metadata"]["labels"]["app"] == "web"
-    with pytest.raises(NotFoundError) as info:
+    with pytest.raises(NotInCacheError) as info:
         lister.get("zzz", "x")
     assert str(info.value) == 'pod "zzz" not found'
     assert isinstance(info.value, LookupError)

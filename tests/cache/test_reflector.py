@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from controller.cache import Backoff, ListOptions, Reflector, StatusError, WatchEvent
-from controller.cache.errors import ConnectionFailedError
+from controller.apiclient.errors import ConnectionFailedError, StatusError
+from controller.cache import Backoff, ListOptions, Reflector, WatchEvent
 from controller.cache.reflector import DelayWithReset
 from controller.testing.wait import wait_for
 from tests.cache.fakes import FakeClock, FakeListerWatcher, make_pod

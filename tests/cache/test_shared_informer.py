@@ -11,7 +11,7 @@ from controller.cache import (
     DeletedFinalStateUnknown,
     FilteringResourceEventHandler,
     InformerStoppedError,
-    NotFoundError,
+    NotInCacheError,
     SharedIndexInformer,
     wait_for_cache_sync,
 )
@@ -69,7 +69,7 @@ def test_initial_sync_fills_the_cache_and_notifies_initial_adds(running: Running
     lister = running.informer.lister("pod")
     assert lister.get("a", "default")["metadata"]["labels"] == {"app": "web"}
     assert [p["metadata"]["name"] for p in lister.list("app=db")] == ["b"]
-    with pytest.raises(NotFoundError):
+    with pytest.raises(NotInCacheError):
         lister.get("zzz", "default")
 
 

@@ -128,7 +128,7 @@ class World:
             ipam=self.ipam,
             metrics=self.metrics,
             clock=clock,
-            utcnow=lambda: self.now,
+            wall_clock=lambda: self.now,
             key_mutex=key_mutex,
             ready=ready,
         )

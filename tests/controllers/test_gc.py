@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from controller.kube.errors import KubeApiError
+from controller.apiclient.errors import KubeApiError
 from controller.ovn.api import OvnTimeoutError
 from tests.cache.fakes import FakeClock
 from tests.controllers.helpers import LR, STS_OWNER, World, allocated, raw_pod
@@ -211,6 +211,30 @@ def test_sts_scaled_down_loses_its_ports(owner_caches: bool) -> None:
     assert not {"web-1.default", "web-2.default"} & set(w.kube.ips)
     assert w.held("default/web-2") == []
     assert w.held("default/web-1") == [A_IP]  # the terminating pod's delete releases it
+
+
+@pytest.mark.parametrize("cached_replicas", [None, 1], ids=["not-cached-yet", "stale-replicas"])
+def test_a_lagging_statefulset_cache_is_confirmed_before_ports_go(
+    cached_replicas: int | None,
+) -> None:
+    # The informer says "release" (no StatefulSet yet, or an older replica count) while the API
+    # says web-1 and web-2 are still wanted: the gc asks the API before it deletes anything,
+    # as the pod delete path does.
+    w = World(owner_caches=True)
+    port = w.network("web-1", A_IP, A_MAC, pod_type="StatefulSet")
+    w.kube.add_pod(
+        raw_pod("web-1", annotations=allocated(A_IP, A_MAC), owner=STS_OWNER, deleted_ago=120)
+    )
+    absent = w.network("web-2", B_IP, B_MAC, pod_type="StatefulSet")
+    if cached_replicas is not None:
+        w.statefulset("web", replicas=cached_replicas)
+    w.sync()
+    w.statefulset("web", replicas=3)  # the API moved on; the cache has not seen it
+    for _ in range(3):
+        assert w.gc.mark_and_clean_lsp() == []
+        assert w.gc.gc_ip_crs() == []
+    assert {port, absent} <= w.ports()
+    assert {"web-1.default", "web-2.default"} <= set(w.kube.ips)
 
 
 def test_running_sts_pod_beyond_replicas_is_not_touched() -> None:

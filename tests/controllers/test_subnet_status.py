@@ -52,7 +52,7 @@ class World:
             nodes=self.nodes,
             subnets=self.subnets,
             node_switch="join",
-            now=lambda: self.now,
+            wall_clock=lambda: self.now,
         )
         self.cluster = RecordingCluster()
         self.ctl = SubnetController(

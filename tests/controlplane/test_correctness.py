@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from controller.apiclient.errors import ConflictError
 from controller.cache import Indexer
 from controller.core.model import Pod
 from controller.kube.client import KubeClient
-from controller.kube.errors import ConflictError
 from controller.sandbox.apiserver.server import ApiServer
 from controller.sandbox.cluster.controlplane import RealControlPlane
 from controller.view import CacheView, OwnerLookup
@@ -103,6 +103,6 @@ def test_running_statefulset_pod_keeps_network_when_owner_cache_lags_on_both_pla
     pod = Pod.from_dict({**_pod("web-0", owner), "metadata": {
         "name": "web-0", "namespace": ns, "uid": "u", "ownerReferences": [owner]}})  # fmt: skip
     lagging = CacheView(kube=KubeClient(api), statefulsets=Indexer())  # has not seen it yet
-    assert OwnerLookup(lagging, pod).to_delete() is False
+    assert OwnerLookup(lagging).of(pod).to_delete() is False
     apps.delete_namespaced_stateful_set("web", ns)
-    assert OwnerLookup(lagging, pod).to_delete() is True  # gone on the API too
+    assert OwnerLookup(lagging).of(pod).to_delete() is True  # gone on the API too

@@ -16,29 +16,29 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 def _owners(
     statefulsets: dict[str, StatefulSet] | None = None,
     vms: dict[str, VirtualMachine] | None = None,
-) -> keep.OwnerLookup:
-    """Owners in namespace `ns`; a kind given as None cannot be read (OwnerUnknown)."""
+) -> keep.OwnerReaders:
+    """Owners in namespace `ns`; a kind given as None cannot be read (OwnerUnknownError)."""
 
     def sts(namespace: str, name: str) -> StatefulSet | None:
         if statefulsets is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         assert namespace == "ns"
         return statefulsets.get(name)
 
     def vm(namespace: str, name: str) -> VirtualMachine | None:
         if vms is None:
-            raise keep.OwnerUnknown
+            raise keep.OwnerUnknownError
         assert namespace == "ns"
         return vms.get(name)
 
-    return keep.OwnerLookup(sts, vm)
+    return keep.OwnerReaders(sts, vm)
 
 
-def _never() -> keep.OwnerLookup:
+def _never() -> keep.OwnerReaders:
     def fail(namespace: str, name: str) -> None:
         raise AssertionError(f"owner {namespace}/{name} read")
 
-    return keep.OwnerLookup(fail, fail)
+    return keep.OwnerReaders(fail, fail)
 
 
 def _sts_pod(name: str, deletion_timestamp: datetime | None = None) -> Pod:

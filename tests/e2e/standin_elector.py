@@ -24,10 +24,9 @@ from controller.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,
-    LeaseLock,
     ResourceLock,
 )
-from controller.runtime.locks import KUBE_OVN_V18_LOCK, ConfigMapLock
+from controller.runtime.locks import KUBE_OVN_V18_LOCK, ConfigMapLock, LeaseLock
 
 NAMESPACE = "kube-system"
 WRITES = "standin-writes"

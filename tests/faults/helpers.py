@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from controller.apiclient.errors import KubeApiError
 from controller.audit.audit import AuditReport, audit
 from controller.audit.check import collect_snapshot
 from controller.config import parse_args
 from controller.kube.client import KubeClient, load_api_client
-from controller.kube.errors import KubeApiError
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.apiserver.store import ObjectStore

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from controller.apiclient import errors
 from controller.apiclient.errors import error_from_response, transport_error
-from controller.kube import errors
 from controller.kube.client import IP, KubeClient, load_api_client
 
 

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.kube.client import IP, IPS, PODS, KubeClient
-from controller.kube.errors import (
+from controller.apiclient.errors import (
     AlreadyExistsError,
     ServerError,
     TooManyRequestsError,
 )
+from controller.kube.client import IP, IPS, PODS, KubeClient
 from controller.kube.events import BackgroundEventRecorder
 from controller.sandbox.apiserver.server import ApiServer
 from tests.kube.helpers import ip_cr, pod

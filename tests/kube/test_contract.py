@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
+from controller.apiclient.errors import AlreadyExistsError, ConflictError, NotFoundError
 from tests.kube.helpers import Harness, ip_cr, pod
 
 

@@ -10,23 +10,16 @@ from typing import Any
 
 import pytest
 
+from controller.apiclient.errors import ForbiddenError, NotFoundError, ServerError
 from controller.kube.api import KubeObject, ObjectRef
-from controller.kube.errors import ForbiddenError, NotFoundError, ServerError
 from controller.kube.events import MAX_MESSAGE_LEN, BackgroundEventRecorder, EventCorrelator
+from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from tests.kube.helpers import pod
 
 POD = pod("p1", namespace="ns1")
 POD["metadata"]["uid"] = "uid-1"
 WALL = datetime.datetime(2026, 11, 30, 5, 0, 0, tzinfo=datetime.UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _events(fake: FakeKubeApi) -> list[KubeObject]:
@@ -37,12 +30,12 @@ def _events(fake: FakeKubeApi) -> list[KubeObject]:
 
 
 def test_repeat_within_window_patches_the_same_event() -> None:
-    clock = Clock()
-    corr = EventCorrelator(window=60, monotonic=clock, wall_clock=lambda: WALL)
+    clock = FakeClock()
+    corr = EventCorrelator(window=60, clock=clock, wall_clock=lambda: WALL)
     ref = ObjectRef.from_object(POD)
 
     first = corr.observe(ref, "Warning", "AcquireAddressFailed", "NoAvailableAddress")
-    clock.now = 59
+    clock.step(59)
     second = corr.observe(ref, "Warning", "AcquireAddressFailed", "NoAvailableAddress")
 
     assert first.action == "create" and first.count == 1
@@ -61,13 +54,13 @@ def test_repeat_within_window_patches_the_same_event() -> None:
 
 
 def test_window_expiry_and_different_messages_create_new_events() -> None:
-    clock = Clock()
-    corr = EventCorrelator(window=60, monotonic=clock, wall_clock=lambda: WALL)
+    clock = FakeClock()
+    corr = EventCorrelator(window=60, clock=clock, wall_clock=lambda: WALL)
     ref = ObjectRef.from_object(POD)
 
     a = corr.observe(ref, "Warning", "R", "m1")
     b = corr.observe(ref, "Warning", "R", "m2")
-    clock.now = 61
+    clock.step(61)
     c = corr.observe(ref, "Warning", "R", "m1")
 
     assert [a.action, b.action, c.action] == ["create", "create", "create"]
@@ -75,7 +68,7 @@ def test_window_expiry_and_different_messages_create_new_events() -> None:
 
 
 def test_lru_bound_forgets_oldest() -> None:
-    corr = EventCorrelator(max_entries=2, monotonic=lambda: 0.0, wall_clock=lambda: WALL)
+    corr = EventCorrelator(max_entries=2, clock=FakeClock(), wall_clock=lambda: WALL)
     ref = ObjectRef.from_object(POD)
     corr.observe(ref, "Warning", "R", "1")
     corr.observe(ref, "Warning", "R", "2")

@@ -15,7 +15,8 @@ import pytest
 from kubernetes import client as k8s
 
 from controller.apiclient import request as rq
-from controller.kube.errors import KubeApiError
+from controller.apiclient.errors import KubeApiError
+from controller.testing.clock import FakeClock
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -51,18 +52,10 @@ def server() -> Iterator[_Server]:
     srv.server_close()
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
-    fake = _Clock()
-    monkeypatch.setattr(rq, "_monotonic", fake)
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock(start=100.0)
+    monkeypatch.setattr(rq, "CLOCK", fake)
     return fake
 
 
@@ -82,7 +75,7 @@ def _get(api: Any) -> None:
 
 
 def test_a_refreshing_client_takes_the_direct_path_and_sees_a_rotated_token(
-    server: _Server, clock: _Clock
+    server: _Server, clock: FakeClock
 ) -> None:
     token = ["one"]
     api = _client(server, token)
@@ -91,14 +84,14 @@ def test_a_refreshing_client_takes_the_direct_path_and_sees_a_rotated_token(
         _get(api)
         token[0] = "two"
         _get(api)  # within the recheck interval: the resolved headers are reused
-        clock.now += rq.CREDENTIAL_RECHECK_SECONDS
+        clock.step(rq.CREDENTIAL_RECHECK_SECONDS)
         _get(api)
         assert server.seen == ["Bearer one", "Bearer one", "Bearer two"]
     finally:
         api.close()
 
 
-def test_a_401_makes_the_next_request_ask_the_hook_again(server: _Server, clock: _Clock) -> None:
+def test_a_401_makes_the_next_request_ask_the_hook_again(server: _Server, clock: FakeClock) -> None:
     token = ["one"]
     api = _client(server, token)
     try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from controller.apiclient.errors import ConflictError
 from controller.kube.api import annotation_merge_patch
-from controller.kube.errors import ConflictError
 from controller.testing.fake_kube import FakeKubeApi
 
 

@@ -12,9 +12,9 @@ from controller.ovn.api import (
     DuplicateAddressError,
     InvalidRequestError,
     NatRule,
-    NotFoundError,
     OvnConflictError,
     OvnError,
+    OvnNotFoundError,
     PortSpec,
     StaticRoute,
 )
@@ -123,7 +123,7 @@ def test_create_port_keeps_foreign_external_ids(s: Subject) -> None:
 
 
 def test_create_port_needs_the_switch(s: Subject) -> None:
-    with pytest.raises(NotFoundError, match="nope"):
+    with pytest.raises(OvnNotFoundError, match="nope"):
         s.nb.create_port(spec(switch="nope"))
     assert s.nb.get_port("p1.ns1") is None
 
@@ -232,7 +232,7 @@ def test_dual_stack_routes_pair_by_family(s: Subject) -> None:
 
 
 def test_route_errors(s: Subject) -> None:
-    with pytest.raises(NotFoundError):
+    with pytest.raises(OvnNotFoundError):
         s.nb.add_static_route("src-ip", "10.16.0.2", "100.64.0.2", "nope")
     with pytest.raises(InvalidRequestError):
         s.nb.add_static_route("bogus", "10.16.0.2", "100.64.0.2", LR)
@@ -280,7 +280,7 @@ def test_nat_errors(s: Subject) -> None:
         s.nb.update_nat_rule("snat", "10.16.0.2", "172.18.0.100", LR, MAC1, "p1.ns1")
     with pytest.raises(InvalidRequestError):
         s.nb.update_nat_rule("dnat_and_snat", "10.16.0.2", "172.18.0.100", LR, MAC1, "")
-    with pytest.raises(NotFoundError):
+    with pytest.raises(OvnNotFoundError):
         s.nb.update_nat_rule("snat", "10.16.0.0/16", "172.18.0.1", "nope")
 
 
@@ -326,7 +326,7 @@ def test_reconcile_port_sg(s: Subject) -> None:
     assert (s.view.port_group("ovn.sg.db") or (None,))[0] == {"p1.ns1"}
     assert s.nb.reconcile_port_sg("p1.ns1", []) == ["db"]
     assert (s.view.port_group("ovn.sg.db") or (None,))[0] == set()
-    with pytest.raises(NotFoundError):
+    with pytest.raises(OvnNotFoundError):
         s.nb.reconcile_port_sg("absent", ["web"])
 
 
@@ -363,7 +363,7 @@ def test_switch_attached_to_router(s: Subject) -> None:
 def test_switch_without_router_and_errors(s: Subject) -> None:
     s.nb.ensure_logical_switch("lonely", "", "10.20.0.0/16", "10.20.0.1", {})
     assert s.view.switch_ports("lonely") == set()
-    with pytest.raises(NotFoundError):
+    with pytest.raises(OvnNotFoundError):
         s.nb.ensure_logical_switch("x", "nope", "10.21.0.0/16", "10.21.0.1", {})
     with pytest.raises(InvalidRequestError):
         s.nb.ensure_logical_switch("y", LR, "10.22.0.0/33", "10.22.0.1", {})

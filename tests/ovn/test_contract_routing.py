@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.ovn.api import AddressSetInfo, InvalidRequestError, NotFoundError, RouterPolicy
+from controller.ovn.api import AddressSetInfo, InvalidRequestError, OvnNotFoundError, RouterPolicy
 from tests.ovn.conftest import Subject
 
 pytestmark = pytest.mark.timeout(60)
@@ -46,7 +46,7 @@ def test_policy_is_one_row_per_priority_and_match(s: Subject) -> None:
 
 
 def test_policy_errors(s: Subject) -> None:
-    with pytest.raises(NotFoundError):
+    with pytest.raises(OvnNotFoundError):
         s.nb.add_router_policy("nope", 31000, "ip4.dst == 10.0.0.0/8", "allow")
     bad = [
         (40000, "ip4", "allow", ()),

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from controller.ovn.api import DuplicateAddressError, NotFoundError, OvnTimeoutError, PortSpec
+from controller.ovn.api import DuplicateAddressError, OvnNotFoundError, OvnTimeoutError, PortSpec
 from controller.testing.fake_nb import FakeNbClient
 
 
@@ -41,7 +41,7 @@ def test_failed_verb_leaves_state_untouched() -> None:
 def test_a_verb_failing_after_its_first_write_rolls_it_back() -> None:
     nb = FakeNbClient()
     before = repr(nb.state)
-    with pytest.raises(NotFoundError):
+    with pytest.raises(OvnNotFoundError):
         nb.ensure_logical_switch("ls", "no-such-router", "10.0.0.0/24", "10.0.0.1", {})
     assert repr(nb.state) == before
     assert nb.list_logical_switches() == []

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 import pytest
 
-from controller.ovn.api import DuplicateAddressError, NotFoundError, OvnError
+from controller.ovn.api import DuplicateAddressError, OvnError, OvnNotFoundError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing.wait import wait_for
@@ -117,7 +117,7 @@ def test_a_failing_verb_fails_only_its_caller(nb: OvsdbappNbClient) -> None:
         ],
     )
     assert outcomes[0] is None and outcomes[2] is None
-    assert isinstance(outcomes[1], NotFoundError)
+    assert isinstance(outcomes[1], OvnNotFoundError)
     assert nb._group.transactions == before + 1  # the rest committed together, once
     names = {p.name for p in nb.list_ports()}
     assert {"p1.ns", "p3.ns"} <= names and "p2.ns" not in names

@@ -163,7 +163,7 @@ class Env:
             nb=self.nb,
             queue=self.routing_queue,
             is_leader=lambda: self.leader,
-            now=lambda: self.now,
+            wall_clock=lambda: self.now,
         )
         self.routing_events = self.routing.pod_event_handler()
         self.controller = PodController(
@@ -179,7 +179,7 @@ class Env:
             is_leader=lambda: self.leader,
             metrics=self.metrics,
             clock=self.clock,
-            now=lambda: self.now,
+            wall_clock=lambda: self.now,
         )
         self.nb.ensure_logical_router(ROUTER)
         self.vpcs.add({"metadata": {"name": ROUTER}, "status": {"router": ROUTER}})

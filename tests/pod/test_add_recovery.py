@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.kube.errors import KubeApiError
+from controller.apiclient.errors import KubeApiError
 from controller.ovn.api import PortSpec
 from tests.pod.env import DEFAULT_SUBNET, Env, raw_pod
 

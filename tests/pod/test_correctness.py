@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from controller.apiclient.errors import ServerError
 from controller.config import Config
 from controller.core.constants import LOGICAL_SWITCH_ANNOTATION
-from controller.kube.errors import ServerError
 from controller.ovn.api import OvnError
 from tests.pod.env import Env, raw_pod, raw_subnet, standard_env
 

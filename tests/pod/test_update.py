@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.apiclient.errors import ConflictError, ServerError
 from controller.core import router_policy as rp
-from controller.kube.errors import ConflictError, ServerError
 from controller.ovn import external_ids as ext
 from tests.pod.env import (
     NODE,

@@ -17,8 +17,8 @@ from controller.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,
-    LeaseLock,
 )
+from controller.runtime.locks import LeaseLock
 from controller.sandbox.apiserver.server import ApiServer
 from controller.testing.wait import wait_for
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube.errors import ForbiddenError, KubeUnavailableError
+from controller.apiclient.errors import ForbiddenError, KubeUnavailableError
 from controller.ovn.api import OvnError
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.runtime.health import OutageTracker, stuck_worker
@@ -26,27 +26,20 @@ MAX_RETRY = KubeUnavailableError(
 
 
 class StepClock:
-    """A clock that advances only when the waiter sleeps (stop.wait is replaced)."""
+    """A clock that advances only when the waiter sleeps; stops it after `stop_after` sleeps."""
 
-    def __init__(self) -> None:
-        self.now = 0.0
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.t = 0.0
         self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class SleepingStop(threading.Event):
-    def __init__(self, clock: StepClock, stop_after: int | None = None) -> None:
-        super().__init__()
-        self._clock = clock
         self._stop_after = stop_after
 
-    def wait(self, timeout: float | None = None) -> bool:
-        assert timeout is not None
-        self._clock.sleeps.append(timeout)
-        self._clock.now += timeout
-        return self._stop_after is not None and len(self._clock.sleeps) >= self._stop_after
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float, stop: threading.Event) -> bool:
+        self.sleeps.append(seconds)
+        self.t += seconds
+        return self._stop_after is not None and len(self.sleeps) >= self._stop_after
 
 
 def test_human_reason_never_shows_urllib3() -> None:
@@ -68,7 +61,7 @@ def test_backoff_until_reachable(caplog: pytest.LogCaptureFixture) -> None:
 
     with caplog.at_level(logging.INFO, logger="controller.runtime.startup"):
         got = wait_until_reachable(
-            "the API server", attempt, timeout=60, stop=SleepingStop(clock), clock=clock
+            "the API server", attempt, timeout=60, stop=threading.Event(), clock=clock
         )
     assert got == "up"
     assert clock.sleeps == [0.5, 1.0, 2.0]
@@ -88,7 +81,7 @@ def test_gives_up_after_the_timeout_with_one_sentence() -> None:
 
     with pytest.raises(StartupError) as err:
         wait_until_reachable(
-            "the API server", attempt, timeout=20, stop=SleepingStop(clock), clock=clock
+            "the API server", attempt, timeout=20, stop=threading.Event(), clock=clock
         )
     assert str(err.value) == (
         "the API server was unreachable for 20s (connection refused); check that it runs and "
@@ -105,23 +98,23 @@ def test_other_errors_propagate_and_stop_returns_none() -> None:
         raise ForbiddenError(403, "Forbidden", "no")
 
     with pytest.raises(ForbiddenError):
-        wait_until_reachable("x", forbidden, timeout=60, stop=SleepingStop(clock), clock=clock)
+        wait_until_reachable("x", forbidden, timeout=60, stop=threading.Event(), clock=clock)
 
     def down() -> None:
         raise OSError("[Errno 111] Connection refused")
 
-    stop = SleepingStop(clock, stop_after=2)
-    assert wait_until_reachable("x", down, timeout=60, stop=stop, clock=clock) is None
+    clock = StepClock(stop_after=2)
+    assert wait_until_reachable("x", down, timeout=60, stop=threading.Event(), clock=clock) is None
 
 
 def test_outage_tracker_measures_from_the_first_down_sample() -> None:
-    now = [100.0]
+    clock = FakeClock(start=100.0)
     up = [True]
-    tracker = OutageTracker(lambda: up[0], clock=lambda: now[0])
+    tracker = OutageTracker(lambda: up[0], clock=clock)
     assert tracker.down_for() == 0.0
     up[0] = False
     assert tracker.sample() is False
-    now[0] += 42
+    clock.step(42)
     assert tracker.down_for() == 42.0
     up[0] = True
     assert tracker.down_for() == 0.0

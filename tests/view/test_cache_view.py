@@ -290,7 +290,7 @@ def test_an_owner_comes_from_its_informer_when_there_is_one() -> None:
 
 def test_without_an_informer_an_owner_is_one_get_for_both_keep_checks() -> None:
     gets = _Gets({("sts", "ns", "web"): _sts(3)})
-    lookup = OwnerLookup(_view(gets), _sts_pod())
+    lookup = OwnerLookup(_view(gets)).of(_sts_pod())
     assert lookup.to_delete() is False  # ordinal 0 < 3 replicas: kept
     lookup.to_delete()
     # The second check reads the pod's namespace from the view (not cached here).
@@ -300,7 +300,7 @@ def test_without_an_informer_an_owner_is_one_get_for_both_keep_checks() -> None:
 
 
 def test_a_pod_whose_statefulset_is_gone_is_to_delete() -> None:
-    assert OwnerLookup(_view(_Gets()), _sts_pod()).to_delete() is True
+    assert OwnerLookup(_view(_Gets())).of(_sts_pod()).to_delete() is True
 
 
 def test_a_controller_gets_the_shared_view_or_one_over_its_indexers() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.controllers.sg_gc import SecurityGroupGc
+from controller.controllers.gc.security_groups import SecurityGroupGc
 from controller.core.security_group import plan_security_group
 from controller.ovn.api import PortSpec
 from controller.testing.fake_nb import FakeNbClient

@@ -1,5 +1,5 @@
 """Garbage collection of the pod src-ip host routes on the cluster router (kube-ovn v1.8.18
-`gcStaticRoute`), two passes like the rest of gc (see gc.py's "Safety rules").
+`gcStaticRoute`), two passes like the rest of gc (see collector.py's "Safety rules").
 
 Contract:
 

@@ -12,10 +12,10 @@ deleted while the controller was down, a delete handler that gave up, a crash be
 * `gc_static_routes`: src-ip host routes on the cluster router whose address no IPAM key holds
   (or only the key of a pod that is gone: a kept StatefulSet / VM address keeps no route)
   (kube-ovn `gcStaticRoute`; its dst-ip rule is deliberately not ported, see below)
-  (`controller.controllers.gc_routes`);
+  (`controller.controllers.gc.static_routes`);
 * `gc_routing`: the backstop pass of the routing reconciler over the pod routing rows (router
   policies, address sets, NAT): every key diffed under its lock, drift repaired and counted
-  (`controller.controllers.gc_routing`).
+  (`controller.controllers.gc.routing_rows`).
 
 What is kept (a "kept key" is the IPAM key `ns/<pod or VM name>`):
 
@@ -79,14 +79,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
+from controller.apiclient.errors import KubeApiError
 from controller.cache import Indexer
+from controller.cache.keys import raw_field
 from controller.config import Config
-from controller.controllers.gc_routes import RESOURCE_STATIC_ROUTE, StaticRouteSweeper
-from controller.controllers.gc_routing import RoutingSweeper
-from controller.controllers.sg_gc import SecurityGroupGc
+from controller.controllers.gc.routing_rows import RoutingSweeper
+from controller.controllers.gc.security_groups import SecurityGroupGc
+from controller.controllers.gc.static_routes import RESOURCE_STATIC_ROUTE, StaticRouteSweeper
 from controller.core import annotations as ann
 from controller.core import keep
 from controller.core.address import host_prefix
@@ -94,22 +96,22 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
     NODE_PORT_PREFIX,
     OVN_PROVIDER,
+    VENDOR,
     annotation_key,
 )
 from controller.core.errors import MalformedObjectError
-from controller.core.model import Pod, StatefulSet, VirtualMachine
+from controller.core.model import Pod
 from controller.core.naming import node_port_name, pod_name_to_port_name
 from controller.ipam import IPAM
 from controller.kube.api import KubeApi
-from controller.kube.errors import KubeApiError
 from controller.ovn import logic as ovn_logic
-from controller.ovn.api import VENDOR, NbClient, OvnError, PortInfo
+from controller.ovn.api import NbClient, OvnError, PortInfo
 from controller.ovn.external_ids import POD_KEY
 from controller.ovn.port_kinds import is_controller_port
 from controller.pod_logic import get_name_by_pod, get_pod_key, is_ovn_provider, is_pod_alive
-from controller.queues.clock import REAL_CLOCK, Clock
+from controller.queues.clock import REAL_CLOCK, Clock, WallClock, utcnow
 from controller.routing import RoutingReconciler
-from controller.view import CacheView, ParseCache
+from controller.view import CacheView, OwnerLookup, ParseCache
 
 LOG = logging.getLogger(__name__)
 
@@ -144,11 +146,6 @@ class _Snapshot:
     nodes: frozenset[str] = frozenset()
 
 
-def _meta(raw: Any) -> dict[str, Any]:
-    meta = raw.get("metadata") if isinstance(raw, dict) else None
-    return meta if isinstance(meta, dict) else {}
-
-
 class GarbageCollector:
     """Periodic orphan sweep of LSPs, IP CRs, src-ip routes and routing rows (see the module
     docstring).
@@ -167,7 +164,7 @@ class GarbageCollector:
         ipam: IPAM,
         metrics: GcMetrics | None = None,
         clock: Clock | None = None,
-        utcnow: Callable[[], datetime] | None = None,
+        wall_clock: WallClock = utcnow,
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
         view: CacheView | None = None,
@@ -186,7 +183,7 @@ class GarbageCollector:
         self._ipam = ipam
         self._metrics = metrics
         self._clock: Clock = clock if clock is not None else REAL_CLOCK
-        self._utcnow = utcnow if utcnow is not None else (lambda: datetime.now(UTC))
+        self._wall_clock = wall_clock
         self._key_mutex = key_mutex
         self._ready = ready
         self._router = config.cluster_router
@@ -196,7 +193,7 @@ class GarbageCollector:
         self._last_ip_orphans: set[str] = set()
         # each pod parsed once per resourceVersion, only while the start-up passes run
         self._pod_memo: ParseCache[Pod] | None = None
-        self._owners = keep.OwnerLookup(self._statefulset, self._virtual_machine)
+        self._owners = OwnerLookup(self._view)
         self._routes = StaticRouteSweeper(
             nb=nb,
             ipam=ipam,
@@ -208,11 +205,16 @@ class GarbageCollector:
             routing
             if routing is not None
             else RoutingReconciler.unshared(
-                config=config, view=self._view, kube=kube, nb=nb, is_leader=lambda: True
+                config=config,
+                view=self._view,
+                kube=kube,
+                nb=nb,
+                is_leader=lambda: True,
+                wall_clock=wall_clock,
             )
         )
         self._routing = RoutingSweeper(backstop=self.routing.backstop, count=self._count)
-        # rows of deleted SecurityGroups (controllers/sg_gc.py), when the SGs are cached
+        # rows of deleted SecurityGroups (gc/security_groups.py), when the SGs are cached
         self._sg_gc = None
         if security_groups is not None:
             sgs = security_groups
@@ -405,7 +407,7 @@ class GarbageCollector:
     def _sweep_ips(self, crs: list[Any], snap: _Snapshot) -> list[str]:
         orphans: dict[str, tuple[str, bool]] = {}  # CR name -> (IPAM key, is a node's)
         for raw in crs:
-            name = str(_meta(raw).get("name") or "")
+            name = str(raw_field(raw, "metadata").get("name") or "")
             owner = self._ip_cr_owner(raw)
             if not name or owner is None:
                 continue
@@ -489,7 +491,7 @@ class GarbageCollector:
         each pod as `_snapshot` does."""
         present: set[str] = set()
         for raw in self._view.pods_raw():
-            meta = _meta(raw)
+            meta = raw_field(raw, "metadata")
             present.add(f"{meta.get('namespace') or ''}/{meta.get('name') or ''}")
             if self._keep_vm_ip:  # a VM's pods hold their addresses under the VM's key
                 with contextlib.suppress(MalformedObjectError):
@@ -497,7 +499,7 @@ class GarbageCollector:
         return frozenset(present)
 
     def _snapshot(self) -> _Snapshot:
-        now = self._utcnow()
+        now = self._wall_clock()
         kept_keys: set[str] = set()
         kept_names: set[str] = set()
         expected: dict[str, str] = {}
@@ -506,7 +508,7 @@ class GarbageCollector:
                 pod = self._parse_pod(raw)
             except MalformedObjectError as exc:
                 # Cannot judge it: keep everything under its name.
-                meta = _meta(raw)
+                meta = raw_field(raw, "metadata")
                 key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
                 LOG.warning("gc keeps the resources of malformed pod %s: %s", key, exc)
                 kept_keys.add(key)
@@ -537,12 +539,20 @@ class GarbageCollector:
 
     def _pod_kept(self, pod: Pod, now: datetime) -> bool:
         alive = is_pod_alive(pod, now)
-        return keep.pod_kept(pod, alive=alive, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
+        return self._owners.keeps(
+            lambda owners: keep.pod_kept(
+                pod, alive=alive, keep_vm_ip=self._keep_vm_ip, owners=owners
+            )
+        )
 
     def _absent_key_kept(self, key: str) -> bool:
         """Keep rules for a key no kept pod accounts for: its VM, or its StatefulSet ordinal."""
         namespace, _, name = key.partition("/")
-        return keep.name_kept(namespace, name, keep_vm_ip=self._keep_vm_ip, owners=self._owners)
+        return self._owners.keeps(
+            lambda owners: keep.name_kept(
+                namespace, name, keep_vm_ip=self._keep_vm_ip, owners=owners
+            )
+        )
 
     def _key_kept_now(self, key: str) -> bool:
         """Re-check one key against the live caches (just before a deletion)."""
@@ -552,23 +562,9 @@ class GarbageCollector:
                 pod = Pod.from_dict(raw)
             except MalformedObjectError:
                 return True
-            if self._pod_kept(pod, self._utcnow()):
+            if self._pod_kept(pod, self._wall_clock()):
                 return True
         return self._absent_key_kept(key)
-
-    def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        try:
-            return self._view.statefulset(namespace, name)
-        except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read statefulset %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknown from exc
-
-    def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        try:
-            return self._view.virtual_machine(namespace, name)
-        except (KubeApiError, MalformedObjectError) as exc:
-            LOG.warning("cannot read virtual machine %s/%s: %s", namespace, name, exc)
-            raise keep.OwnerUnknown from exc
 
     def _switch_known(self, pod: Pod, provider: str) -> bool:
         """The pod's annotated logical_switch is a subnet: only then can its port be lost (a
