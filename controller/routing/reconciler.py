@@ -129,7 +129,7 @@ class RoutingReconciler:
     ) -> RoutingReconciler:
         """A reconciler with a queue nobody works off, for a pod controller or gc built alone
         (their tests): their own hooks (a pod's rows, the backstop pass) still go through it."""
-        return cls(
+        reconciler = cls(
             config=config,
             view=view,
             kube=kube,
@@ -138,6 +138,9 @@ class RoutingReconciler:
             is_leader=is_leader,
             wall_clock=wall_clock,
         )
+        # nobody works its queue off, so nothing it queues is converging
+        reconciler._track_queued = False
+        return reconciler
 
     def __init__(
         self,
@@ -164,6 +167,11 @@ class RoutingReconciler:
         # allocation (the add writes the rows before it patches the annotations)
         self._pending_lock = threading.Lock()
         self._pending: dict[str, dict[str, Pod]] = {}
+        # key -> how often it was enqueued; dropped once a handle that started after the last
+        # enqueue succeeded. A key in here is converging, so the backstop leaves it alone.
+        self._queued_lock = threading.Lock()
+        self._queued: dict[str, int] = {}
+        self._track_queued = True
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -181,7 +189,15 @@ class RoutingReconciler:
 
     def enqueue(self, key: str) -> None:
         if key and self._is_leader():
+            if self._track_queued:
+                with self._queued_lock:
+                    self._queued[key] = self._queued.get(key, 0) + 1
             self.queue.add(key)
+
+    def queued(self, key: str) -> bool:
+        """Is `key` waiting to be handled (or being handled, or retried after a failure)?"""
+        with self._queued_lock:
+            return key in self._queued
 
     def _enqueue_pod(self, obj: Any) -> None:
         obj = unwrap_tombstone(obj)
@@ -363,7 +379,12 @@ class RoutingReconciler:
     # --- handlers --------------------------------------------------------------------------------
 
     def handle(self, key: str) -> None:
-        self.reconcile(key)
+        with self._queued_lock:
+            seen = self._queued.get(key, 0)
+        self.reconcile(key)  # a failure keeps the key queued: the worker retries it
+        with self._queued_lock:
+            if self._queued.get(key, 0) == seen:
+                self._queued.pop(key, None)
 
     def reconcile(self, key: str) -> RoutingChange:
         """Bring one key's rows to their desired state; returns the change applied."""
@@ -581,27 +602,37 @@ class RoutingReconciler:
             nats=tuple(nats),
             delete_src_routes=tuple(routes),
         )
-        for node in nodes:
-            self.enqueue(rs.node_key(subnet, node))
-        self.enqueue(rs.subnet_key(subnet))
         lock = rs.node_key(subnet, pod.node_name) if pod.node_name else rs.subnet_key(subnet)
         with self._locks.locked(lock):
             self._nb.apply_routing(cfg.router, change)
+        # NOTE: queued after the write: a key handled between the two would settle on the rows
+        # before the release and then never look again (an emptied set left with its reroute).
+        for node in nodes:
+            self.enqueue(rs.node_key(subnet, node))
+        self.enqueue(rs.subnet_key(subnet))
 
     # --- garbage collection backstop -------------------------------------------------------------
 
     def backstop(self) -> list[tuple[str, RoutingChange]]:
-        """Diff every key under its lock and apply what differs; returns each key that had to
-        change, with the change (a drift the events should have prevented, or the first pass
-        of a controller that just started)."""
+        """Diff every key that is not queued under its lock and apply what differs; returns
+        each key that had to change, with the change (a drift the events should have
+        prevented, or the first pass of a controller that just started)."""
         found: list[tuple[str, RoutingChange]] = []
+        # NOTE: a key queued when the pass starts is converging (an event reached it and its
+        # handler has not run yet): what differs there is the reconciler's to write, not
+        # drift. Keys the pass itself queues (a subnet key queues its node keys) are diffed.
+        with self._queued_lock:
+            converging = set(self._queued)
         for name in self._subnet_names():
-            with self._locks.locked(rs.subnet_key(name)):
-                change = self._reconcile_subnet(name)
-            if not change.empty():
-                found.append((name, change))
+            if rs.subnet_key(name) not in converging:
+                with self._locks.locked(rs.subnet_key(name)):
+                    change = self._reconcile_subnet(name)
+                if not change.empty():
+                    found.append((name, change))
             for node in self._node_names_of(name):
                 key = rs.node_key(name, node)
+                if key in converging:
+                    continue
                 with self._locks.locked(key):
                     change, _ = self._reconcile_node(name, node)
                 if not change.empty():

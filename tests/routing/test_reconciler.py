@@ -410,3 +410,22 @@ def test_events_that_change_nothing_routing_depends_on_queue_nothing(env: Env) -
     new["metadata"]["annotations"]["ovn.kubernetes.io/ip_address"] = "10.16.0.99"
     env.routing_events.on_update(old, new)
     assert sorted(env.drain(env.routing_queue)) == [DEFAULT_SUBNET, f"{DEFAULT_SUBNET}/{NODE}"]
+
+
+def test_the_backstop_leaves_a_queued_key_to_the_reconciler(env: Env) -> None:
+    """A pass running between a pod's delete event and its keys' handling finds what the queued
+    keys are about to write: converging, not drift. A drifted key nobody queued is still found."""
+    ip = start(env, "web")
+    env.remove_pod("default/web")  # the informer's delete: the keys are queued, not yet handled
+    assert env.routing.backstop() == []
+    assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
+    env.converge()
+    assert env.routes() == []
+    env.nb.add_address_set_addresses(
+        rp.set_name(DEFAULT_SUBNET, NODE, 4),
+        ["10.16.0.99"],
+        rp.ids(rp.KIND_GATEWAY, 4, subnet=DEFAULT_SUBNET, node=NODE),
+    )
+    found = env.routing.backstop()
+    assert [key for key, _ in found] == [f"{DEFAULT_SUBNET}/{NODE}"]
+    quiet(env)
