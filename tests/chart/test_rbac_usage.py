@@ -59,10 +59,6 @@ NOT_EXERCISED: dict[tuple[str, str, str, str], str] = {
     (CLUSTER, "", "events", "list"): (
         "only the `check` sub-command lists Events (the refused pods); this run does not audit"
     ),
-    (CLUSTER, "kubevirt.io", "virtualmachines", "get"): (
-        "confirms a VM the informer lacks before its pod's network goes; this run's VM cache "
-        "never lags (tests/e2e/test_correctness.py lags it on purpose)"
-    ),
 }
 
 
