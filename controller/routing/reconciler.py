@@ -53,7 +53,7 @@ from controller.core.constants import (
     POLICY_SRC_IP,
     SNAT_ANNOTATION,
 )
-from controller.core.errors import MalformedObjectError
+from controller.core.errors import MalformedObjectError, PermanentError
 from controller.core.gateway import gateway_node_names
 from controller.core.model import Node, Pod, Subnet
 from controller.kube.api import KubeApi
@@ -381,7 +381,14 @@ class RoutingReconciler:
     def handle(self, key: str) -> None:
         with self._queued_lock:
             seen = self._queued.get(key, 0)
-        self.reconcile(key)  # a failure keeps the key queued: the worker retries it
+        try:
+            self.reconcile(key)  # a retryable failure keeps the key queued: the worker retries
+        except PermanentError:
+            self._settled(key, seen)  # the worker drops it: the backstop watches it again
+            raise
+        self._settled(key, seen)
+
+    def _settled(self, key: str, seen: int) -> None:
         with self._queued_lock:
             if self._queued.get(key, 0) == seen:
                 self._queued.pop(key, None)
