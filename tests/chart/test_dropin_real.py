@@ -20,7 +20,6 @@ tooling asks:
 from __future__ import annotations
 
 import copy
-import time
 import uuid
 from typing import Any
 
@@ -29,6 +28,7 @@ from kubernetes import client
 
 from controller.sandbox.cluster.controlplane import RealControlPlane, render_chart
 from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
+from controller.testing.wait import wait_for
 from tests.chart import kube_ovn_objects as kube_ovn
 
 pytestmark = pytest.mark.realcp
@@ -70,14 +70,7 @@ def _selector(labels: dict[str, str]) -> str:
 
 
 def _wait(what: str, cond: Any) -> Any:
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {TIMEOUT}s waiting for {what}")
-        time.sleep(0.2)
+    return wait_for(cond, TIMEOUT, message=what, interval=0.2)
 
 
 def test_kube_ovns_service_monitor_and_kubectl_ko_find_the_charts_controller(
