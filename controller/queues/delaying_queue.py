@@ -112,6 +112,11 @@ class DelayingQueue(Queue[T]):
         with self._waiting_cond:
             return len(self._entries)
 
+    def idle(self) -> bool:
+        """`Queue.idle` and no entry waiting for its ready time (a retry scheduled with backoff
+        is work still to do)."""
+        return super().idle() and self.pending() == 0
+
     def _stop_background(self) -> None:
         with self._waiting_cond:
             self._loop_stopped = True

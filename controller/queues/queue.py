@@ -104,6 +104,13 @@ class Queue(Generic[T]):
         with self._cond:
             return len(self._queue)
 
+    def idle(self) -> bool:
+        """True when nothing is queued and no worker holds an item (a delaying queue also
+        needs no entry waiting for its ready time): the state in which a test may conclude that
+        the controller has acted on everything it was told."""
+        with self._cond:
+            return not self._queue and not self._processing
+
     def get(self) -> tuple[T | None, bool]:
         """Block until an item is available; returns `(item, False)` or `(None, True)`.
 

@@ -133,8 +133,7 @@ def routing_deleted_text(metrics: str) -> float:
 
 
 def _idle(ctl: Controller) -> bool:
-    # NOTE: the queues' own state (private): an item being worked on is not in len().
-    return all(len(q) == 0 and not q._processing for q in ctl._queues)
+    return all(q.idle() for q in ctl._queues)
 
 
 def settle(ctl: Controller, timeout: float = SETTLE_TIMEOUT) -> bool:

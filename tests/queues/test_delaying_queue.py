@@ -172,3 +172,12 @@ def test_bad_delay_is_a_clear_error(make: Make, clock: FakeClock) -> None:
     with pytest.raises(TypeError):
         q.add_after("a", "5s")
     assert q.pending() == 0 and len(q) == 0
+
+
+def test_idle_counts_an_entry_waiting_for_its_ready_time(make: Make, clock: FakeClock) -> None:
+    q = make(DelayingQueue, clock=clock)
+    q.add_after("a", 5.0)
+    assert len(q) == 0 and not q.idle()
+    clock.step(5.0)
+    assert drain(q) == ["a"]
+    assert q.idle()

@@ -195,3 +195,14 @@ def test_none_item_is_rejected(make: Make) -> None:
     with pytest.raises(ValueError, match="None"):
         q.add(None)
     assert len(q) == 0
+
+
+def test_idle_counts_queued_and_processing_items(make: Make) -> None:
+    q = make(Queue)
+    assert q.idle()
+    q.add("a")
+    assert not q.idle()
+    item, _ = q.get()
+    assert len(q) == 0 and not q.idle()  # taken by a worker: not in len(), still busy
+    q.done(item)
+    assert q.idle()
