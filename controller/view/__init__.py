@@ -11,7 +11,7 @@ from controller.view.cache_view import (
     may_wait_index,
     node_index,
 )
-from controller.view.owner import OwnerLookup
+from controller.view.owner import ListedOwners, OwnerApi, OwnerLookup, OwnerSource
 from controller.view.parse_cache import ParseCache, ParsedSubnet, parse_subnet
 
 __all__ = [
@@ -19,8 +19,11 @@ __all__ = [
     "MAY_WAIT_INDEX",
     "NODE_INDEX",
     "CacheView",
+    "ListedOwners",
+    "OwnerApi",
     "OwnerGets",
     "OwnerLookup",
+    "OwnerSource",
     "ParseCache",
     "ParsedSubnet",
     "ip_index",
