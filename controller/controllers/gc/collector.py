@@ -168,14 +168,14 @@ class GarbageCollector:
         key_mutex: KeyLock | None = None,
         ready: Callable[[], bool] | None = None,
         view: CacheView | None = None,
-        security_groups: Indexer | None = None,
         routing: RoutingReconciler | None = None,
         **caches: Indexer | None,
     ) -> None:
         """The caches are read through `view` (shared with the pod controller, so each object
         is parsed once) or, without one, through a view over `caches`: the informer indexers
         by kind, as `CacheView` takes them (pods=, nodes=, ips=, subnets=; statefulsets=, vms=
-        are optional: without them owners are GET through `kube`)."""
+        are optional: without them owners are GET through `kube`; without security_groups=,
+        the rows of deleted security groups are not collected)."""
         self._config = config
         self._view = CacheView.given_or_over(view, kube, caches)
         self._kube = kube
@@ -216,9 +216,8 @@ class GarbageCollector:
         self._routing = RoutingSweeper(backstop=self.routing.backstop, count=self._count)
         # rows of deleted SecurityGroups (gc/security_groups.py), when the SGs are cached
         self._sg_gc = None
-        if security_groups is not None:
-            sgs = security_groups
-            self._sg_gc = SecurityGroupGc(nb, lambda n: sgs.get_by_key(n) is not None, self._count)
+        if self._view.security_groups_cached():
+            self._sg_gc = SecurityGroupGc(nb, self._view.has_security_group, self._count)
 
     # -- entry points ------------------------------------------------------------------------
 
