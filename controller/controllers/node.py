@@ -16,7 +16,7 @@ Contract:
 * A node delete removes the node's own router policies (its pods' reroutes and address sets are
   the routing reconciler's, `controller.routing`), releases the address and deletes the port
   and the IP CR (unless a node of the same name exists again by then).
-* Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done (part 2):
+* Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done:
   gateway checks, `NodeAddressConflictWithSubnet` events.
 """
 
