@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from controller import pod_logic as pl
 from controller.cache import Indexer
@@ -231,13 +231,7 @@ class CacheView:
 
     def well_formed_nodes(self) -> list[Node]:
         """Every cached node that parses (a malformed one is left out)."""
-        out = []
-        for raw in self._nodes.list():
-            try:
-                out.append(self._parsed_nodes.get(raw))
-            except MalformedObjectError:
-                continue
-        return out
+        return _well_formed(self._parsed_nodes.get, self._nodes.list())
 
     def node_names(self) -> frozenset[str]:
         """The names of the cached nodes, read from their metadata (a malformed node counts)."""
@@ -258,13 +252,7 @@ class CacheView:
 
     def vpcs(self) -> list[Vpc]:
         """The well-formed cached VPCs, sorted by name (a malformed one is left out)."""
-        out = []
-        for raw in self._vpcs.list():
-            try:
-                out.append(self._parsed_vpcs.get(raw))
-            except MalformedObjectError:
-                continue
-        return sorted(out, key=lambda v: v.name)
+        return sorted(_well_formed(self._parsed_vpcs.get, self._vpcs.list()), key=lambda v: v.name)
 
     def external_gw_config(self) -> Mapping[str, str] | None:
         """The data of the external gateway ConfigMap (None when it does not exist)."""
@@ -390,13 +378,8 @@ class CacheView:
 
     def virtual_machines(self) -> list[VirtualMachine]:
         """The well-formed VMs of the VM informer (none without one); malformed ones left out."""
-        out = []
-        for raw in self._vms.list() if self._vms is not None else []:
-            try:
-                out.append(VirtualMachine.from_dict(raw))
-            except MalformedObjectError:
-                continue
-        return out
+        raws = self._vms.list() if self._vms is not None else []
+        return _well_formed(VirtualMachine.from_dict, raws)
 
     def owner_of(self, pod: Pod, *, from_api: bool = False) -> StatefulSet | VirtualMachine | None:
         """The pod's StatefulSet or VirtualMachine (None when NotFound); API errors propagate.
@@ -430,6 +413,20 @@ class CacheView:
             if raw is not None:
                 found[ref] = NetworkAttachmentDefinition.from_dict(raw)
         return found
+
+
+_M = TypeVar("_M")
+
+
+def _well_formed(parse: Callable[[KubeObject], _M], raws: list[KubeObject]) -> list[_M]:
+    """The models of `raws` that parse (a malformed object is left out)."""
+    out = []
+    for raw in raws:
+        try:
+            out.append(parse(raw))
+        except MalformedObjectError:
+            continue
+    return out
 
 
 class _NoOwnerGets:

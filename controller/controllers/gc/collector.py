@@ -84,7 +84,7 @@ from typing import Protocol
 from controller.cache import Indexer
 from controller.config import Config
 from controller.controllers.gc.ip_crs import IpCrSweeper
-from controller.controllers.gc.kept import KeepRules, Kept
+from controller.controllers.gc.kept import KeepRules, Kept, SweepActions
 from controller.controllers.gc.ports import PortSweeper
 from controller.controllers.gc.routing_rows import RoutingSweeper
 from controller.controllers.gc.security_groups import SecurityGroupGc
@@ -156,6 +156,7 @@ class GarbageCollector:
             self._view, keep_vm_ip=config.enable_keep_vm_ip, wall_clock=wall_clock
         )
         router = config.cluster_router
+        actions = SweepActions(self._locked, self._release, self._count)
         self._ports = PortSweeper(
             nb=nb,
             kube=kube,
@@ -163,18 +164,9 @@ class GarbageCollector:
             view=self._view,
             rules=self._rules,
             router=router,
-            locked=self._locked,
-            release=self._release,
-            count=self._count,
+            actions=actions,
         )
-        self._ips = IpCrSweeper(
-            kube=kube,
-            view=self._view,
-            rules=self._rules,
-            locked=self._locked,
-            release=self._release,
-            count=self._count,
-        )
+        self._ips = IpCrSweeper(kube=kube, view=self._view, rules=self._rules, actions=actions)
         self._routes = StaticRouteSweeper(
             nb=nb,
             ipam=ipam,

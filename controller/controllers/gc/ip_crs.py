@@ -9,12 +9,10 @@ status never counts a freed address as used (kube-ovn PR #2769).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 
 from controller.apiclient.errors import KubeApiError
 from controller.cache.keys import raw_field
-from controller.controllers.gc.kept import KeepRules, Kept
+from controller.controllers.gc.kept import KeepRules, Kept, SweepActions
 from controller.controllers.gc.ports import RESOURCE_IP
 from controller.core.constants import NODE_PORT_PREFIX
 from controller.core.naming import node_port_name
@@ -48,16 +46,14 @@ class IpCrSweeper:
         kube: KubeApi,
         view: CacheView,
         rules: KeepRules,
-        locked: Callable[[str], AbstractContextManager[None]],
-        release: Callable[[str, Kept], None],
-        count: Callable[[str, int], None],
+        actions: SweepActions,
     ) -> None:
         self._kube = kube
         self._view = view
         self._rules = rules
-        self._locked = locked
-        self._release = release
-        self._count = count
+        self._locked = actions.locked
+        self._release = actions.release
+        self._count = actions.count
         self._last_orphans: set[str] = set()
 
     def marked(self) -> bool:

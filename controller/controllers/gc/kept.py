@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -32,6 +34,17 @@ from controller.queues.clock import WallClock
 from controller.view import CacheView, OwnerLookup, ParseCache
 
 LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepActions:
+    """What the port and IP CR sweeps do through the collector: delete under the pod key's
+    lock (`locked`), release an IPAM key unless a pod holds it (`release`), count what went
+    (`count`)."""
+
+    locked: Callable[[str], AbstractContextManager[None]]
+    release: Callable[[str, Kept], None]
+    count: Callable[[str, int], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 
 from controller.apiclient.errors import KubeApiError
-from controller.controllers.gc.kept import KeepRules, Kept
+from controller.controllers.gc.kept import KeepRules, Kept, SweepActions
 from controller.controllers.gc.static_routes import RESOURCE_STATIC_ROUTE
 from controller.core.address import host_prefix
 from controller.core.constants import NODE_PORT_PREFIX, VENDOR
@@ -49,9 +47,7 @@ class PortSweeper:
         view: CacheView,
         rules: KeepRules,
         router: str,
-        locked: Callable[[str], AbstractContextManager[None]],
-        release: Callable[[str, Kept], None],
-        count: Callable[[str, int], None],
+        actions: SweepActions,
     ) -> None:
         self._nb = nb
         self._kube = kube
@@ -59,9 +55,9 @@ class PortSweeper:
         self._view = view
         self._rules = rules
         self._router = router
-        self._locked = locked
-        self._release = release
-        self._count = count
+        self._locked = actions.locked
+        self._release = actions.release
+        self._count = actions.count
         self._last_orphans: set[str] = set()
 
     def marked(self) -> bool:
