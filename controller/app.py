@@ -85,8 +85,6 @@ from controller.core.constants import (
     KUBEVIRT_VERSION,
     NAD_GROUP,
     NAD_VERSION,
-    RESOURCE_IPS,
-    RESOURCE_SUBNETS,
 )
 from controller.core.errors import ConfigError
 from controller.core.model import Pod
@@ -521,15 +519,13 @@ class Controller:
         if not self._wait_nb_synced():
             return False
         assert self.nb is not None
-        bootstrapped = init_ovn(cfg, self.kube, self.indexer(RESOURCE_SUBNETS), self.nb)
+        bootstrapped = init_ovn(cfg, self.kube, self.view, self.nb)
         init_ipam(
             config=cfg,
             ipam=self.ipam,
             kube=self.kube,
-            subnets=[*bootstrapped, *self.indexer(RESOURCE_SUBNETS).list()],
-            ips=self.indexer(RESOURCE_IPS),
-            pods=self.indexer("pods"),
-            nodes=self.indexer("nodes"),
+            view=self.view,
+            bootstrapped=bootstrapped,
             parse_pod=pod_models.get,
         )
         self.gc.run_startup_gc(pod_models)

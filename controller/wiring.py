@@ -179,7 +179,7 @@ def wire_controllers(
         delete=queue(QUEUE_DELETE_POD),
         security=queue(QUEUE_UPDATE_POD_SECURITY),
     )
-    # One read view for the pod controller and the gc: each cached object parsed once.
+    # One read view for every controller: each cached object parsed once.
     view = CacheView(
         kube=kube,
         pods=idx("pods"),
@@ -193,6 +193,7 @@ def wire_controllers(
         statefulsets=opt("statefulsets"),
         nads=opt("nads"),
         vms=opt("vms"),
+        security_groups=idx(RESOURCE_SECURITY_GROUPS),
     )
     routing = RoutingReconciler(
         config=cfg,
@@ -232,34 +233,26 @@ def wire_controllers(
         key_mutex=key_mutex,
         ready=lambda: all(i.has_synced() for i in inf.values()),
         view=view,
-        security_groups=idx(RESOURCE_SECURITY_GROUPS),
         routing=routing,
     )
 
     sg_controller = SecurityGroupController(
-        sgs=idx(RESOURCE_SECURITY_GROUPS),
+        view=view,
         kube=kube,
         nb=nb,
         recorder=recorder,
         queues=SecurityGroupQueues(update=queue(QUEUE_UPDATE_SG), delete=queue(QUEUE_DELETE_SG)),
         is_leader=is_leader,
     )
-    inf[RESOURCE_SECURITY_GROUPS].add_event_handler(sg_controller)
+    inf[RESOURCE_SECURITY_GROUPS].add_event_handler(sg_controller.event_handler())
     subnet_controller: SubnetController | None = None
     namespace_controller: NamespaceController | None = None
     node_controller: NodeController | None = None
     if cfg.enable_subnet_controller:
-        conditions = SubnetConditions(
-            kube=kube,
-            nb=nb,
-            nodes=idx("nodes"),
-            subnets=idx(RESOURCE_SUBNETS),
-            node_switch=cfg.node_switch,
-        )
+        conditions = SubnetConditions(kube=kube, nb=nb, node_switch=cfg.node_switch, view=view)
         subnet_controller = SubnetController(
             config=cfg,
-            subnets=idx(RESOURCE_SUBNETS),
-            vpcs=idx(RESOURCE_VPCS),
+            view=view,
             kube=kube,
             cluster=cluster,
             nb=nb,
@@ -274,10 +267,9 @@ def wire_controllers(
             metrics=metrics,
             status_delay=status_delay,
             on_ready=pod_controller.subnet_ready,
-            nodes=idx("nodes"),
             conditions=conditions,
         )
-        inf[RESOURCE_SUBNETS].add_event_handler(subnet_controller)
+        inf[RESOURCE_SUBNETS].add_event_handler(subnet_controller.event_handler())
         inf[RESOURCE_SUBNETS].add_event_handler(
             conditions.subnet_event_handler(subnet_controller.enqueue_status)
         )
@@ -288,34 +280,30 @@ def wire_controllers(
     else:
         # Another controller owns the Subnets; IPAM must still follow them.
         inf[RESOURCE_SUBNETS].add_event_handler(
-            SubnetIpamTracker(ipam, is_leader, pod_controller.subnet_ready)
+            SubnetIpamTracker(ipam, is_leader, pod_controller.subnet_ready).event_handler()
         )
     if cfg.enable_namespace_controller:
         namespace_controller = NamespaceController(
             config=cfg,
-            namespaces=idx("namespaces"),
-            subnets=idx(RESOURCE_SUBNETS),
+            view=view,
             kube=kube,
             queue=queue(QUEUE_ADD_NAMESPACE),
             is_leader=is_leader,
-            vpcs=idx(RESOURCE_VPCS),
         )
-        inf["namespaces"].add_event_handler(namespace_controller)
+        inf["namespaces"].add_event_handler(namespace_controller.event_handler())
         inf[RESOURCE_VPCS].add_event_handler(namespace_controller.vpc_event_handler())
         inf[RESOURCE_SUBNETS].add_event_handler(namespace_controller.subnet_event_handler())
     if cfg.enable_node_controller:
         node_controller = NodeController(
             config=cfg,
-            nodes=idx("nodes"),
-            subnets=idx(RESOURCE_SUBNETS),
-            ips=idx(RESOURCE_IPS),
+            view=view,
             kube=kube,
             nb=nb,
             ipam=ipam,
             queues=NodeQueues(add=queue(QUEUE_ADD_NODE), delete=queue(QUEUE_DELETE_NODE)),
             is_leader=is_leader,
         )
-        inf["nodes"].add_event_handler(node_controller)
+        inf["nodes"].add_event_handler(node_controller.event_handler())
     return Components(
         pod_queues=pod_queues,
         view=view,

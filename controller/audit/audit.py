@@ -1,4 +1,5 @@
-"""Read-only consistency audit of a cluster's pod networking (pure: no I/O).
+"""Read-only consistency audit of a cluster's pod networking (no I/O but the owner GETs that
+confirm a release, when `owner_api` is given).
 
 `audit(snapshot, config)` compares everything kube-ovn's pod add and update flows leave behind
 for each pod network: the pod's `<provider>.kubernetes.io/*` annotations, its IP CR, its
@@ -114,6 +115,7 @@ from controller.audit.security_groups import (
     KIND_SG_ADDRESS_SET_MISMATCH,
 )
 from controller.config import Config
+from controller.view import OwnerApi
 
 __all__ = [
     "KIND_ADDRESS_OUTSIDE_SUBNET",
@@ -157,9 +159,15 @@ class _Auditor(PodChecks, OrphanChecks, IpamRebuildCheck):
     """Every check over one snapshot."""
 
 
-def audit(snapshot: ClusterSnapshot, config: Config) -> AuditReport:
-    """Check `snapshot` (see the module docstring); never raises on odd data, reports it."""
-    a = _Auditor(snapshot, config)
+def audit(
+    snapshot: ClusterSnapshot, config: Config, *, owner_api: OwnerApi | None = None
+) -> AuditReport:
+    """Check `snapshot` (see the module docstring); never raises on odd data, reports it.
+
+    `owner_api`: GETs that confirm a StatefulSet / VM the snapshot's lists do not keep an
+    address for (`controller.view.OwnerLookup`'s policy); its errors count as "keep". Without
+    it, the lists are final."""
+    a = _Auditor(snapshot, config, owner_api)
     for problem in snapshot.problems:
         # the collector's messages read "<Kind> '<name>': <what is wrong>"
         obj, sep, message = problem.partition(": ")

@@ -3,7 +3,9 @@
 `run_check(config)` lists pods, namespaces, nodes, subnets, IP CRs, VPCs and SecurityGroups from
 the API server (uncached, paged), reads the kube-ovn logical switch ports, the cluster router's
 static routes and NAT rules and the security groups' rows from the OVN Northbound database,
-runs `audit()` and prints `AuditReport.render()`. It never writes anything.
+runs `audit()` (an address the StatefulSet / VM lists leave ownerless is confirmed with a GET of
+its owner first, as the controller does) and prints `AuditReport.render()`. It never writes
+anything.
 
 With `--dataplane` (and `--ovn-sb-addr`, optionally `--ovs-db`) it also reads the SB's port
 bindings and chassis and an OVS database's interfaces and adds `controller.audit.dataplane`'s
@@ -65,6 +67,7 @@ from controller.ovn.api import (
 )
 from controller.ovn.ovsdb_query import OvsdbQueryError, SslFiles, select
 from controller.queues.clock import WallClock, utcnow
+from controller.view import OwnerApi
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +94,11 @@ class NbReader(Protocol):
     def list_sg_port_groups(self) -> list[PortGroupInfo]: ...
 
     def list_security_groups(self) -> list[SecurityGroupRows]: ...
+
+
+class AuditApi(ClusterLister, OwnerApi, Protocol):
+    """The cluster's lists, and the owner GETs that confirm what the StatefulSet / VM lists
+    say is gone (`KubeClient` and the fakes have both)."""
 
 
 def _convert(
@@ -218,7 +226,7 @@ def read_dataplane(config: Config) -> DataPlaneSnapshot:
 
 
 def check(
-    kube: ClusterLister,
+    kube: AuditApi,
     nb: NbReader,
     config: Config,
     *,
@@ -239,7 +247,7 @@ def check(
     except OvnError as e:
         out.write(f"check: cannot read the OVN Northbound database: {e}\n")
         return EXIT_UNAVAILABLE
-    report = audit(snapshot, config)
+    report = audit(snapshot, config, owner_api=kube)
     if dataplane is not None:
         try:
             dp = dataplane()

@@ -29,7 +29,8 @@ class IpamRebuildCheck(AuditState):
     """`check_ipam` (see the module docstring)."""
 
     def check_ipam(self) -> None:
-        """Rebuild IPAM as kube-ovn InitIPAM does and report what it cannot restore."""
+        """Rebuild IPAM as kube-ovn InitIPAM does (subnets, kept IP CRs, pods, nodes) and
+        report what it cannot restore."""
         ipam = IPAM()
         for subnet in self.snap.subnets:
             try:
@@ -38,27 +39,32 @@ class IpamRebuildCheck(AuditState):
                 )
             except IPAMError as e:
                 self.add(KIND_IPAM_DISAGREES, f"subnet {subnet.name}", f"cannot be loaded: {e}")
+        self._claim_kept_ip_crs(ipam)
+        self._claim_pods(ipam)
+        self._claim_nodes(ipam)
 
-        def claim(obj: str, key: str, ip: str, mac: str, subnet: str) -> None:
-            if subnet not in self.subnets:
-                return  # no subnet, no address to hand out twice (annotation-mismatch says it)
-            try:
-                # quiet: the audit's own output is its report, not a rebuild's allocations
-                ipam.get_static_address(key, ip, mac, subnet, quiet=True)
-            except IPAMError as e:
-                holders = {
-                    owner
-                    for part in ip.split(",")
-                    if (owner := ipam.get_ip_owner(part.strip(), subnet)) not in (None, key)
-                    and owner not in str(e)
-                }
-                held = f" (held by {', '.join(sorted(holders))})" if holders else ""
-                self.add(
-                    KIND_IPAM_DISAGREES,
-                    obj,
-                    f"a restarted controller cannot give {ip} in {subnet!r} to {key}: {e}{held}",
-                )
+    def _claim(self, ipam: IPAM, obj: str, key: str, ip: str, mac: str, subnet: str) -> None:
+        """Give `ip` to `key` as the rebuild would; a refusal is a finding about `obj`."""
+        if subnet not in self.subnets:
+            return  # no subnet, no address to hand out twice (annotation-mismatch says it)
+        try:
+            # quiet: the audit's own output is its report, not a rebuild's allocations
+            ipam.get_static_address(key, ip, mac, subnet, quiet=True)
+        except IPAMError as e:
+            holders = {
+                owner
+                for part in ip.split(",")
+                if (owner := ipam.get_ip_owner(part.strip(), subnet)) not in (None, key)
+                and owner not in str(e)
+            }
+            held = f" (held by {', '.join(sorted(holders))})" if holders else ""
+            self.add(
+                KIND_IPAM_DISAGREES,
+                obj,
+                f"a restarted controller cannot give {ip} in {subnet!r} to {key}: {e}{held}",
+            )
 
+    def _claim_kept_ip_crs(self, ipam: IPAM) -> None:
         for name, raw in sorted(self.ip_crs.items()):
             if not keep.is_kept_pod_type(field_str(raw, "spec", "podType")):
                 continue
@@ -66,13 +72,16 @@ class IpamRebuildCheck(AuditState):
             key = pod_key(ns, pod_name) if ns else node_port_name(pod_name)
             ip = field_str(raw, "spec", "ipAddress")
             if ip and split_ips(ip) is not None:
-                claim(
+                self._claim(
+                    ipam,
                     f"IP {name}",
                     key,
                     ip,
                     field_str(raw, "spec", "macAddress"),
                     field_str(raw, "spec", "subnet"),
                 )
+
+    def _claim_pods(self, ipam: IPAM) -> None:
         claimed: set[str] = set()
         for pod in self.snap.pods:
             if pod.host_network or not keep.restored_by_rebuild(
@@ -90,19 +99,23 @@ class IpamRebuildCheck(AuditState):
                     continue  # VM pods of one VM share the VM's address
                 claimed.add(owner)
                 obj = f"pod {pod.key}" + ("" if provider == OVN_PROVIDER else f" ({provider})")
-                claim(
+                self._claim(
+                    ipam,
                     obj,
                     pod_key(pod.namespace, name),
                     ip,
                     a.get(annotation_key(MAC_ADDRESS_ANNOTATION_TEMPLATE, provider), ""),
                     a.get(annotation_key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE, provider), ""),
                 )
+
+    def _claim_nodes(self, ipam: IPAM) -> None:
         for node in self.snap.nodes:
             a = node.annotations
             ip = a.get(IP_ADDRESS_ANNOTATION, "")
             if a.get(ALLOCATED_ANNOTATION) != "true" or not ip or split_ips(ip) is None:
                 continue
-            claim(
+            self._claim(
+                ipam,
                 f"node {node.name}",
                 node_port_name(node.name),
                 ip,

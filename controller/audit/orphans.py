@@ -24,6 +24,11 @@ from controller.ovn.port_kinds import is_controller_port
 class OrphanChecks(AuditState):
     """Orphans and duplicates (after the pod checks filled `expected`, `kept`, claims)."""
 
+    def _type_keeps(self, pod_type: str, namespace: str, name: str) -> bool:
+        return self.owners.keeps(
+            lambda owners: keep.pod_type_keeps(pod_type, namespace, name, owners=owners)
+        )
+
     def read_objects(self) -> None:
         for name, raw in sorted(self.ip_crs.items()):
             subnet_name = field_str(raw, "spec", "subnet")
@@ -31,11 +36,8 @@ class OrphanChecks(AuditState):
             mac = canonical_mac(field_str(raw, "spec", "macAddress"))
             obj = f"IP {name}"
             pod_type = field_str(raw, "spec", "podType")
-            if keep.is_kept_pod_type(pod_type) and keep.pod_type_keeps(
-                pod_type,
-                field_str(raw, "spec", "namespace"),
-                field_str(raw, "spec", "podName"),
-                owners=self.owners,
+            if keep.is_kept_pod_type(pod_type) and self._type_keeps(
+                pod_type, field_str(raw, "spec", "namespace"), field_str(raw, "spec", "podName")
             ):
                 self.kept.add(name)
             if ips is None:

@@ -67,11 +67,17 @@ _IP_ADDRESS_SUFFIX = IP_ADDRESS_ANNOTATION_TEMPLATE.format(provider="")
 class PodChecks(AuditState):
     """Pods and nodes: annotations, IP CRs, LSPs, security groups, routes and NAT."""
 
+    def _owner_keeps(self, pod: Pod) -> bool:
+        keep_vm_ip = self.keep_vm_ip
+        return self.owners.keeps(
+            lambda owners: keep.owner_keeps(pod, keep_vm_ip=keep_vm_ip, owners=owners)
+        )
+
     def read_pods(self) -> None:
         for pod in self.snap.pods:
             if pod.host_network:
                 continue
-            if keep.owner_keeps(pod, keep_vm_ip=self.keep_vm_ip, owners=self.owners):
+            if self._owner_keeps(pod):
                 name = get_name_by_pod(pod, self.keep_vm_ip)
                 for provider in ann.allocated_providers(pod.annotations):
                     self.kept.add(ip_cr_name(name, pod.namespace, provider))
@@ -82,9 +88,7 @@ class PodChecks(AuditState):
                     split_ips(pod.annotations.get(IP_ADDRESS_ANNOTATION, "")) or ()
                 )
         for pod in self.alive:
-            if release_due(pod, self.snap.now) and not keep.owner_keeps(
-                pod, keep_vm_ip=self.keep_vm_ip, owners=self.owners
-            ):
+            if release_due(pod, self.snap.now) and not self._owner_keeps(pod):
                 # NOTE: the controller may have released its network already (its cleanup is
                 # due), or not yet: neither is wrong, and what is left is not an orphan.
                 name = get_name_by_pod(pod, self.keep_vm_ip)

@@ -21,7 +21,6 @@ from controller.audit.findings import (
     Finding,
 )
 from controller.config import Config
-from controller.core import keep
 from controller.core.address import (
     canonical_ip,
     canonical_mac,
@@ -39,9 +38,10 @@ from controller.core.constants import (
     REASON_GET_VLAN_INFO_FAILED,
     REASON_VALIDATE_POD_NETWORK_FAILED,
 )
-from controller.core.model import Pod, StatefulSet, Subnet, VirtualMachine
+from controller.core.model import Pod, Subnet
 from controller.ovn.api import NatRule, PortInfo, StaticRoute
 from controller.pod_logic import is_pod_alive
+from controller.view import ListedOwners, OwnerApi, OwnerLookup
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -155,7 +155,9 @@ class AuditState:
     """The audit's indexes over one snapshot and the findings so far; the check mixins
     (`controller.audit.pods`, `.orphans`, `.ipam_rebuild`) add to them."""
 
-    def __init__(self, snap: ClusterSnapshot, config: Config) -> None:
+    def __init__(
+        self, snap: ClusterSnapshot, config: Config, owner_api: OwnerApi | None = None
+    ) -> None:
         self.snap = snap
         self.config = config
         self.findings: list[Finding] = []
@@ -177,13 +179,10 @@ class AuditState:
             else:
                 self.add(KIND_MALFORMED, "IP <unnamed>", "IP CR without metadata.name")
         self.keep_vm_ip = config.enable_keep_vm_ip
-        self.statefulsets: dict[tuple[str, str], StatefulSet] | None = None
-        if snap.statefulsets is not None:
-            self.statefulsets = {(x.namespace, x.name): x for x in snap.statefulsets}
-        self.vms: dict[tuple[str, str], VirtualMachine] | None = None
-        if snap.virtual_machines is not None:
-            self.vms = {(x.namespace, x.name): x for x in snap.virtual_machines}
-        self.owners = keep.OwnerReaders(self._statefulset, self._virtual_machine)
+        # the listed owners are a snapshot that may lag: a release they say is confirmed by a
+        # GET through `owner_api` (the controller's policy), so the audit and the controller
+        # agree on what is kept
+        self.owners = OwnerLookup(ListedOwners(snap.statefulsets, snap.virtual_machines, owner_api))
         self.alive = [p for p in snap.pods if not p.host_network and is_pod_alive(p, snap.now)]
         # pod key -> (uid or "", "<reason>: <message>; ...") of its refusal Warning Events
         self.refusals = refusals_by_pod(snap.events or ())
@@ -254,17 +253,3 @@ class AuditState:
                 self.add(KIND_ADDRESS_OUTSIDE_SUBNET, obj, why)
         if is_valid_mac(mac):
             self.mac_claims[(switch, canonical_mac(mac))][owner].add(source)
-
-    # -- owners, as controller.core.keep reads them ----------------------------------------
-
-    def _statefulset(self, namespace: str, name: str) -> StatefulSet | None:
-        """The snapshot's StatefulSet; OwnerUnknownError when they were not read (all kept)."""
-        if self.statefulsets is None:
-            raise keep.OwnerUnknownError
-        return self.statefulsets.get((namespace, name))
-
-    def _virtual_machine(self, namespace: str, name: str) -> VirtualMachine | None:
-        """The snapshot's VirtualMachine; OwnerUnknownError when they were not read (all kept)."""
-        if self.vms is None:
-            raise keep.OwnerUnknownError
-        return self.vms.get((namespace, name))

@@ -24,8 +24,8 @@ The start-up garbage collection that follows (pods deleted while no controller r
 `controller.controllers.gc.GarbageCollector.run_startup_gc`, run by `controller.app` right after
 `init_ipam`.
 
-Every function reads the informer caches and writes through the ports (`KubeApi`, `ClusterApi`,
-`NbClient`); nothing here knows a concrete adapter.
+Every function reads the informer caches through the `CacheView` and writes through the ports
+(`KubeApi`, `ClusterApi`, `NbClient`); nothing here knows a concrete adapter.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.apiclient.errors import AlreadyExistsError, KubeApiError
-from controller.cache import Indexer
 from controller.cache.keys import raw_field
 from controller.config import Config
 from controller.core import annotations as ann
@@ -74,6 +73,7 @@ from controller.pod_logic import (
     get_pod_type,
     is_pod_alive,
 )
+from controller.view import CachedObject, CacheView
 
 LOG = logging.getLogger(__name__)
 
@@ -139,11 +139,11 @@ def default_subnet_body(config: Config) -> dict[str, Any]:
     return {"metadata": {"name": config.default_logical_switch}, "spec": spec}
 
 
-def _ensure_subnet(kube: KubeApi, subnets: Indexer, body: Mapping[str, Any]) -> dict[str, Any]:
+def _ensure_subnet(kube: KubeApi, view: CacheView, body: Mapping[str, Any]) -> KubeObject:
     name = body["metadata"]["name"]
-    cached = subnets.get_by_key(name)
+    cached = view.subnet_object(name)
     if cached is not None:
-        return dict(cached)
+        return dict(cached.obj)
     existing = kube.get_subnet(name)
     if existing is not None:
         return existing
@@ -158,12 +158,12 @@ def _ensure_subnet(kube: KubeApi, subnets: Indexer, body: Mapping[str, Any]) -> 
         return again
 
 
-def init_ovn(config: Config, kube: KubeApi, subnets: Indexer, nb: NbClient) -> list[dict[str, Any]]:
+def init_ovn(config: Config, kube: KubeApi, view: CacheView, nb: NbClient) -> list[KubeObject]:
     """kube-ovn InitOVN (router + join/default subnets); returns the two Subnet objects."""
     nb.ensure_logical_router(config.cluster_router)
     result = []
     for body in (join_subnet_body(config), default_subnet_body(config)):
-        subnet = _ensure_subnet(kube, subnets, body)
+        subnet = _ensure_subnet(kube, view, body)
         name = body["metadata"]["name"]
         spec = format_subnet_spec(name, raw_field(subnet, "spec"))
         router = (
@@ -197,39 +197,81 @@ class IpamInitReport:
     seconds: float
 
 
+@dataclass(slots=True)
+class _Tally:
+    """What the rebuild restored so far, and how many objects it had to skip."""
+
+    subnets: int = 0
+    ips: int = 0
+    pods: int = 0
+    nodes: int = 0
+    written: int = 0
+    errors: int = 0
+
+
 def init_ipam(
     *,
     config: Config,
     ipam: IPAM,
     kube: KubeApi,
-    subnets: Iterable[Mapping[str, Any]],
-    ips: Indexer,
-    pods: Indexer,
-    nodes: Indexer,
+    view: CacheView,
+    bootstrapped: Iterable[KubeObject] = (),
     now: datetime | None = None,
     parse_pod: Callable[[KubeObject], Pod] = Pod.from_dict,
 ) -> IpamInitReport:
-    """kube-ovn InitIPAM (see the module docstring). Never raises for bad data. `parse_pod`
-    may be a start-up parse cache the garbage collection then reads the pods from."""
+    """kube-ovn InitIPAM (see the module docstring), over the view's caches. Never raises for
+    bad data. `bootstrapped`: the Subnets `init_ovn` returned (the informer may not have seen
+    them yet). `parse_pod` may be a start-up parse cache the garbage collection then reads the
+    pods from."""
     start = time.monotonic()
-    now = now or datetime.now(UTC)
-    errors = n_subnets = n_ips = n_pods = n_nodes = written = 0
+    tally = _Tally()
+    subnets = [CachedObject.of(raw) for raw in bootstrapped]
+    _restore_subnets(ipam, [*subnets, *view.subnet_objects()], tally)
+    _restore_kept_ip_crs(ipam, view, tally)
+    alive, annotated = _restore_pods(
+        config, ipam, kube, view, now or datetime.now(UTC), parse_pod, tally
+    )
+    reserved = _reserve_interrupted_adds(ipam, view, alive, annotated)
+    if reserved:
+        LOG.info("init ipam: kept %d address(es) of interrupted adds", reserved)
+    _restore_nodes(config, ipam, view, tally)
+    seconds = time.monotonic() - start
+    LOG.info(
+        "take %.3f seconds to initialize IPAM: %d subnets, addresses of %d pod networks, %d "
+        "kept IP CRs and %d nodes restored, %d IP CRs written, %d errors",
+        seconds,
+        tally.subnets,
+        tally.pods,
+        tally.ips,
+        tally.nodes,
+        tally.written,
+        tally.errors,
+    )
+    return IpamInitReport(
+        tally.subnets, tally.ips, tally.pods, tally.nodes, tally.written, tally.errors, seconds
+    )
 
+
+def _restore_subnets(ipam: IPAM, subnets: Iterable[CachedObject], tally: _Tally) -> None:
+    """Every subnet once (the first of a name wins), formatted: the gateway is excluded."""
     seen: set[str] = set()
     for subnet in subnets:
-        name = str(raw_field(subnet, "metadata").get("name") or "")
+        name = subnet.name
         if not name or name in seen:
             continue
         seen.add(name)
         try:
-            spec = format_subnet_spec(name, raw_field(subnet, "spec"))
+            spec = format_subnet_spec(name, subnet.spec)
             ipam.add_or_update_subnet(name, spec["cidrBlock"], spec["excludeIps"])
-            n_subnets += 1
+            tally.subnets += 1
         except (IPAMError, MalformedObjectError) as exc:
-            errors += 1
+            tally.errors += 1
             LOG.error("init ipam: subnet %s: %s", name, exc)
 
-    for ip_cr in ips.list():
+
+def _restore_kept_ip_crs(ipam: IPAM, view: CacheView, tally: _Tally) -> None:
+    """The IP CRs of StatefulSet / VM pods: their pods may not exist right now."""
+    for ip_cr in view.ip_crs_raw():
         cr_spec = raw_field(ip_cr, "spec")
         if not keep.is_kept_pod_type(str(cr_spec.get("podType") or "")):
             continue
@@ -243,20 +285,33 @@ def init_ipam(
                 str(cr_spec.get("subnet") or ""),
                 quiet=True,
             )
-            n_ips += 1
+            tally.ips += 1
         except IPAMError as exc:
-            errors += 1
+            tally.errors += 1
             LOG.error(
                 "init ipam: IP %s of %s: %s", raw_field(ip_cr, "metadata").get("name"), key, exc
             )
 
-    alive: set[str] = set()  # keys of alive pods, so the interrupted-adds pass parses none again
-    annotated: set[str] = set()  # names of the IP CRs whose network the annotations restored
-    for raw in pods.list():
+
+def _restore_pods(
+    config: Config,
+    ipam: IPAM,
+    kube: KubeApi,
+    view: CacheView,
+    now: datetime,
+    parse_pod: Callable[[KubeObject], Pod],
+    tally: _Tally,
+) -> tuple[set[str], set[str]]:
+    """The annotated networks of every alive (or StatefulSet) non-hostNetwork pod; returns the
+    keys of the alive pods (so the interrupted-adds pass parses none again) and the names of
+    the IP CRs whose network the annotations restored."""
+    alive: set[str] = set()
+    annotated: set[str] = set()
+    for raw in view.pods_raw():
         try:
             pod = parse_pod(raw)
         except MalformedObjectError as exc:
-            errors += 1
+            tally.errors += 1
             LOG.error("init ipam: %s", exc)
             continue
         if pod.host_network:
@@ -267,20 +322,27 @@ def init_ipam(
         if not keep.restored_by_rebuild(pod, alive=is_alive):
             continue
         for provider in ann.allocated_providers(pod.annotations):
-            ok = _restore_pod_net(config, ipam, kube, ips, pod, provider, annotated)
-            n_pods += ok[0]
-            written += ok[1]
-            errors += ok[2]
+            restored, written, errors = _restore_pod_net(
+                config, ipam, kube, view, pod, provider, annotated
+            )
+            tally.pods += restored
+            tally.written += written
+            tally.errors += errors
+    return alive, annotated
 
-    reserved = _reserve_interrupted_adds(ipam, ips, alive, annotated)
-    if reserved:
-        LOG.info("init ipam: kept %d address(es) of interrupted adds", reserved)
 
-    for raw in nodes.list():
-        node_ann = raw_field(raw, "metadata").get("annotations") or {}
+def _restore_nodes(config: Config, ipam: IPAM, view: CacheView, tally: _Tally) -> None:
+    """The join address of every node whose annotations say allocated=true."""
+    for name in sorted(view.node_names()):
+        try:
+            node = view.node(name)
+        except MalformedObjectError as exc:
+            tally.errors += 1
+            LOG.error("init ipam: %s", exc)
+            continue
+        node_ann = node.annotations if node is not None else {}
         if node_ann.get(ALLOCATED_ANNOTATION) != "true":
             continue
-        name = str(raw_field(raw, "metadata").get("name") or "")
         try:
             ipam.get_static_address(
                 node_port_name(name),
@@ -289,28 +351,14 @@ def init_ipam(
                 node_ann.get(LOGICAL_SWITCH_ANNOTATION, config.node_switch),
                 quiet=True,
             )
-            n_nodes += 1
+            tally.nodes += 1
         except IPAMError as exc:
-            errors += 1
+            tally.errors += 1
             LOG.error("init ipam: node %s: %s", name, exc)
-
-    seconds = time.monotonic() - start
-    LOG.info(
-        "take %.3f seconds to initialize IPAM: %d subnets, addresses of %d pod networks, %d "
-        "kept IP CRs and %d nodes restored, %d IP CRs written, %d errors",
-        seconds,
-        n_subnets,
-        n_pods,
-        n_ips,
-        n_nodes,
-        written,
-        errors,
-    )
-    return IpamInitReport(n_subnets, n_ips, n_pods, n_nodes, written, errors, seconds)
 
 
 def _reserve_interrupted_adds(
-    ipam: IPAM, ips: Indexer, alive: set[str], annotated: set[str]
+    ipam: IPAM, view: CacheView, alive: set[str], annotated: set[str]
 ) -> int:
     """Reserve the IP CR address of the `alive` pod keys that hold nothing in that subnet yet.
     The CRs of `annotated` networks are skipped: the annotations restored them (and rewrote a CR
@@ -324,7 +372,7 @@ def _reserve_interrupted_adds(
     Runs after the annotations, which win any conflict. Returns how many were reserved.
     """
     reserved = 0
-    for ip_cr in ips.list():
+    for ip_cr in view.ip_crs_raw():
         spec = raw_field(ip_cr, "spec")
         if keep.is_kept_pod_type(str(spec.get("podType") or "")):
             continue  # restored above, pod or not
@@ -357,7 +405,7 @@ def _restore_pod_net(
     config: Config,
     ipam: IPAM,
     kube: KubeApi,
-    ips: Indexer,
+    view: CacheView,
     pod: Pod,
     provider: str,
     annotated: set[str],
@@ -387,7 +435,7 @@ def _restore_pod_net(
         node_switch=config.node_switch,
     )
     annotated.add(cr["metadata"]["name"])
-    cached = ips.get_by_key(cr["metadata"]["name"])
+    cached = view.ip_cr_raw(cr["metadata"]["name"])
     if cached is not None and ip_update(cached, cr) is None:
         return 1, 0, 0  # nearly every pod after a restart: validated only when written
     try:

@@ -23,14 +23,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
-from controller.cache import (
-    Indexer,
-    ResourceEventHandlerFuncs,
-    unwrap_tombstone,
-)
-from controller.cache.keys import object_name
+from controller.cache import Indexer
+from controller.cache.keys import object_name, raw_field
 from controller.config import Config
 from controller.core.constants import (
     CIDR_ANNOTATION,
@@ -38,37 +33,24 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION,
 )
 from controller.core.errors import MalformedObjectError, ResourceNotReadyError
+from controller.core.model import Vpc
 from controller.core.subnet_spec import format_subnet_spec
-from controller.kube.api import KubeApi
+from controller.kube.api import KubeApi, KubeObject
 from controller.queues import RateLimitingQueue
+from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
+from controller.view import CachedObject, CacheView
 
 LOG = logging.getLogger(__name__)
 
 NAMESPACE_KEYS = (LOGICAL_SWITCH_ANNOTATION, CIDR_ANNOTATION, EXCLUDE_IPS_ANNOTATION)
 
 
-def _namespaces_of(subnet: Any) -> list[str]:
-    spec = subnet.get("spec") if isinstance(subnet, Mapping) else None
-    names = (spec or {}).get("namespaces") or []
-    return [n for n in names if isinstance(n, str) and n]
-
-
-def _vpc_default_subnet(namespace: str, vpcs: Iterable[Mapping[str, Any]]) -> str:
-    """The default subnet of the (first by name) Vpc listing `namespace`, "" for none."""
-    for vpc in sorted(vpcs, key=object_name):
-        if namespace in _namespaces_of(vpc):
-            status = vpc.get("status")
-            ls = (status or {}).get("defaultLogicalSwitch") if isinstance(status, Mapping) else ""
-            return ls if isinstance(ls, str) else ""
-    return ""
-
-
 def desired_namespace_annotations(
     namespace: str,
-    subnets: Iterable[Mapping[str, Any]],
-    default_subnet: Mapping[str, Any] | None,
-    vpcs: Iterable[Mapping[str, Any]] = (),
+    subnets: Iterable[CachedObject],
+    default_subnet: CachedObject | None,
+    vpcs: Iterable[Vpc] = (),
 ) -> dict[str, str]:
     """The three namespace annotations (see the module docstring); subnets being deleted skip.
 
@@ -77,18 +59,17 @@ def desired_namespace_annotations(
     """
     subnets = list(subnets)
     bound = sorted(
-        (
-            s
-            for s in subnets
-            if namespace in _namespaces_of(s)
-            and not (s.get("metadata") or {}).get("deletionTimestamp")
-        ),
-        key=object_name,
+        (s for s in subnets if namespace in _str_list(s.spec, "namespaces") and not s.deleting),
+        key=lambda s: s.name,
     )
-    vpc_subnet = _vpc_default_subnet(namespace, vpcs) if not bound else ""
+    # the first VPC by name that lists the namespace
+    vpc_subnet = next(
+        (v.default_logical_switch for v in sorted(vpcs, key=_name) if namespace in v.namespaces),
+        "",
+    )
     if not bound and vpc_subnet:
         # NOTE: kube-ovn handleAddNamespace: a custom VPC's namespace uses its default subnet
-        found = [s for s in subnets if object_name(s) == vpc_subnet]
+        found = [s for s in subnets if s.name == vpc_subnet]
         if not found:
             raise ResourceNotReadyError(
                 f"default subnet {vpc_subnet} of the vpc of namespace {namespace} not found"
@@ -100,12 +81,11 @@ def desired_namespace_annotations(
         bound = [default_subnet]
     names, cidrs, excludes = [], [], []
     for subnet in bound:
-        name = object_name(subnet)
         try:
-            spec = format_subnet_spec(name, subnet.get("spec") or {})
+            spec = format_subnet_spec(subnet.name, subnet.spec)
         except MalformedObjectError as exc:
             raise ResourceNotReadyError(f"namespace {namespace}: {exc}") from None
-        names.append(name)
+        names.append(subnet.name)
         cidrs.append(spec["cidrBlock"])
         excludes.append(",".join(spec["excludeIps"]))
     return {
@@ -115,97 +95,101 @@ def desired_namespace_annotations(
     }
 
 
+def _name(vpc: Vpc) -> str:
+    return vpc.name
+
+
+def _str_list(fields: Mapping[str, object], key: str) -> list[str]:
+    """The non-empty strings of a list field (anything else in it, or a non-list, is skipped)."""
+    value = fields.get(key)
+    items = value if isinstance(value, list) else []
+    return [n for n in items if isinstance(n, str) and n]
+
+
 class NamespaceController:
     def __init__(
         self,
         *,
         config: Config,
-        namespaces: Indexer,
-        subnets: Indexer,
         kube: KubeApi,
         queue: RateLimitingQueue[str],
         is_leader: Callable[[], bool],
-        vpcs: Indexer | None = None,
+        view: CacheView | None = None,
+        **caches: Indexer | None,
     ) -> None:
+        """The caches are read through `view`, or a view over `caches` (namespaces=, subnets=,
+        vpcs=)."""
         self._config = config
-        self._namespaces = namespaces
-        self._subnets = subnets
-        self._vpcs = vpcs
+        self._view = CacheView.given_or_over(view, kube, caches)
         self._kube = kube
         self.queue = queue
         self._is_leader = is_leader
 
     # --- namespace informer ----------------------------------------------------------------------
-    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        if self._is_leader() and object_name(obj):
+    def event_handler(self) -> LeaderGated:
+        """Adds and annotation changes; nothing to clean up on a delete (the annotations go
+        with the namespace)."""
+        return LeaderGated(self._is_leader, added=self._added, updated=self._updated)
+
+    def _added(self, obj: KubeObject, is_in_initial_list: bool) -> None:
+        if object_name(obj):
             self.queue.add(object_name(obj))
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if not self._is_leader():
-            return
-        old_ann = (old.get("metadata") or {}).get("annotations") or {}
-        new_ann = (new.get("metadata") or {}).get("annotations") or {}
+    def _updated(self, old: KubeObject, new: KubeObject) -> None:
+        old_ann = raw_field(raw_field(old, "metadata"), "annotations")
+        new_ann = raw_field(raw_field(new, "metadata"), "annotations")
         if any(old_ann.get(k) != new_ann.get(k) for k in NAMESPACE_KEYS) or not all(
             k in new_ann for k in NAMESPACE_KEYS
         ):
             self.queue.add(object_name(new))
 
-    def on_delete(self, obj: Any) -> None:
-        """Nothing to clean up: the annotations go with the namespace."""
+    def _queue_listed(self, *objs: KubeObject, default_follows: bool = False) -> None:
+        """Queue the namespaces the objects' `spec.namespaces` list (every namespace when one
+        is the default subnet, which the unbound namespaces follow)."""
+        names: set[str] = set()
+        for obj in objs:
+            if default_follows and object_name(obj) == self._config.default_logical_switch:
+                names.update(self._view.namespace_names())
+            names.update(_str_list(raw_field(obj, "spec"), "namespaces"))
+        for name in sorted(names):
+            self.queue.add(name)
 
     # --- subnet informer -------------------------------------------------------------------------
-    def subnet_event_handler(self) -> ResourceEventHandlerFuncs:
-        def touched(*objs: Any) -> None:
-            if not self._is_leader():
-                return
-            names: set[str] = set()
-            for obj in objs:
-                obj = unwrap_tombstone(obj)  # noqa: PLW2901
-                if object_name(obj) == self._config.default_logical_switch:
-                    names.update(self._namespaces.list_keys())
-                names.update(_namespaces_of(obj))
-            for name in sorted(names):
-                self.queue.add(name)
+    def subnet_event_handler(self) -> LeaderGated:
+        def touched(obj: KubeObject, *_: object) -> None:
+            self._queue_listed(obj, default_follows=True)
 
-        def updated(old: Any, new: Any) -> None:
-            if old.get("spec") != new.get("spec") or (new.get("metadata") or {}).get(
+        def updated(old: KubeObject, new: KubeObject) -> None:
+            if old.get("spec") != new.get("spec") or raw_field(new, "metadata").get(
                 "deletionTimestamp"
             ):
-                touched(old, new)
+                self._queue_listed(old, new, default_follows=True)
 
-        return ResourceEventHandlerFuncs(touched, updated, touched)
+        return LeaderGated(self._is_leader, added=touched, updated=updated, deleted=touched)
 
     # --- vpc informer ----------------------------------------------------------------------------
-    def vpc_event_handler(self) -> ResourceEventHandlerFuncs:
-        def touched(*objs: Any) -> None:
-            if not self._is_leader():
-                return
-            names: set[str] = set()
-            for obj in objs:
-                obj = unwrap_tombstone(obj)  # noqa: PLW2901
-                names.update(_namespaces_of(obj))
-            for name in sorted(names):
-                self.queue.add(name)
+    def vpc_event_handler(self) -> LeaderGated:
+        def touched(obj: KubeObject, *_: object) -> None:
+            self._queue_listed(obj)
 
-        def updated(old: Any, new: Any) -> None:
+        def updated(old: KubeObject, new: KubeObject) -> None:
             if old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
-                touched(old, new)
+                self._queue_listed(old, new)
 
-        return ResourceEventHandlerFuncs(touched, updated, touched)
+        return LeaderGated(self._is_leader, added=touched, updated=updated, deleted=touched)
 
     # --- handler ---------------------------------------------------------------------------------
     def handle_add_namespace(self, name: str) -> None:
-        cached = self._namespaces.get_by_key(name)
-        if cached is None or (cached.get("metadata") or {}).get("deletionTimestamp"):
+        cached = self._view.namespace_object(name)
+        if cached is None or cached.deleting:
             return
         wanted = desired_namespace_annotations(
             name,
-            self._subnets.list(),
-            self._subnets.get_by_key(self._config.default_logical_switch),
-            self._vpcs.list() if self._vpcs is not None else (),
+            self._view.subnet_objects(),
+            self._view.subnet_object(self._config.default_logical_switch),
+            self._view.vpcs(),
         )
-        current = (cached.get("metadata") or {}).get("annotations") or {}
-        if all(current.get(k) == v for k, v in wanted.items()):
+        if all(cached.annotations.get(k) == v for k, v in wanted.items()):
             return
         self._kube.annotate_namespace(name, dict(wanted))
         LOG.info("namespace %s uses logical switch(es) %s", name, wanted[LOGICAL_SWITCH_ANNOTATION])

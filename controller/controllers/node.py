@@ -16,7 +16,7 @@ Contract:
 * A node delete removes the node's own router policies (its pods' reroutes and address sets are
   the routing reconciler's, `controller.routing`), releases the address and deletes the port
   and the IP CR (unless a node of the same name exists again by then).
-* Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done (part 2):
+* Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done:
   gateway checks, `NodeAddressConflictWithSubnet` events.
 """
 
@@ -26,10 +26,9 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from controller.cache import Indexer, unwrap_tombstone
-from controller.cache.keys import object_name
+from controller.cache import Indexer
+from controller.cache.keys import object_name, raw_field
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.address import get_string_ip, parse_ip
@@ -45,14 +44,17 @@ from controller.core.constants import (
     PORT_NAME_ANNOTATION,
 )
 from controller.core.errors import ResourceNotReadyError
+from controller.core.model import Node
 from controller.core.naming import node_port_name
 from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, IPAMError, SubnetNotFoundError
-from controller.kube.api import KubeApi, desired_ip, ip_update
+from controller.kube.api import KubeApi, KubeObject, desired_ip, ip_update
 from controller.ovn.api import NbClient, PortSpec
 from controller.pod_logic import build_ip_cr
 from controller.queues import RateLimitingQueue
+from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
+from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
 
@@ -67,7 +69,7 @@ NODE_KEYS = (
 )
 
 
-def node_ip_cr(name: str, ip: str, mac: str, join_name: str) -> dict[str, Any]:
+def node_ip_cr(name: str, ip: str, mac: str, join_name: str) -> KubeObject:
     """The IP CR `node-<name>` of a node's join address (podName = node, namespace "")."""
     return build_ip_cr(
         pod_name=name,
@@ -82,8 +84,8 @@ def node_ip_cr(name: str, ip: str, mac: str, join_name: str) -> dict[str, Any]:
     )
 
 
-def _annotations(obj: Any) -> Mapping[str, str]:
-    return ((obj.get("metadata") or {}).get("annotations") or {}) if obj else {}
+def _annotations(obj: KubeObject) -> Mapping[str, object]:
+    return raw_field(raw_field(obj, "metadata"), "annotations")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,19 +99,18 @@ class NodeController:
         self,
         *,
         config: Config,
-        nodes: Indexer,
-        subnets: Indexer,
-        ips: Indexer,
         kube: KubeApi,
         nb: NbClient,
         ipam: IPAM,
         queues: NodeQueues,
         is_leader: Callable[[], bool],
+        view: CacheView | None = None,
+        **caches: Indexer | None,
     ) -> None:
+        """The caches are read through `view`, or a view over `caches` (nodes=, subnets=,
+        ips=)."""
         self._config = config
-        self._nodes = nodes
-        self._subnets = subnets
-        self._ips = ips
+        self._view = CacheView.given_or_over(view, kube, caches)
         self._kube = kube
         self._nb = nb
         self._ipam = ipam
@@ -117,42 +118,46 @@ class NodeController:
         self._is_leader = is_leader
 
     # --- informer callbacks ----------------------------------------------------------------------
-    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        if self._is_leader() and object_name(obj):
+    def event_handler(self) -> LeaderGated:
+        return LeaderGated(
+            self._is_leader, added=self._added, updated=self._updated, deleted=self._deleted
+        )
+
+    def _added(self, obj: KubeObject, is_in_initial_list: bool) -> None:
+        if object_name(obj):
             self.queues.add.add(object_name(obj))
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if not self._is_leader():
-            return
+    def _updated(self, old: KubeObject, new: KubeObject) -> None:
         old_ann, new_ann = _annotations(old), _annotations(new)
         if new_ann.get(ALLOCATED_ANNOTATION) != "true" or any(
             old_ann.get(k) != new_ann.get(k) for k in NODE_KEYS
         ):
             self.queues.add.add(object_name(new))
 
-    def on_delete(self, obj: Any) -> None:
-        if not self._is_leader():
-            return
-        obj = unwrap_tombstone(obj)
+    def _deleted(self, obj: KubeObject) -> None:
         if object_name(obj):
             self.queues.delete.add(object_name(obj))
 
     def all_allocated(self) -> bool:
-        """True when every cached node says allocated=true (the pod workers wait for it)."""
-        return all(_annotations(n).get(ALLOCATED_ANNOTATION) == "true" for n in self._nodes.list())
+        """True when every cached node says allocated=true (the pod workers wait for it); a
+        malformed node cannot be allocated and does not hold them up."""
+        return all(
+            n.annotations.get(ALLOCATED_ANNOTATION) == "true"
+            for n in self._view.well_formed_nodes()
+        )
 
     # --- handlers --------------------------------------------------------------------------------
     def handle_add_node(self, name: str) -> None:
-        node = self._nodes.get_by_key(name)
+        node = self._view.node(name)
         if node is None:
             return
         join_name = self._config.node_switch
-        join = self._subnets.get_by_key(join_name)
+        join = self._view.subnet_object(join_name)
         if join is None or not self._ipam.has_subnet(join_name):
             raise ResourceNotReadyError(f"node {name}: join subnet {join_name} not ready")
-        spec = format_subnet_spec(join_name, join.get("spec") or {})
+        spec = format_subnet_spec(join_name, join.spec)
         key = node_port_name(name)
-        ann = _annotations(node)
+        ann = node.annotations
         v4, v6, mac = self._acquire(key, ann, join_name)
         ip = get_string_ip(v4, v6)
         self._nb.create_port(
@@ -167,30 +172,26 @@ class NodeController:
             PORT_NAME_ANNOTATION: key,
             ALLOCATED_ANNOTATION: "true",
         }
-        self._route_node(name, node, [a for a in (v4, v6) if a])
+        self._route_node(node, [a for a in (v4, v6) if a])
         self._ensure_default_route(str(spec["gateway"]))
         cr = desired_ip(node_ip_cr(name, ip, mac, join_name))
-        cached = self._ips.get_by_key(key)
+        cached = self._view.ip_cr_raw(key)
         if cached is None or ip_update(cached, cr) is not None:
             self._kube.create_or_update_ip(cr)
         if any(ann.get(k) != v for k, v in wanted.items()):
             self._kube.annotate_node(name, dict(wanted))
             LOG.info("node %s: join address %s mac %s", name, ip, mac)
 
-    def _route_node(self, name: str, node: Any, join_ips: list[str]) -> None:
+    def _route_node(self, node: Node, join_ips: list[str]) -> None:
         """Traffic to the node's InternalIP goes through its own join port (priority 30000)."""
         router = self._config.cluster_router
-        addresses = ((node.get("status") or {}).get("addresses") or []) if node else []
-        for item in addresses:
-            if not isinstance(item, Mapping) or item.get("type") != "InternalIP":
-                continue
-            internal = str(item.get("address") or "")
+        for internal in node.internal_ips:
             if parse_ip(internal) is None:
                 continue
             version = rp.family(internal)
             hop = [j for j in join_ips if rp.family(j) == version]
             if hop:
-                ids = rp.ids(rp.KIND_NODE, version, node=name)
+                ids = rp.ids(rp.KIND_NODE, version, node=node.name)
                 self._nb.add_router_policy(
                     router, rp.NODE_PRIORITY, rp.dst_match(internal), "reroute", hop[:1], ids
                 )
@@ -240,7 +241,7 @@ class NodeController:
         return self._ipam.get_random_address(key, join)
 
     def handle_delete_node(self, name: str) -> None:
-        if self._nodes.get_by_key(name) is not None:
+        if self._view.has_node(name):
             return  # a node of that name is back: the add queue owns it
         key = node_port_name(name)
         self._ipam.release_address_by_pod(key)

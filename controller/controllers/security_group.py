@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.cache import Indexer, unwrap_tombstone
+from controller.cache import Indexer
 from controller.cache.keys import object_name, replaced
 from controller.core.constants import DENY_ALL_SECURITY_GROUP, EVENT_TYPE_WARNING
 from controller.core.security_group import (
@@ -63,7 +63,9 @@ from controller.ovn.api import NbClient, OvnError
 from controller.queues import RateLimitingQueue
 from controller.queues.clock import WallClock, utcnow
 from controller.runtime.keymutex import KeyMutex
+from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
+from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
 
@@ -103,7 +105,7 @@ class SecurityGroupQueues:
         return (self.update, self.delete)
 
 
-def remote_groups_of(spec: Any) -> set[str]:
+def remote_groups_of(spec: object) -> set[str]:
     """The groups a spec's rules name as remoteSecurityGroup (malformed parts ignored)."""
     out: set[str] = set()
     if not isinstance(spec, Mapping):
@@ -165,15 +167,17 @@ class SecurityGroupController:
     def __init__(
         self,
         *,
-        sgs: Indexer,
         kube: SgStatusWriter,
         nb: NbClient,
         recorder: EventRecorder,
         queues: SecurityGroupQueues,
         is_leader: Callable[[], bool],
         wall_clock: WallClock = utcnow,
+        view: CacheView | None = None,
+        sgs: Indexer | None = None,
     ) -> None:
-        self._sgs = sgs
+        """The SecurityGroups are read through `view`, or a view over the `sgs` indexer."""
+        self._view = view if view is not None else CacheView(security_groups=sgs)
         self._kube = kube
         self._nb = nb
         self._recorder = recorder
@@ -184,66 +188,62 @@ class SecurityGroupController:
         self._mutex = KeyMutex(97)
 
     # --- informer callbacks ----------------------------------------------------------------------
-    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        if not self._is_leader():
-            return
+    def event_handler(self) -> LeaderGated:
+        return LeaderGated(
+            self._is_leader, added=self._added, updated=self._updated, deleted=self._deleted
+        )
+
+    def _added(self, obj: KubeObject, is_in_initial_list: bool) -> None:
         name = object_name(obj)
         if name:
             self.queues.update.add(name)
             if not is_in_initial_list:
                 self._requeue_referrers(name)
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if not self._is_leader():
-            return
+    def _updated(self, old: KubeObject, new: KubeObject) -> None:
         name = object_name(new)
-        if name and ((old or {}).get("spec") != (new or {}).get("spec") or replaced(old, new)):
+        if name and (old.get("spec") != new.get("spec") or replaced(old, new)):
             self.queues.update.add(name)
 
-    def on_delete(self, obj: Any) -> None:
-        if not self._is_leader():
-            return
-        name = object_name(unwrap_tombstone(obj))
+    def _deleted(self, obj: KubeObject) -> None:
+        name = object_name(obj)
         if name:
             self.queues.delete.add(name)
             self._requeue_referrers(name)
 
     def _requeue_referrers(self, name: str) -> None:
-        for other in self._sgs.list():
-            other_name = object_name(other)
-            if other_name and other_name != name and name in remote_groups_of(other.get("spec")):
-                self.queues.update.add(other_name)
+        for other in self._view.security_groups():
+            if other.name and other.name != name and name in remote_groups_of(other.spec):
+                self.queues.update.add(other.name)
 
     # --- handlers --------------------------------------------------------------------------------
-    def _exists(self, name: str) -> bool:
-        return self._sgs.get_by_key(name) is not None
-
     def handle_add_or_update(self, name: str) -> None:
         with self._mutex.locked(name):
-            cached = self._sgs.get_by_key(name)
+            cached = self._view.security_group(name)
             if cached is None:
                 return
-            plan = plan_security_group(name, cached.get("spec"), self._exists)
+            # the spec as cached: the plan reports one that is not an object
+            plan = plan_security_group(name, cached.obj.get("spec"), self._view.has_security_group)
             now = self._wall_clock().strftime("%Y-%m-%dT%H:%M:%SZ")
             if check_sg_name(name) is not None or name == DENY_ALL_SECURITY_GROUP:
                 # NOTE: a name NB rows cannot carry, or the built-in deny-all group's: the plan
                 # says why (status and Event); that group's rows are never touched.
-                self._write_status(name, wanted_status(plan, cached.get("status"), now))
-                self._warn(cached, REASON_VALIDATE_SG_FAILED, errors_message(plan.errors))
+                self._write_status(name, wanted_status(plan, cached.status, now))
+                self._warn(cached.obj, REASON_VALIDATE_SG_FAILED, errors_message(plan.errors))
                 return
             try:
                 self._nb.apply_security_group(name, plan.acls, plan.remote_groups)
                 self._nb.sync_sg_ports(name)
             except OvnError as exc:
-                status = wanted_status(plan, cached.get("status"), now, False, str(exc))
+                status = wanted_status(plan, cached.status, now, False, str(exc))
                 try:
                     self._write_status(name, status)
                 except Exception:
                     LOG.exception("security group %s: status not written", name)
                 raise
-            self._write_status(name, wanted_status(plan, cached.get("status"), now))
+            self._write_status(name, wanted_status(plan, cached.status, now))
             if plan.errors:
-                self._warn(cached, REASON_VALIDATE_SG_FAILED, errors_message(plan.errors))
+                self._warn(cached.obj, REASON_VALIDATE_SG_FAILED, errors_message(plan.errors))
             LOG.info(
                 "security group %s: %d ACLs on %s, %d rules rejected",
                 name,
@@ -265,7 +265,7 @@ class SecurityGroupController:
 
     def handle_delete(self, name: str) -> None:
         with self._mutex.locked(name):
-            if self._sgs.get_by_key(name) is not None or name == DENY_ALL_SECURITY_GROUP:
+            if self._view.has_security_group(name) or name == DENY_ALL_SECURITY_GROUP:
                 return  # re-created meanwhile: the update queue owns it
             self._nb.delete_security_group(name)
             LOG.info("deleted security group %s", name)

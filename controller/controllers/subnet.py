@@ -28,7 +28,7 @@ Contract:
   subnet's status `status_delay` seconds later; the delaying queue keeps one pending entry per
   subnet, so a burst of allocations becomes one status write (debounce). The status is written
   only when a count changed, and the `subnet_*_ip_count` gauges follow it.
-* Informer callbacks are cheap and return at once when this replica is not the leader.
+* Informer callbacks are cheap and run only while this replica leads (`LeaderGated`).
 """
 
 from __future__ import annotations
@@ -39,12 +39,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.cache import (
-    Indexer,
-    ResourceEventHandlerFuncs,
-    unwrap_tombstone,
-)
-from controller.cache.keys import object_name, replaced
+from controller.cache import Indexer
+from controller.cache.keys import object_name, raw_field, replaced
 from controller.config import Config
 from controller.controllers.subnet_status import SubnetConditions
 from controller.core.address import check_protocol
@@ -57,13 +53,15 @@ from controller.core.constants import (
 from controller.core.errors import MalformedObjectError, PermanentError, ResourceNotReadyError
 from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, SubnetNotFoundError
-from controller.kube.api import EventRecorder, KubeApi, ObjectRef
+from controller.kube.api import EventRecorder, KubeApi, KubeObject, ObjectRef
 from controller.kube.cluster import ClusterApi
 from controller.ovn.api import NbClient
 from controller.pod_logic import is_ovn_provider
 from controller.queues import RateLimitingQueue
+from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.worker import start_workers
+from controller.view import CachedObject, CacheView
 
 LOG = logging.getLogger(__name__)
 
@@ -109,8 +107,6 @@ class SubnetController:
         self,
         *,
         config: Config,
-        subnets: Indexer,
-        vpcs: Indexer,
         kube: KubeApi,
         cluster: ClusterApi,
         nb: NbClient,
@@ -121,14 +117,14 @@ class SubnetController:
         metrics: ControllerMetrics | None = None,
         status_delay: float = DEFAULT_STATUS_DELAY,
         on_ready: Callable[[str], None] | None = None,
-        nodes: Indexer | None = None,
         conditions: SubnetConditions | None = None,
+        view: CacheView | None = None,
+        **caches: Indexer | None,
     ) -> None:
-        self._nodes = nodes
+        """The caches are read through `view`, or a view over `caches` (subnets=, vpcs=)."""
+        self._view = CacheView.given_or_over(view, kube, caches)
         self._conditions = conditions
         self._config = config
-        self._subnets = subnets
-        self._vpcs = vpcs
         self._kube = kube
         self._cluster = cluster
         self._nb = nb
@@ -141,48 +137,45 @@ class SubnetController:
         self._on_ready = on_ready
 
     # --- informer callbacks (subnets) ------------------------------------------------------------
-    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        if not self._is_leader():
-            return
+    def event_handler(self) -> LeaderGated:
+        return LeaderGated(
+            self._is_leader, added=self._added, updated=self._updated, deleted=self._deleted
+        )
+
+    def _added(self, obj: KubeObject, is_in_initial_list: bool) -> None:
         name = object_name(obj)
         if name:
             self.queues.add.add(name)
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if not self._is_leader():
-            return
+    def _updated(self, old: KubeObject, new: KubeObject) -> None:
         name = object_name(new)
         if not name:
             return
-        if (new.get("metadata") or {}).get("deletionTimestamp"):
+        if raw_field(new, "metadata").get("deletionTimestamp"):
             self.queues.delete.add(name)
         elif old.get("spec") != new.get("spec") or replaced(old, new):
             self.queues.add.add(name)
 
-    def on_delete(self, obj: Any) -> None:
-        if not self._is_leader():
-            return
-        name = object_name(unwrap_tombstone(obj))
+    def _deleted(self, obj: KubeObject) -> None:
+        name = object_name(obj)
         if name:
             self.queues.delete.add(name)
 
     # --- IP CR callbacks (kube-ovn ip.go: keep subnet status fresh) ------------------------------
-    def ip_event_handler(self) -> ResourceEventHandlerFuncs:
-        def subnets_of(obj: Any) -> list[str]:
-            spec = unwrap_tombstone(obj).get("spec") or {}
+    def ip_event_handler(self) -> LeaderGated:
+        def changed(obj: KubeObject, *_: object) -> None:
+            spec = raw_field(obj, "spec")
             names = [spec.get("subnet") or "", *(spec.get("attachSubnets") or [])]
-            return [n for n in names if isinstance(n, str) and n]
+            for name in names:
+                if isinstance(name, str) and name:
+                    self.queues.status.add_after(name, self._status_delay)
 
-        def changed(obj: Any) -> None:
-            for name in subnets_of(obj):
-                self.enqueue_status(name)
-
-        def updated(old: Any, new: Any) -> None:
-            if (old.get("spec") or {}).get("subnet") != (new.get("spec") or {}).get("subnet"):
+        def updated(old: KubeObject, new: KubeObject) -> None:
+            if raw_field(old, "spec").get("subnet") != raw_field(new, "spec").get("subnet"):
                 changed(old)
                 changed(new)
 
-        return ResourceEventHandlerFuncs(changed, updated, changed)
+        return LeaderGated(self._is_leader, added=changed, updated=updated, deleted=changed)
 
     def enqueue_status(self, name: str) -> None:
         if self._is_leader():
@@ -195,25 +188,25 @@ class SubnetController:
 
     # --- handlers --------------------------------------------------------------------------------
     def handle_add_subnet(self, name: str) -> None:
-        cached = self._subnets.get_by_key(name)
+        cached = self._view.subnet_object(name)
         if cached is None:
             return
-        if (cached.get("metadata") or {}).get("deletionTimestamp"):
+        if cached.deleting:
             self.handle_delete_subnet(name)
             return
         try:
-            spec = format_subnet_spec(name, cached.get("spec") or {})
+            spec = format_subnet_spec(name, cached.spec)
         except MalformedObjectError as exc:
             ref = ObjectRef.from_object(
-                cached, default_kind="Subnet", default_api_version=KUBEOVN_API_VERSION
+                cached.obj, default_kind="Subnet", default_api_version=KUBEOVN_API_VERSION
             )
             reason = REASON_VALIDATE_LOGICAL_SWITCH_FAILED
             self._recorder.event(ref, EVENT_TYPE_WARNING, reason, exc.message)
             self.queues.status.add(name)  # Error + NotValidated + NotReady
             raise PermanentError(exc.message, reason=reason) from exc
-        if spec != (cached.get("spec") or {}):
+        if spec != cached.spec:
             LOG.info("format subnet %s spec", name)
-            self._cluster.replace_subnet({**cached, "spec": spec})
+            self._cluster.replace_subnet({**cached.obj, "spec": spec})
         stale = self._ipam.add_or_update_subnet(name, spec["cidrBlock"], spec["excludeIps"])
         for item in stale:
             LOG.warning(
@@ -252,15 +245,15 @@ class SubnetController:
         vpc = spec.get("vpc") or DEFAULT_VPC
         if vpc == DEFAULT_VPC:
             return self._config.cluster_router
-        cached = self._vpcs.get_by_key(vpc)
-        router = ((cached or {}).get("status") or {}).get("router") or ""
+        cached = self._view.vpc(str(vpc))
+        router = cached.router if cached is not None else ""
         if not router:
             raise ResourceNotReadyError(f"subnet {name}: router of vpc {vpc} not ready")
-        return str(router)
+        return router
 
     def handle_delete_subnet(self, name: str) -> None:
-        cached = self._subnets.get_by_key(name)
-        if cached is not None and not (cached.get("metadata") or {}).get("deletionTimestamp"):
+        cached = self._view.subnet_object(name)
+        if cached is not None and not cached.deleting:
             return  # re-created meanwhile: the add queue owns it
         self._ipam.delete_subnet(name)
         self._nb.delete_logical_switch(name)
@@ -269,7 +262,7 @@ class SubnetController:
         LOG.info("deleted subnet %s", name)
 
     def handle_update_subnet_status(self, name: str) -> None:
-        cached = self._subnets.get_by_key(name)
+        cached = self._view.subnet_object(name)
         if cached is None:
             return
         try:
@@ -278,7 +271,7 @@ class SubnetController:
             if self._conditions is not None:
                 self._conditions.reconcile(cached)  # may wait (retry) for the switch
 
-    def _update_usage(self, name: str, cached: Any) -> None:
+    def _update_usage(self, name: str, cached: CachedObject) -> None:
         try:
             usage = self._ipam.subnet_usage(name)
         except SubnetNotFoundError:
@@ -286,10 +279,10 @@ class SubnetController:
         wanted = status_from_usage(
             usage.v4_available, usage.v4_used, usage.v6_available, usage.v6_used
         )
-        if status_differs(cached.get("status"), wanted):
-            cached = self._kube.update_subnet_status(name, wanted)
+        spec = cached.spec
+        if status_differs(cached.status, wanted):
+            spec = raw_field(self._kube.update_subnet_status(name, wanted), "spec")
         if self._metrics is not None:
-            spec = cached.get("spec") or {}
             protocol = spec.get("protocol") or check_protocol(spec.get("cidrBlock") or "")
             self._metrics.set_subnet_ip_counts(
                 name,

@@ -20,21 +20,22 @@ Callbacks run on the informer's thread: in-memory IPAM work only, and they never
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from controller.cache import DeletedFinalStateUnknown
-from controller.cache.keys import object_name
+from controller.cache.keys import object_name, raw_field
 from controller.core.errors import MalformedObjectError
 from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM
 from controller.ipam.errors import IPAMError
+from controller.kube.api import KubeObject
+from controller.runtime.leader_gated import LeaderGated
 
 LOG = logging.getLogger(__name__)
 
 
 class SubnetIpamTracker:
-    """Informer handler for Subnets that keeps IPAM in step (see the module docstring)."""
+    """Keeps IPAM in step with the Subnets (see the module docstring); its informer handler is
+    `event_handler()`."""
 
     def __init__(
         self,
@@ -46,43 +47,36 @@ class SubnetIpamTracker:
         self._is_leader = is_leader
         self._on_registered = on_registered
 
-    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        if self._is_leader():
-            self._apply(obj)
+    def event_handler(self) -> LeaderGated:
+        return LeaderGated(
+            self._is_leader, added=self._added, updated=self._updated, deleted=self._deleted
+        )
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if not self._is_leader():
-            return
+    def _added(self, obj: KubeObject, is_in_initial_list: bool) -> None:
+        self._apply(obj)
+
+    def _updated(self, old: KubeObject, new: KubeObject) -> None:
         # NOTE: status writes (every allocation's subnet counts) change nothing IPAM holds.
-        if (
-            isinstance(old, Mapping)
-            and isinstance(new, Mapping)
-            and old.get("spec") == new.get("spec")
-            and not (new.get("metadata") or {}).get("deletionTimestamp")
+        if old.get("spec") == new.get("spec") and not raw_field(new, "metadata").get(
+            "deletionTimestamp"
         ):
             return
         self._apply(new)
 
-    def on_delete(self, obj: Any) -> None:
-        if not self._is_leader():
-            return
-        name = obj.key if isinstance(obj, DeletedFinalStateUnknown) else object_name(obj)
+    def _deleted(self, obj: KubeObject) -> None:
+        name = object_name(obj)
         if name:
             self._ipam.delete_subnet(name)
 
-    def _apply(self, obj: Any) -> None:
-        if not isinstance(obj, Mapping):
-            return
+    def _apply(self, obj: KubeObject) -> None:
         name = object_name(obj)
         if not name:
             return
-        meta = obj.get("metadata") or {}
-        if isinstance(meta, Mapping) and meta.get("deletionTimestamp"):
+        if raw_field(obj, "metadata").get("deletionTimestamp"):
             self._ipam.delete_subnet(name)
             return
-        spec = obj.get("spec")
         try:
-            formatted = format_subnet_spec(name, spec if isinstance(spec, Mapping) else {})
+            formatted = format_subnet_spec(name, raw_field(obj, "spec"))
             stale = self._ipam.add_or_update_subnet(
                 name, formatted["cidrBlock"], formatted["excludeIps"]
             )

@@ -2,11 +2,12 @@
 
 Contract:
 
-* `SubnetConditions.reconcile(subnet)` derives the subnet's health and merge-patches
-  `status.conditions` (the whole list, as kube-ovn's `patchSubnetStatus` does, since a JSON merge
-  patch replaces lists) only when the merged conditions differ from the cached ones; the merge and
-  timestamp rules are `controller.core.subnet_conditions`'. Other status fields (the usage
-  counters, `activateGateway`) are never touched here.
+* `SubnetConditions.reconcile(subnet)` (the cached subnet, as the `CacheView` reads it)
+  derives the subnet's health and merge-patches `status.conditions` (the whole list, as
+  kube-ovn's `patchSubnetStatus` does, since a JSON merge patch replaces lists) only when the
+  merged conditions differ from the cached ones; the merge and timestamp rules are
+  `controller.core.subnet_conditions`'. Other status fields (the usage counters,
+  `activateGateway`) are never touched here.
 * Health, in order (kube-ovn v1.8.18 `pkg/controller/subnet.go` handleAddOrUpdateSubnet):
   a spec `formatSubnet` rejects is invalid (`ValidateLogicalSwitchFailed`, its message); a subnet
   of another provider is IPAM-only and gets no conditions (v1.8.18 returns before validating it,
@@ -25,14 +26,14 @@ Contract:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from controller.cache import (
     Indexer,
     ResourceEventHandlerFuncs,
     unwrap_tombstone,
 )
+from controller.cache.keys import meta_str
 from controller.core.constants import (
     GATEWAY_TYPE_CENTRALIZED,
     REASON_VALIDATE_LOGICAL_SWITCH_FAILED,
@@ -42,25 +43,22 @@ from controller.core.gateway import active_gateway, gateway_node_names, join_ips
 from controller.core.model import Node
 from controller.core.subnet_conditions import SubnetHealth, timestamp, wanted_conditions
 from controller.core.subnet_spec import format_subnet_spec
-from controller.kube.api import KubeApi
+from controller.kube.api import KubeApi, KubeObject
 from controller.ovn.api import NbClient
 from controller.pod_logic import is_ovn_provider
 from controller.queues.clock import WallClock, utcnow
+from controller.view import CachedObject, CacheView
 
 LOG = logging.getLogger(__name__)
 
 
-def _node(raw: Any) -> Node | None:
+def _gateway_view(raw: KubeObject) -> tuple[bool, tuple[str, ...]] | None:
+    """What a centralized subnet's health depends on in a node: readiness and join addresses."""
     try:
-        return Node.from_dict(raw)
+        node = Node.from_dict(raw)
     except MalformedObjectError:
         return None
-
-
-def _gateway_view(raw: Any) -> tuple[bool, tuple[str, ...]] | None:
-    """What a centralized subnet's health depends on in a node: readiness and join addresses."""
-    node = _node(raw)
-    return None if node is None else (node.ready, tuple(join_ips(node)))
+    return (node.ready, tuple(join_ips(node)))
 
 
 class SubnetConditions:
@@ -69,24 +67,24 @@ class SubnetConditions:
         *,
         kube: KubeApi,
         nb: NbClient,
-        nodes: Indexer | None,
-        subnets: Indexer,
         node_switch: str,
         wall_clock: WallClock = utcnow,
+        view: CacheView | None = None,
+        **caches: Indexer | None,
     ) -> None:
+        """The caches are read through `view`, or a view over `caches` (nodes=, subnets=)."""
         self._kube = kube
         self._nb = nb
-        self._nodes = nodes
-        self._subnets = subnets
+        self._view = CacheView.given_or_over(view, kube, caches)
         self._node_switch = node_switch
         self._wall_clock = wall_clock
 
-    def health(self, subnet: Mapping[str, Any]) -> SubnetHealth | None:
+    def health(self, subnet: CachedObject) -> SubnetHealth | None:
         """The subnet's health, None when its conditions are not this controller's to write
         yet (an IPAM-only subnet, or a switch still being created)."""
-        name = str((subnet.get("metadata") or {}).get("name") or "")
+        name = subnet.name
         try:
-            spec = format_subnet_spec(name, subnet.get("spec") or {})
+            spec = format_subnet_spec(name, subnet.spec)
         except MalformedObjectError as exc:
             return SubnetHealth.invalid(REASON_VALIDATE_LOGICAL_SWITCH_FAILED, exc.message)
         if not is_ovn_provider(str(spec["provider"])):
@@ -99,69 +97,60 @@ class SubnetConditions:
             and not spec.get("vlan")
             and name != self._node_switch
         ):
-            current = str((subnet.get("status") or {}).get("activateGateway") or "")
+            current = str(subnet.status.get("activateGateway") or "")
             listed = str(spec.get("gatewayNode") or "")
-            if active_gateway(listed, current, self._node_map()) is None:
+            nodes = {n.name: n for n in self._view.well_formed_nodes()}
+            if active_gateway(listed, current, nodes) is None:
                 return SubnetHealth.no_ready_gateway()
         return SubnetHealth.in_place(bool(spec.get("private")))
 
-    def reconcile(self, subnet: Mapping[str, Any]) -> bool:
+    def reconcile(self, subnet: CachedObject) -> bool:
         """Write the subnet's conditions if they changed; True when a write was made."""
         health = self.health(subnet)
         if health is None:
             return False
-        name = str((subnet.get("metadata") or {}).get("name") or "")
-        current = (subnet.get("status") or {}).get("conditions") or []
+        current = subnet.status.get("conditions") or []
         wanted = wanted_conditions(current, health, timestamp(self._wall_clock()))
         if wanted == current:
             return False
-        LOG.info("subnet %s: %s (%s)", name, health.state, health.reason)
-        self._kube.update_subnet_status(name, {"conditions": wanted})
+        LOG.info("subnet %s: %s (%s)", subnet.name, health.state, health.reason)
+        self._kube.update_subnet_status(subnet.name, {"conditions": wanted})
         return True
-
-    def _node_map(self) -> dict[str, Node]:
-        out: dict[str, Node] = {}
-        for raw in self._nodes.list() if self._nodes is not None else ():
-            node = _node(raw)
-            if node is not None:
-                out[node.name] = node
-        return out
 
     # --- nodes: a gateway's readiness or join address decides NoReadyGateway ---------------------
     def subnets_listing(self, node_name: str) -> list[str]:
         """The centralized subnets whose `spec.gatewayNode` names the node."""
-        names = []
-        for raw in self._subnets.list():
-            spec = raw.get("spec") or {}
-            if spec.get("gatewayType") != GATEWAY_TYPE_CENTRALIZED:
-                continue
-            if node_name in gateway_node_names(str(spec.get("gatewayNode") or "")):
-                names.append(str((raw.get("metadata") or {}).get("name") or ""))
-        return [n for n in names if n]
+        return [
+            s.name
+            for s in self._view.subnet_objects()
+            if s.name
+            and s.spec.get("gatewayType") == GATEWAY_TYPE_CENTRALIZED
+            and node_name in gateway_node_names(str(s.spec.get("gatewayNode") or ""))
+        ]
 
     def subnet_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
         """A Subnet added or its spec changed: its conditions are due, whether or not the add
-        handler gets as far as queueing its status (a gateway that cannot be routed stops it)."""
+        handler gets as far as queueing its status (a gateway that cannot be routed stops it).
+        `enqueue` is the leader-gated status queue."""
 
-        def added(obj: Any) -> None:
-            name = str((obj.get("metadata") or {}).get("name") or "")
+        def added(obj: KubeObject) -> None:
+            name = meta_str(obj, "name")
             if name:
                 enqueue(name)
 
-        def updated(old: Any, new: Any) -> None:
+        def updated(old: KubeObject, new: KubeObject) -> None:
             if old.get("spec") != new.get("spec"):
                 added(new)
 
         return ResourceEventHandlerFuncs(added, updated, None)
 
     def node_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
-        def touched(obj: Any) -> None:
-            raw = unwrap_tombstone(obj)
-            name = str(((raw or {}).get("metadata") or {}).get("name") or "")
+        def touched(obj: KubeObject) -> None:
+            name = meta_str(unwrap_tombstone(obj), "name")
             for subnet in self.subnets_listing(name) if name else ():
                 enqueue(subnet)
 
-        def updated(old: Any, new: Any) -> None:
+        def updated(old: KubeObject, new: KubeObject) -> None:
             if _gateway_view(old) != _gateway_view(new):
                 touched(new)
 

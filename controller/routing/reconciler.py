@@ -7,12 +7,9 @@ Contract:
   `routing_state`). A key's handler reads the caches, computes its desired rows, reads its rows
   back from the NB (the controller's mark says which are its) and applies the difference in ONE
   NB transaction (`NbClient.apply_routing`), under the key's own lock.
-* What enqueues what: a pod add / delete, or an update that changes what its rows depend on
-  (subnet, node, addresses, liveness, EIP/SNAT, north gateway), enqueues its old and new node
-  keys and subnet keys; a node event enqueues the node key of every subnet (join address,
-  readiness, delete and re-register) and the subnet key of every centralized subnet it may gate;
-  a subnet event enqueues its subnet key, whose handler enqueues the node keys of every cached
-  node and of every node its rows in the NB name. `resync()` (every `--gc-interval`, and once at
+* What enqueues what: the informer events (`controller.routing.events`) enqueue the keys they
+  affect; a subnet key's handler enqueues the node keys of every cached node and of every node
+  its rows in the NB name. `resync()` (every `--gc-interval`, and once at
   the start) enqueues every subnet key: the periodic proof of convergence.
 * A subnet switched to distributed gets its node keys applied before its subnet-wide reroute
   (and kube-ovn v1.8's src-ip route of its blocks) goes; switched to centralized, the subnet-wide
@@ -26,6 +23,8 @@ Contract:
 * `backstop()` is the garbage collector's pass: every key diffed under its lock with the same
   functions; anything it has to change is logged as drift and returned.
 * A malformed Subnet or Node in the cache is skipped (logged), never raised out of a pass.
+* What a key is computed from (the caches, and pods routed before the cache shows their
+  allocation) is read through `controller.routing.inputs.RoutingInputs`.
 """
 
 from __future__ import annotations
@@ -35,27 +34,16 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
-from typing import Any
 
-from controller.cache import ResourceEventHandlerFuncs, unwrap_tombstone
-from controller.cache.keys import object_name, raw_field
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.constants import (
-    ALLOCATED_ANNOTATION,
-    EIP_ANNOTATION,
-    IP_ADDRESS_ANNOTATION,
-    LOGICAL_SWITCH_ANNOTATION,
     NAT_TYPE_DNAT_AND_SNAT,
     NAT_TYPE_SNAT,
-    NORTH_GATEWAY_ANNOTATION,
     POLICY_SRC_IP,
-    SNAT_ANNOTATION,
 )
-from controller.core.errors import MalformedObjectError, PermanentError
-from controller.core.gateway import gateway_node_names
-from controller.core.model import Node, Pod, Subnet
+from controller.core.errors import PermanentError
+from controller.core.model import Pod, Subnet
 from controller.kube.api import KubeApi
 from controller.ovn.api import (
     AddressSetInfo,
@@ -68,33 +56,14 @@ from controller.ovn.api import (
 from controller.pod_logic import routing_state as rs
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.queues.clock import WallClock, utcnow
+from controller.routing import events
+from controller.routing.changes import describe, removes
+from controller.routing.inputs import RoutingInputs
+from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
-
-_RELEVANT = (
-    IP_ADDRESS_ANNOTATION,
-    LOGICAL_SWITCH_ANNOTATION,
-    EIP_ANNOTATION,
-    SNAT_ANNOTATION,
-    NORTH_GATEWAY_ANNOTATION,
-    ALLOCATED_ANNOTATION,
-)
-
-
-def _relevant(obj: Any) -> tuple[Any, ...]:
-    """What a pod's routing rows depend on (an update that changes none of it queues nothing)."""
-    meta = raw_field(obj, "metadata")
-    annotations = raw_field(meta, "annotations")
-    return (
-        meta.get("uid"),
-        meta.get("deletionTimestamp"),
-        raw_field(obj, "spec").get("nodeName"),
-        raw_field(obj, "status").get("phase"),
-        raw_field(obj, "status").get("reason"),
-        *(annotations.get(k) for k in _RELEVANT),
-    )
 
 
 class _KeyLocks:
@@ -163,10 +132,7 @@ class RoutingReconciler:
         self._is_leader = is_leader
         self._wall_clock = wall_clock
         self._locks = _KeyLocks()
-        # node key -> pod key -> the pod as `route_pod` routed it, until the cache has its
-        # allocation (the add writes the rows before it patches the annotations)
-        self._pending_lock = threading.Lock()
-        self._pending: dict[str, dict[str, Pod]] = {}
+        self._inputs = RoutingInputs(view)
         # key -> how often it was enqueued; dropped once a handle that started after the last
         # enqueue succeeded. A key in here is converging, so the backstop leaves it alone.
         self._queued_lock = threading.Lock()
@@ -199,80 +165,19 @@ class RoutingReconciler:
         with self._queued_lock:
             return key in self._queued
 
-    def _enqueue_pod(self, obj: Any) -> None:
-        obj = unwrap_tombstone(obj)
-        subnet = raw_field(raw_field(obj, "metadata"), "annotations").get(LOGICAL_SWITCH_ANNOTATION)
-        if not isinstance(subnet, str) or not subnet or rs.KEY_SEP in subnet:
-            return
-        self.enqueue(rs.subnet_key(subnet))
-        node = raw_field(obj, "spec").get("nodeName")
-        if isinstance(node, str) and node:
-            self.enqueue(rs.node_key(subnet, node))
+    def pod_event_handler(self) -> LeaderGated:
+        return events.pod_event_handler(self.enqueue, self._is_leader)
 
-    def pod_event_handler(self) -> ResourceEventHandlerFuncs:
-        def added(obj: Any, is_in_initial_list: bool = False) -> None:
-            self._guard(self._enqueue_pod, obj)
+    def node_event_handler(self) -> LeaderGated:
+        return events.node_event_handler(self.enqueue, self._inputs.subnets, self._is_leader)
 
-        def updated(old: Any, new: Any) -> None:
-            if _relevant(old) != _relevant(new):
-                self._guard(self._enqueue_pod, old)
-                self._guard(self._enqueue_pod, new)
+    def subnet_event_handler(self) -> LeaderGated:
+        return events.subnet_event_handler(self.enqueue, self._is_leader)
 
-        def deleted(obj: Any) -> None:
-            self._guard(self._enqueue_pod, obj)
-
-        return ResourceEventHandlerFuncs(added, updated, deleted)
-
-    def _enqueue_node(self, obj: Any) -> None:
-        obj = unwrap_tombstone(obj)
-        name = object_name(obj) if obj is not None else ""
-        if not name:
-            return
-        for subnet in self._view.subnets():
-            self.enqueue(rs.node_key(subnet.name, name))
-            if name in gateway_node_names(subnet.gateway_node):
-                self.enqueue(rs.subnet_key(subnet.name))
-
-    def node_event_handler(self) -> ResourceEventHandlerFuncs:
-        def added(obj: Any, is_in_initial_list: bool = False) -> None:
-            self._guard(self._enqueue_node, obj)
-
-        def updated(old: Any, new: Any) -> None:
-            if _node_inputs(old) != _node_inputs(new):
-                self._guard(self._enqueue_node, new)
-
-        def deleted(obj: Any) -> None:
-            self._guard(self._enqueue_node, obj)
-
-        return ResourceEventHandlerFuncs(added, updated, deleted)
-
-    def subnet_event_handler(self) -> ResourceEventHandlerFuncs:
-        def changed(obj: Any, *_: Any) -> None:
-            obj = unwrap_tombstone(obj)
-            name = object_name(obj) if obj is not None else ""
-            if name:
-                self.enqueue(rs.subnet_key(name))
-
-        def updated(old: Any, new: Any) -> None:
-            if old.get("spec") != new.get("spec") or (old.get("status") or {}).get(
-                "activateGateway"
-            ) != (new.get("status") or {}).get("activateGateway"):
-                changed(new)
-
-        return ResourceEventHandlerFuncs(changed, updated, changed)
-
-    def configmap_event_handler(self) -> ResourceEventHandlerFuncs:
-        """The external gateway ConfigMap feeds every EIP/SNAT pod's rows."""
-
-        def changed(obj: Any, *_: Any) -> None:
-            if self._config.enable_eip_snat:
-                self.resync()
-
-        def updated(old: Any, new: Any) -> None:
-            if old.get("data") != new.get("data"):
-                changed(new)
-
-        return ResourceEventHandlerFuncs(changed, updated, changed)
+    def configmap_event_handler(self) -> LeaderGated:
+        """The external gateway ConfigMap feeds every EIP/SNAT pod's rows (when enabled)."""
+        resync = self.resync if self._config.enable_eip_snat else _nothing
+        return events.configmap_event_handler(resync, self._is_leader)
 
     def resync(self) -> None:
         """Enqueue every subnet key (which enqueue their node keys): the full pass."""
@@ -281,18 +186,10 @@ class RoutingReconciler:
         for name in self._subnet_names():
             self.enqueue(rs.subnet_key(name))
 
-    def _guard(self, fn: Callable[[Any], None], obj: Any) -> None:
-        if not self._is_leader():
-            return
-        try:
-            fn(obj)
-        except Exception:
-            LOG.exception("routing event handler failed")
-
     # --- reading the caches ----------------------------------------------------------------------
 
     def _subnet_names(self) -> list[str]:
-        names = {s.name for s in self._view.subnets()}
+        names = {s.name for s in self._inputs.subnets()}
         for p in self._nb.list_router_policies(self._config.cluster_router):
             if p.external_ids.get(rp.ROUTE_KIND_KEY) and p.external_ids.get(rp.SUBNET_KEY):
                 names.add(p.external_ids[rp.SUBNET_KEY])
@@ -300,81 +197,6 @@ class RoutingReconciler:
             if a.external_ids.get(rp.SUBNET_KEY):
                 names.add(a.external_ids[rp.SUBNET_KEY])
         return sorted(names)
-
-    def _subnet(self, name: str) -> tuple[Subnet | None, bool]:
-        """(the cached subnet or None, whether it is malformed)."""
-        try:
-            return self._view.subnet(name), False
-        except MalformedObjectError as exc:
-            LOG.warning("routing of subnet %s skipped: malformed: %s", name, exc)
-            return None, True
-
-    def _node(self, name: str) -> Node | None:
-        try:
-            return self._view.node(name)
-        except MalformedObjectError as exc:
-            LOG.warning("node %s is malformed, routed as absent: %s", name, exc)
-            return None
-
-    def _nodes(self) -> dict[str, Node]:
-        return {n.name: n for n in self._view.nodes()}
-
-    def _models(self, raws: Iterable[Any]) -> list[Pod]:
-        out = []
-        for raw in raws:
-            try:
-                out.append(self._view.pod_model(raw))
-            except MalformedObjectError:
-                continue
-        return out
-
-    def _pods_on(self, subnet: str, node: str) -> list[Pod]:
-        pods = {p.key: p for p in self._models(self._view.pods_raw_on_node(node))}
-        with self._pending_lock:
-            pending = self._pending.get(rs.node_key(subnet, node), {})
-            for key, routed in list(pending.items()):
-                cached = pods.get(key)
-                if cached is None or cached.uid != routed.uid or rs.pod_ips(cached):
-                    del pending[key]  # gone, replaced, or the cache has its allocation now
-                else:
-                    pods[key] = routed
-        return list(pods.values())
-
-    def _holders(self, ip: str) -> list[Pod]:
-        pods = {p.key: p for p in self._models(self._view.pods_raw_with_ip(ip))}
-        with self._pending_lock:
-            for pending in self._pending.values():
-                for key, routed in pending.items():
-                    if ip in rs.pod_ips(routed):
-                        pods.setdefault(key, routed)
-        return list(pods.values())
-
-    def _forget_pending(self, pod_key: str) -> None:
-        with self._pending_lock:
-            for pending in self._pending.values():
-                pending.pop(pod_key, None)
-
-    def _claims(self, cfg: rs.RoutingConfig, now: datetime, exclude: str = "") -> rs.Claims:
-        """What the live pods holding an address want for it (outside node key `exclude`)."""
-
-        def claims(ip: str) -> rs.PodRows:
-            policies: list[RouterPolicy] = []
-            nats: list[NatChange] = []
-            for pod in self._holders(ip):
-                if not rs.routable(pod, now):
-                    continue
-                subnet_name = rs.pod_subnet(pod)
-                if exclude and rs.node_key(subnet_name, pod.node_name) == exclude:
-                    continue
-                subnet, _ = self._subnet(subnet_name)
-                if subnet is None or not rs.routed_subnet(subnet, cfg):
-                    continue
-                rows = rs.pod_rows(pod, subnet, self._node(pod.node_name), cfg)
-                policies += rows.policies
-                nats += rows.nats
-            return rs.PodRows(tuple(policies), (), tuple(nats))
-
-        return claims
 
     # --- handlers --------------------------------------------------------------------------------
 
@@ -408,15 +230,15 @@ class RoutingReconciler:
     ) -> tuple[RoutingChange, rs.NodeDesired]:
         cfg = self._cfg()
         now = self._wall_clock()
-        subnet, malformed = self._subnet(subnet_name)
+        subnet, malformed = self._inputs.subnet(subnet_name)
         empty = rs.NodeDesired(rs.Rows(), frozenset(), frozenset())
         if malformed:
             return RoutingChange(), empty
         desired = rs.desired_node_rows(
             subnet,
             node_name,
-            self._node(node_name),
-            self._pods_on(subnet_name, node_name),
+            self._inputs.node(node_name),
+            self._inputs.pods_on(subnet_name, node_name),
             cfg,
             now,
         )
@@ -438,7 +260,7 @@ class RoutingReconciler:
             desired.ips,
         )
         key = rs.node_key(subnet_name, node_name)
-        change = rs.diff_rows(desired.rows, actual, self._claims(cfg, now, exclude=key))
+        change = rs.diff_rows(desired.rows, actual, self._inputs.claims(cfg, now, exclude=key))
         if not change.empty() and not dry_run:
             LOG.info("routing %s: %s", key, describe(change))
             self._nb.apply_routing(router, change)
@@ -447,10 +269,10 @@ class RoutingReconciler:
     def _reconcile_subnet(self, name: str, dry_run: bool = False) -> RoutingChange:
         cfg = self._cfg()
         now = self._wall_clock()
-        subnet, malformed = self._subnet(name)
+        subnet, malformed = self._inputs.subnet(name)
         if malformed:
             return RoutingChange()
-        nodes = self._nodes()
+        nodes = self._inputs.nodes()
         desired = rs.desired_subnet_rows(subnet, nodes, cfg)
         router = cfg.router
         policies = self._nb.list_router_policies(router)
@@ -478,9 +300,9 @@ class RoutingReconciler:
         addresses = {n.logical_ip for n in nats} | set(blocks) | hosts
         actual = rs.actual_rows(name, "", policies, sets, nats, routes, addresses)
         # v1.8 src-ip routes of addresses no live pod holds (a holder's node key moves its own)
-        claims = self._claims(cfg, now)
+        claims = self._inputs.claims(cfg, now)
         desired.rows.stale_routes.update(
-            ip for ip in hosts if not any(rs.routable(p, now) for p in self._holders(ip))
+            ip for ip in hosts if not any(rs.routable(p, now) for p in self._inputs.holders(ip))
         )
         if desired.centralized and not desired.gateway:
             # no usable gateway: keep the reroute there is rather than cut the subnet's egress
@@ -519,7 +341,7 @@ class RoutingReconciler:
             policies = self._nb.list_router_policies(router)
         if sets is None:
             sets = self._nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY})
-        names = set(self._nodes())
+        names = set(self._inputs.nodes())
         for row_ids in [p.external_ids for p in policies] + [a.external_ids for a in sets]:
             if row_ids.get(rp.SUBNET_KEY) == subnet and row_ids.get(rp.NODE_KEY):
                 names.add(row_ids[rp.NODE_KEY])
@@ -541,12 +363,12 @@ class RoutingReconciler:
         gateway is missing, the key is re-queued and routes it once they are there). Stale
         rows elsewhere are its keys' reconcile's work (enqueued here too)."""
         cfg = self._cfg()
-        subnet, _ = self._subnet(rs.pod_subnet(pod))
+        subnet, _ = self._inputs.subnet(rs.pod_subnet(pod))
         if subnet is None or not rs.routed_subnet(subnet, cfg):
             return True  # nothing to route on the cluster router
         if not rs.routable(pod, self._wall_clock()):
             return False
-        rows = rs.pod_rows(pod, subnet, self._node(pod.node_name), cfg)
+        rows = rs.pod_rows(pod, subnet, self._inputs.node(pod.node_name), cfg)
         ips = rs.pod_ips(pod)
         nats = list(rows.nats)
         if cfg.enable_eip_snat:
@@ -564,8 +386,7 @@ class RoutingReconciler:
         key = rs.node_key(subnet.name, pod.node_name)
         with self._locks.locked(key):
             self._nb.apply_routing(cfg.router, change)
-            with self._pending_lock:
-                self._pending.setdefault(key, {})[pod.key] = pod
+            self._inputs.routed(key, pod)
         if not rows.complete:
             self.enqueue(key)  # routed once what it waits for is there (a node event)
         return rows.complete
@@ -575,7 +396,7 @@ class RoutingReconciler:
         NAT, v1.8 src-ip route) are removed in one transaction now, before the address can be
         handed out again, except those another live pod still claims (a successor on the same
         node, a VM's migration target); its keys are queued to settle the rest."""
-        self._forget_pending(pod.key)
+        self._inputs.forget(pod.key)
         cfg = self._cfg()
         now = self._wall_clock()
         nodes = [pod.node_name] if pod.node_name else self._node_names_of(subnet)
@@ -586,7 +407,7 @@ class RoutingReconciler:
         for ip in (a.strip() for a in address.split(",") if a.strip()):
             others = [
                 p
-                for p in self._holders(ip)
+                for p in self._inputs.holders(ip)
                 if p.uid != pod.uid and rs.pod_subnet(p) == subnet and rs.routable(p, now)
             ]
             version = rp.family(ip)
@@ -669,41 +490,9 @@ class RoutingReconciler:
         return [*threads, stopper]
 
 
-def _node_inputs(obj: Any) -> tuple[Any, ...]:
-    try:
-        node = Node.from_dict(obj)
-    except MalformedObjectError:
-        return (None,)
-    return (node.ready, node.annotations.get(IP_ADDRESS_ANNOTATION, ""), node.internal_ips)
-
-
 def _in_any(ip: str, blocks: Iterable[str]) -> bool:
     return any(rs.in_blocks(ip, b) for b in blocks)
 
 
-def removes(change: RoutingChange) -> bool:
-    """Does `change` remove or rewrite anything (rather than only add what was missing)?"""
-    return bool(
-        change.delete_policies
-        or change.delete_src_routes
-        or any(s.delete or s.remove for s in change.sets)
-        or any(not n.external_ip for n in change.nats)
-    )
-
-
-def describe(change: RoutingChange) -> str:
-    parts = []
-    if change.policies:
-        parts.append("write " + ", ".join(f"{p.priority} {p.match}" for p in change.policies))
-    if change.delete_policies:
-        parts.append("drop " + ", ".join(f"{p} {m}" for p, m in change.delete_policies))
-    for s in change.sets:
-        if s.delete:
-            parts.append(f"delete set {s.name}")
-        else:
-            parts.append(f"set {s.name} +{list(s.add)} -{list(s.remove)}")
-    for n in change.nats:
-        parts.append(f"nat {n.type} {n.logical_ip} -> {n.external_ip or '(none)'}")
-    if change.delete_src_routes:
-        parts.append(f"drop src-ip routes {list(change.delete_src_routes)}")
-    return "; ".join(parts)
+def _nothing() -> None:
+    """No resync: EIP/SNAT is off, the ConfigMap feeds nothing."""

@@ -1,5 +1,5 @@
-"""The typed read view over the informer caches (`CacheView`), its parse-once cache and the
-owner lookup of deleting StatefulSet / VM pods."""
+"""The typed read view over the informer caches (`CacheView`, `CachedObject`), its parse-once
+cache and the owner lookup (`OwnerLookup`) every keep decision reads owners through."""
 
 from controller.view.cache_view import (
     IP_INDEX,
@@ -11,7 +11,8 @@ from controller.view.cache_view import (
     may_wait_index,
     node_index,
 )
-from controller.view.owner import OwnerLookup
+from controller.view.objects import CachedObject
+from controller.view.owner import ListedOwners, OwnerApi, OwnerLookup, OwnerSource
 from controller.view.parse_cache import ParseCache, ParsedSubnet, parse_subnet
 
 __all__ = [
@@ -19,8 +20,12 @@ __all__ = [
     "MAY_WAIT_INDEX",
     "NODE_INDEX",
     "CacheView",
+    "CachedObject",
+    "ListedOwners",
+    "OwnerApi",
     "OwnerGets",
     "OwnerLookup",
+    "OwnerSource",
     "ParseCache",
     "ParsedSubnet",
     "ip_index",

@@ -12,20 +12,27 @@ The reconcilers read cluster state through this view instead of their own `get_b
 * `statefulset`, `virtual_machine`, `nads_of`, `owner_of`: from the informer when one is given,
   else one GET through `KubeApi` (the owner informers are optional); API errors propagate.
   `from_api=True` GETs even when an informer runs (what a lagging cache says is confirmed).
-* Pods and IP CRs stay raw (`pod_raw`, `pods_raw`, `ip_crs_raw`): handlers need the object
-  itself (Events, the delete map, IP CR diffs); `pod_model` parses a pod object once per
+* `vpcs()`, `well_formed_nodes()`: the models of every cached object of the kind, a malformed
+  one left out (logged by its own handler).
+* Subnets, namespaces and SecurityGroups as their controllers format, diff and write them back:
+  `CachedObject`s (`subnet_object`, `subnet_objects`, `namespace_object`, `namespace_names`,
+  `security_group`, `security_groups`, `has_security_group`; `security_groups_cached` says
+  whether a SecurityGroup informer runs at all).
+* Pods and IP CRs stay raw (`pod_raw`, `pods_raw`, `ip_cr_raw`, `ip_crs_raw`): handlers need
+  the object itself (Events, the delete map, IP CR diffs); `pod_model` parses a pod object once per
   resourceVersion (the informer callbacks and the handlers read the same versions), other
   passes use `Pod.from_dict` or a pass-scoped `ParseCache`; `all_pod_models_kept` lifts the
   bound for the start-up, which reads every pod in three passes.
 
-A kind whose indexer is not given reads as empty. No method writes anything.
+A kind whose indexer is not given reads as empty; without `kube`, an owner or NAD no informer
+holds cannot be read (ResourceNotReadyError). No method writes anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from controller import pod_logic as pl
 from controller.cache import Indexer
@@ -49,6 +56,7 @@ from controller.core.model import (
     Vpc,
 )
 from controller.kube.api import KubeObject
+from controller.view.objects import CachedObject
 from controller.view.parse_cache import ParseCache, ParsedSubnet, parse_subnet
 
 # The pod informer's index of the pods that may wait for a network: a subnet or NAD that
@@ -103,7 +111,7 @@ class CacheView:
     def __init__(
         self,
         *,
-        kube: OwnerGets,
+        kube: OwnerGets | None = None,
         pods: Indexer | None = None,
         namespaces: Indexer | None = None,
         subnets: Indexer | None = None,
@@ -115,8 +123,9 @@ class CacheView:
         statefulsets: Indexer | None = None,
         nads: Indexer | None = None,
         vms: Indexer | None = None,
+        security_groups: Indexer | None = None,
     ) -> None:
-        self._kube = kube
+        self._kube: OwnerGets = kube if kube is not None else _NoOwnerGets()
         self._pods = pods if pods is not None else Indexer()
         self._namespaces = namespaces if namespaces is not None else Indexer()
         self._subnets = subnets if subnets is not None else Indexer()
@@ -128,6 +137,7 @@ class CacheView:
         self._statefulsets = statefulsets
         self._nads = nads
         self._vms = vms
+        self._sgs = security_groups
         self.parsed_subnets: ParseCache[ParsedSubnet] = ParseCache(parse_subnet)
         self._parsed_namespaces: ParseCache[Namespace] = ParseCache(Namespace.from_dict)
         self._parsed_nodes: ParseCache[Node] = ParseCache(Node.from_dict)
@@ -203,6 +213,14 @@ class CacheView:
         raw = self._namespaces.get_by_key(name)
         return None if raw is None else self._parsed_namespaces.get(raw)
 
+    def namespace_object(self, name: str) -> CachedObject | None:
+        raw = self._namespaces.get_by_key(name)
+        return None if raw is None else CachedObject.of(raw)
+
+    def namespace_names(self) -> list[str]:
+        """The names of the cached namespaces."""
+        return list(self._namespaces.list_keys())
+
     def node(self, name: str) -> Node | None:
         raw = self._nodes.get_by_key(name) if name else None
         return None if raw is None else self._parsed_nodes.get(raw)
@@ -210,6 +228,10 @@ class CacheView:
     def nodes(self) -> list[Node]:
         """Every cached node (MalformedObjectError on a malformed one)."""
         return [self._parsed_nodes.get(raw) for raw in self._nodes.list()]
+
+    def well_formed_nodes(self) -> list[Node]:
+        """Every cached node that parses (a malformed one is left out)."""
+        return _well_formed(self._parsed_nodes.get, self._nodes.list())
 
     def node_names(self) -> frozenset[str]:
         """The names of the cached nodes, read from their metadata (a malformed node counts)."""
@@ -227,6 +249,10 @@ class CacheView:
     def vpc(self, name: str) -> Vpc | None:
         raw = self._vpcs.get_by_key(name)
         return None if raw is None else self._parsed_vpcs.get(raw)
+
+    def vpcs(self) -> list[Vpc]:
+        """The well-formed cached VPCs, sorted by name (a malformed one is left out)."""
+        return sorted(_well_formed(self._parsed_vpcs.get, self._vpcs.list()), key=lambda v: v.name)
 
     def external_gw_config(self) -> Mapping[str, str] | None:
         """The data of the external gateway ConfigMap (None when it does not exist)."""
@@ -255,6 +281,11 @@ class CacheView:
             namespace if isinstance(namespace, str) else "",
             pod_name if isinstance(pod_name, str) else "",
         )
+
+    def ip_cr_raw(self, name: str) -> KubeObject | None:
+        """The cached IP CR `name`, as the informer holds it."""
+        raw: KubeObject | None = self._ips.get_by_key(name)
+        return raw
 
     def ip_crs_raw(self) -> list[KubeObject]:
         """The cached kubeovn.io IP CRs, as the informer holds them."""
@@ -285,6 +316,15 @@ class CacheView:
                 out.append(subnet)
         return sorted(out, key=lambda s: s.name)
 
+    def subnet_object(self, name: str) -> CachedObject | None:
+        """The cached subnet `name` as its controller formats and writes it (None: absent)."""
+        raw = self._subnets.get_by_key(name) if name else None
+        return None if raw is None else CachedObject.of(raw)
+
+    def subnet_objects(self) -> list[CachedObject]:
+        """Every cached subnet (malformed ones too), sorted by name."""
+        return sorted((CachedObject.of(raw) for raw in self._subnets.list()), key=_name)
+
     def subnet_map(self) -> dict[str, Subnet]:
         return {s.name: s for s in self.subnets()}
 
@@ -301,6 +341,24 @@ class CacheView:
         if subnet.vpc == DEFAULT_VPC:
             return cluster_router
         raise ResourceNotReadyError(f"vpc {subnet.vpc} of subnet {subnet_name} not ready")
+
+    # --- security groups ------------------------------------------------------------------------
+
+    def security_groups_cached(self) -> bool:
+        """Does a SecurityGroup informer run (without one, every group reads as absent)?"""
+        return self._sgs is not None
+
+    def security_group(self, name: str) -> CachedObject | None:
+        raw = self._sgs.get_by_key(name) if self._sgs is not None else None
+        return None if raw is None else CachedObject.of(raw)
+
+    def has_security_group(self, name: str) -> bool:
+        return self._sgs is not None and self._sgs.get_by_key(name) is not None
+
+    def security_groups(self) -> list[CachedObject]:
+        """Every cached SecurityGroup, sorted by name."""
+        raws = self._sgs.list() if self._sgs is not None else []
+        return sorted((CachedObject.of(raw) for raw in raws), key=_name)
 
     # --- owners and attachments (informer, else one GET) -----------------------------------------
 
@@ -320,13 +378,8 @@ class CacheView:
 
     def virtual_machines(self) -> list[VirtualMachine]:
         """The well-formed VMs of the VM informer (none without one); malformed ones left out."""
-        out = []
-        for raw in self._vms.list() if self._vms is not None else []:
-            try:
-                out.append(VirtualMachine.from_dict(raw))
-            except MalformedObjectError:
-                continue
-        return out
+        raws = self._vms.list() if self._vms is not None else []
+        return _well_formed(VirtualMachine.from_dict, raws)
 
     def owner_of(self, pod: Pod, *, from_api: bool = False) -> StatefulSet | VirtualMachine | None:
         """The pod's StatefulSet or VirtualMachine (None when NotFound); API errors propagate.
@@ -360,6 +413,33 @@ class CacheView:
             if raw is not None:
                 found[ref] = NetworkAttachmentDefinition.from_dict(raw)
         return found
+
+
+_M = TypeVar("_M")
+
+
+def _well_formed(parse: Callable[[KubeObject], _M], raws: list[KubeObject]) -> list[_M]:
+    """The models of `raws` that parse (a malformed object is left out)."""
+    out = []
+    for raw in raws:
+        try:
+            out.append(parse(raw))
+        except MalformedObjectError:
+            continue
+    return out
+
+
+class _NoOwnerGets:
+    """The GETs of a view built without `kube` (a controller that reads no owners)."""
+
+    def _refuse(self, namespace: str, name: str) -> KubeObject | None:
+        raise ResourceNotReadyError(f"{namespace}/{name}: this view reads no owners")
+
+    get_statefulset = get_virtual_machine = get_network_attachment_definition = _refuse
+
+
+def _name(obj: CachedObject) -> str:
+    return obj.name
 
 
 def _cached_or_get(

@@ -6,10 +6,15 @@ confirmed with one GET per owner and the API's answer wins. kube-ovn reads owner
 and an owner cache that lags or has not synced yet (right after a restart) must not take a
 running pod's network, whether the pod delete path or the garbage collector asks.
 
-* `keeps(rule)`: for the garbage collector, any `controller.core.keep` rule over the cached
-  owners, re-run over owners read by GET when it says release. An owner that cannot be read (API
-  error, malformed object) is logged and raises `OwnerUnknownError` into the rule, which keeps.
-* `of(pod)`: a `PodOwner`, for the pod delete path.
+* `keeps(rule)`: for the garbage collector and the audit, any `controller.core.keep` rule over
+  the cached owners, re-run over owners read by GET when it says release. An owner that cannot
+  be read (API error, malformed object) is logged and raises `OwnerUnknownError` into the rule,
+  which keeps.
+* `of(pod)`: a `PodOwner`, for the pod delete path (a lookup over a `CacheView`).
+
+Where owners come from is an `OwnerSource`: the `CacheView` (informers, else GETs) for the
+controller; `ListedOwners` (the lists one audit pass read, and the API to confirm them) for the
+`check` audit, whose lists are as much a snapshot that may lag as an informer's cache.
 
 `PodOwner`: `pod_logic.decide_delete` asks two questions of a deleting pod's owner (is it to be
 deleted? may its IP CR go?); kube-ovn GETs the owner for each. This reads it once through the
@@ -26,14 +31,15 @@ Under the one policy, the API's answer (when a cached release was confirmed) is 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 from controller import pod_logic as pl
 from controller.apiclient.errors import KubeApiError
 from controller.core import keep
 from controller.core.errors import MalformedObjectError
 from controller.core.model import Pod, StatefulSet, VirtualMachine
+from controller.kube.api import KubeObject
 from controller.view.cache_view import CacheView
 
 LOG = logging.getLogger(__name__)
@@ -41,11 +47,78 @@ LOG = logging.getLogger(__name__)
 _O = TypeVar("_O")
 
 
-class OwnerLookup:
-    """Owners read through the view under the one policy (see the module docstring)."""
+class OwnerSource(Protocol):
+    """Where `OwnerLookup` reads owners: a cached answer, or (`from_api`) one GET. None is
+    NotFound; `KubeApiError` / `MalformedObjectError` / `OwnerUnknownError` mean "cannot tell"."""
 
-    def __init__(self, view: CacheView) -> None:
-        self._view = view
+    def statefulset(
+        self, namespace: str, name: str, *, from_api: bool = False
+    ) -> StatefulSet | None: ...
+
+    def virtual_machine(
+        self, namespace: str, name: str, *, from_api: bool = False
+    ) -> VirtualMachine | None: ...
+
+    def owners_cached(self) -> bool:
+        """Is the plain read a cached one (so a release it says is worth a GET)?"""
+        ...
+
+
+class OwnerApi(Protocol):
+    """The GETs that confirm what a listed snapshot says (`KubeApi` has them)."""
+
+    def get_statefulset(self, namespace: str, name: str) -> KubeObject | None: ...
+
+    def get_virtual_machine(self, namespace: str, name: str) -> KubeObject | None: ...
+
+
+class ListedOwners:
+    """Owners from lists read once (None: that kind was not read, so its owners are unknown
+    and every address they may keep is kept), confirmed through `api` when one is given."""
+
+    def __init__(
+        self,
+        statefulsets: Iterable[StatefulSet] | None,
+        virtual_machines: Iterable[VirtualMachine] | None,
+        api: OwnerApi | None = None,
+    ) -> None:
+        self._sts = None
+        if statefulsets is not None:
+            self._sts = {(s.namespace, s.name): s for s in statefulsets}
+        self._vms = None
+        if virtual_machines is not None:
+            self._vms = {(v.namespace, v.name): v for v in virtual_machines}
+        self._api = api
+
+    def statefulset(
+        self, namespace: str, name: str, *, from_api: bool = False
+    ) -> StatefulSet | None:
+        if from_api and self._api is not None:
+            raw = self._api.get_statefulset(namespace, name)
+            return None if raw is None else StatefulSet.from_dict(raw)
+        if self._sts is None:
+            raise keep.OwnerUnknownError
+        return self._sts.get((namespace, name))
+
+    def virtual_machine(
+        self, namespace: str, name: str, *, from_api: bool = False
+    ) -> VirtualMachine | None:
+        if from_api and self._api is not None:
+            raw = self._api.get_virtual_machine(namespace, name)
+            return None if raw is None else VirtualMachine.from_dict(raw)
+        if self._vms is None:
+            raise keep.OwnerUnknownError
+        return self._vms.get((namespace, name))
+
+    def owners_cached(self) -> bool:
+        return self._api is not None
+
+
+class OwnerLookup:
+    """Owners read from a source under the one policy (see the module docstring)."""
+
+    def __init__(self, source: OwnerSource) -> None:
+        self._view = source
         self.cached = keep.OwnerReaders(self._cached_statefulset, self._cached_virtual_machine)
         self.confirmed = keep.OwnerReaders(self._api_statefulset, self._api_virtual_machine)
 
@@ -56,6 +129,10 @@ class OwnerLookup:
         return self._view.owners_cached() and rule(self.confirmed)
 
     def of(self, pod: Pod) -> PodOwner:
+        """The owner of a deleting pod; only a lookup over a `CacheView` reads the namespace
+        and subnets `check_pod_to_del` needs."""
+        if not isinstance(self._view, CacheView):
+            raise TypeError("OwnerLookup.of needs a CacheView source")
         return PodOwner(self._view, pod)
 
     def _read(self, kind: str, read: Callable[[], _O]) -> _O:

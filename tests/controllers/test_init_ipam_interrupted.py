@@ -12,6 +12,7 @@ from controller.controllers.bootstrap import init_ipam
 from controller.ipam import IPAM
 from controller.testing import builders
 from controller.testing.fake_kube import FakeKubeApi
+from controller.view import CacheView
 from tests.controllers.helpers import restored_pod
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
@@ -50,10 +51,8 @@ def rebuild(ips: Indexer, pods: Indexer) -> IPAM:
         config=CONFIG,
         ipam=ipam,
         kube=FakeKubeApi(),
-        subnets=subnets,
-        ips=ips,
-        pods=pods,
-        nodes=indexer(),
+        view=CacheView(ips=ips, pods=pods),
+        bootstrapped=subnets,
     )
     return ipam
 

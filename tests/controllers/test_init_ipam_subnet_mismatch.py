@@ -10,6 +10,7 @@ from controller.config import parse_args
 from controller.controllers.bootstrap import init_ipam
 from controller.ipam import IPAM
 from controller.testing.fake_kube import FakeKubeApi
+from controller.view import CacheView
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 
@@ -51,13 +52,11 @@ def test_rebuild_holds_one_address_when_ip_cr_names_another_subnet() -> None:
         config=CONFIG,
         ipam=ipam,
         kube=kube,
-        subnets=[
+        view=CacheView(ips=_indexer(stale_cr), pods=_indexer(pod)),
+        bootstrapped=[
             {"metadata": {"name": "ovn-default"}, "spec": {"cidrBlock": "10.16.0.0/16"}},
             {"metadata": {"name": "other"}, "spec": {"cidrBlock": "10.17.0.0/16"}},
         ],
-        ips=_indexer(stale_cr),
-        pods=_indexer(pod),
-        nodes=_indexer(),
     )
     held = ipam.get_pod_address("ns/p")
     assert [(a.subnet, a.ip) for a in held] == [("ovn-default", "10.16.0.7")]

@@ -6,14 +6,20 @@ import pytest
 
 from controller.controllers.namespace import desired_namespace_annotations
 from controller.core.errors import ResourceNotReadyError
+from controller.core.model import Vpc
+from controller.view import CachedObject
 
-DEFAULT = {"metadata": {"name": "ovn-default"}, "spec": {"cidrBlock": "10.16.0.0/16"}}
-VPC_SUB = {"metadata": {"name": "vpc1-sub"}, "spec": {"cidrBlock": "10.93.0.0/24"}}
-VPC = {
-    "metadata": {"name": "vpc1"},
-    "spec": {"namespaces": ["team-v"]},
-    "status": {"defaultLogicalSwitch": "vpc1-sub"},
-}
+DEFAULT = CachedObject.of(
+    {"metadata": {"name": "ovn-default"}, "spec": {"cidrBlock": "10.16.0.0/16"}}
+)
+VPC_SUB = CachedObject.of({"metadata": {"name": "vpc1-sub"}, "spec": {"cidrBlock": "10.93.0.0/24"}})
+VPC = Vpc.from_dict(
+    {
+        "metadata": {"name": "vpc1"},
+        "spec": {"namespaces": ["team-v"]},
+        "status": {"defaultLogicalSwitch": "vpc1-sub"},
+    }
+)
 
 
 def test_namespace_of_custom_vpc_uses_the_vpc_default_subnet_rule() -> None:
@@ -25,9 +31,8 @@ def test_namespace_of_custom_vpc_uses_the_vpc_default_subnet_rule() -> None:
     with pytest.raises(ResourceNotReadyError):
         desired_namespace_annotations("team-v", [DEFAULT], DEFAULT, [VPC])
     # a subnet binding the namespace wins over its VPC
-    bound = {
-        "metadata": {"name": "b"},
-        "spec": {"cidrBlock": "10.94.0.0/24", "namespaces": ["team-v"]},
-    }
+    bound = CachedObject.of(
+        {"metadata": {"name": "b"}, "spec": {"cidrBlock": "10.94.0.0/24", "namespaces": ["team-v"]}}
+    )
     got = desired_namespace_annotations("team-v", [DEFAULT, VPC_SUB, bound], DEFAULT, [VPC])
     assert got["ovn.kubernetes.io/logical_switch"] == "b"

@@ -16,7 +16,7 @@ def _subnet(name: str, cidr: str, **spec: Any) -> dict[str, Any]:
 def test_ipam_follows_subnets_without_subnet_controller_unit() -> None:
     ipam = IPAM()
     registered: list[str] = []
-    tracker = SubnetIpamTracker(ipam, lambda: True, registered.append)
+    tracker = SubnetIpamTracker(ipam, lambda: True, registered.append).event_handler()
     old = _subnet("s1", "10.1.0.0/24")
     tracker.on_add(old, False)
     # the gateway (first address, formatted in) is never handed out
@@ -33,7 +33,7 @@ def test_ipam_follows_subnets_without_subnet_controller_unit() -> None:
 def test_subnet_ipam_tracker_skips_malformed_and_followers() -> None:
     ipam = IPAM()
     leader = False
-    tracker = SubnetIpamTracker(ipam, lambda: leader)
+    tracker = SubnetIpamTracker(ipam, lambda: leader).event_handler()
     tracker.on_add(_subnet("s1", "10.1.0.0/24"), False)
     assert not ipam.has_subnet("s1")
     leader = True

@@ -21,6 +21,7 @@ from controller.testing.builders import node, subnet
 from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
+from controller.view import CachedObject
 from tests.controllers.test_support import RecordingCluster
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
@@ -203,7 +204,7 @@ def test_the_written_spec_fills_the_printer_columns_kube_ovn_always_serialises()
 def test_conditions_wait_for_the_switch_and_a_new_subnet_queues_its_status() -> None:
     w = World(subnet("s1", "10.1.0.0/24"))
     with pytest.raises(ResourceNotReadyError):  # the status queue retries it with backoff
-        w.conditions.reconcile(w.kube.subnets["s1"])
+        w.conditions.reconcile(CachedObject.of(w.kube.subnets["s1"]))
     assert w.conditions_of("s1") == {}
     queued: list[str] = []
     handler = w.conditions.subnet_event_handler(queued.append)

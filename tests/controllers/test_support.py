@@ -31,6 +31,7 @@ from controller.testing.builders import allocated, subnet
 from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
+from controller.view import CachedObject, CacheView
 from tests.controllers.helpers import restored_pod
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
@@ -120,7 +121,7 @@ def test_malformed_subnet_is_one_warning_event_not_a_retry_loop(
     def process() -> None:
         assert process_next_work_item(queues.add, handler, name="AddSubnet", clock=clock)
 
-    ctl.on_add(bad)
+    ctl.event_handler().on_add(bad)
     with caplog.at_level(logging.INFO):
         process()
         clock.step(3600.0)  # far beyond any backoff: a retried key would be back by now
@@ -142,7 +143,7 @@ def test_malformed_subnet_is_one_warning_event_not_a_retry_loop(
     fixed = {**bad, "metadata": {**bad["metadata"], "resourceVersion": "8"}}
     fixed["spec"] = {"cidrBlock": "10.1.0.0/24"}
     subnets.update(fixed)
-    ctl.on_update(bad, fixed)
+    ctl.event_handler().on_update(bad, fixed)
     process()
     assert "bad" in nb.list_logical_switches()
     assert cluster.replaced[0]["spec"]["gateway"] == "10.1.0.1"
@@ -173,11 +174,11 @@ def test_a_subnet_replaced_unseen_with_the_same_spec_is_handled_again() -> None:
         is_leader=lambda: True,
     )
     status_only = {**old, "metadata": {**old["metadata"], "resourceVersion": "8"}, "status": {}}
-    ctl.on_update(old, status_only)
+    ctl.event_handler().on_update(old, status_only)
     assert len(queues.add) == 0  # a status write of the same object: nothing to do
     successor = {**old, "metadata": {**old["metadata"], "uid": "u-2", "resourceVersion": "9"}}
     successor["status"] = {}
-    ctl.on_update(old, successor)
+    ctl.event_handler().on_update(old, successor)
     assert len(queues.add) == 1 and queues.add.get()[0] == "s1"
     for q in queues.all():
         q.shut_down()
@@ -196,9 +197,9 @@ def test_a_security_group_replaced_unseen_with_the_same_spec_is_synced_again() -
         queues=queues,
         is_leader=lambda: True,
     )
-    ctl.on_update(old, {**old, "status": {"portGroup": "ovn.sg.sg1"}})
+    ctl.event_handler().on_update(old, {**old, "status": {"portGroup": "ovn.sg.sg1"}})
     assert len(queues.update) == 0
-    ctl.on_update(old, {**old, "metadata": {"name": "sg1", "uid": "u-2"}})
+    ctl.event_handler().on_update(old, {**old, "metadata": {"name": "sg1", "uid": "u-2"}})
     assert len(queues.update) == 1 and queues.update.get()[0] == "sg1"
     for q in queues.all():
         q.shut_down()
@@ -208,10 +209,14 @@ def test_a_security_group_replaced_unseen_with_the_same_spec_is_synced_again() -
 
 
 def test_namespace_annotations_bound_subnets_sorted_else_default() -> None:
-    default = subnet("ovn-default", "10.16.0.0/16")
+    default = CachedObject.of(subnet("ovn-default", "10.16.0.0/16"))
     subnets = [
-        subnet("zeta", "10.3.0.0/24", namespaces=["a"]),
-        subnet("alpha", "10.2.0.0/24", namespaces=["a", "b"], excludeIps=["10.2.0.10..10.2.0.20"]),
+        CachedObject.of(subnet("zeta", "10.3.0.0/24", namespaces=["a"])),
+        CachedObject.of(
+            subnet(
+                "alpha", "10.2.0.0/24", namespaces=["a", "b"], excludeIps=["10.2.0.10..10.2.0.20"]
+            )
+        ),
     ]
     ann = desired_namespace_annotations("a", subnets, default)
     assert ann[LOGICAL_SWITCH_ANNOTATION] == "alpha,zeta"
@@ -260,7 +265,11 @@ def test_init_ipam_restores_pods_sts_crs_and_nodes_and_survives_bad_data() -> No
         }
     )
     report = init_ipam(
-        config=CONFIG, ipam=ipam, kube=kube, subnets=subnets, ips=ips, pods=pods, nodes=nodes
+        config=CONFIG,
+        ipam=ipam,
+        kube=kube,
+        view=CacheView(ips=ips, pods=pods, nodes=nodes),
+        bootstrapped=subnets,
     )
     assert ipam.get_ip_owner("10.16.0.40", "ovn-default") == "ns/web-0"
     assert ipam.get_ip_owner("10.16.0.5", "ovn-default") == "ns/alive"

@@ -1,0 +1,34 @@
+"""How a `RoutingChange` reads: whether it removes anything (drift, rather than rows that were
+only missing) and a one-line description for the logs."""
+
+from __future__ import annotations
+
+from controller.ovn.api import RoutingChange
+
+
+def removes(change: RoutingChange) -> bool:
+    """Does `change` remove or rewrite anything (rather than only add what was missing)?"""
+    return bool(
+        change.delete_policies
+        or change.delete_src_routes
+        or any(s.delete or s.remove for s in change.sets)
+        or any(not n.external_ip for n in change.nats)
+    )
+
+
+def describe(change: RoutingChange) -> str:
+    parts = []
+    if change.policies:
+        parts.append("write " + ", ".join(f"{p.priority} {p.match}" for p in change.policies))
+    if change.delete_policies:
+        parts.append("drop " + ", ".join(f"{p} {m}" for p, m in change.delete_policies))
+    for s in change.sets:
+        if s.delete:
+            parts.append(f"delete set {s.name}")
+        else:
+            parts.append(f"set {s.name} +{list(s.add)} -{list(s.remove)}")
+    for n in change.nats:
+        parts.append(f"nat {n.type} {n.logical_ip} -> {n.external_ip or '(none)'}")
+    if change.delete_src_routes:
+        parts.append(f"drop src-ip routes {list(change.delete_src_routes)}")
+    return "; ".join(parts)
