@@ -4,6 +4,7 @@ monitoring working: the ServiceMonitor gives the series job="kube-ovn-controller
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import helm_python
 import pytest
@@ -157,7 +158,7 @@ def test_the_service_can_be_left_to_kube_ovns_install(chart: helm_python.Chart) 
     assert "port-forward deployment/kube-ovn-controller" in rendered.notes
 
 
-NOTES_CASES = {
+NOTES_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "service": ({}, "the ovn-nb Service of namespace kube-system (tcp:"),
     "ssl-service": (
         {"ovn": {"ssl": {"enabled": True}}},

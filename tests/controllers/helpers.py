@@ -48,7 +48,7 @@ def raw_pod(
 ) -> dict[str, Any]:
     """A pod on node n1; `deleted_ago` seconds ago it got a deletionTimestamp (with `grace`
     seconds)."""
-    deleting = deleted_ago is not None
+    extra: dict[str, Any] = {"hostNetwork": True} if host_network else {}
     return builders.pod(
         name,
         namespace,
@@ -56,13 +56,15 @@ def raw_pod(
         owner=owner,
         uid=f"uid-{name}",
         deletion_timestamp=(
-            builders.timestamp(NOW - timedelta(seconds=deleted_ago)) if deleting else None
+            None
+            if deleted_ago is None
+            else builders.timestamp(NOW - timedelta(seconds=deleted_ago))
         ),
-        grace_period=grace if deleting else None,
+        grace_period=None if deleted_ago is None else grace,
         node="n1",
         containers=None,
         phase=phase,
-        **({"hostNetwork": True} if host_network else {}),
+        **extra,
     )
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -21,9 +22,9 @@ A_IP, A_MAC = "10.16.0.10", "00:00:00:00:00:0a"
 B_IP, B_MAC = "10.16.0.11", "00:00:00:00:00:0b"
 
 
-def live_pod(w: World, name: str, ip: str, mac: str, **kw: object) -> str:
+def live_pod(w: World, name: str, ip: str, mac: str, **kw: Any) -> str:
     port = w.network(name, ip, mac)
-    w.kube.add_pod(raw_pod(name, annotations=allocated(ip, mac), **kw))  # type: ignore[arg-type]
+    w.kube.add_pod(raw_pod(name, annotations=allocated(ip, mac), **kw))
     return port
 
 

@@ -85,6 +85,7 @@ class World:
     def status(self, name: str) -> None:
         while len(self.queues.status):
             key, _ = self.queues.status.get()
+            assert key is not None
             self.ctl.handle_update_subnet_status(key)
             self.queues.status.done(key)
             self.sync()

@@ -187,7 +187,7 @@ def test_pod_recreated_on_another_node_leaves_through_the_new_node(bed: Net) -> 
     with outside(bed):
         leaves_through(bed, both(old, NODE))
     store = bed.cluster.server.store
-    faults = bed.cluster.server.faults  # type: ignore[union-attr]
+    faults = bed.cluster.emulator.faults
     faults.fail_next(None, 503, resource="pods", verb="list")
     faults.fail_next(None, 503, resource="pods", verb="watch")
     faults.expire_watches("pods")

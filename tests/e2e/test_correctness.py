@@ -9,7 +9,7 @@ import pytest
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, get_or_none, running, wait_for
+from tests.e2e.helpers import annotations_of, get_or_none, running, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -166,7 +166,7 @@ def test_allocation_patch_only_applies_to_the_pod_it_was_computed_for(
     _late_subnet(cluster, "other", "10.92.0.0/24", "10.92.0.1")
     wait_for(lambda: ctl.ipam.has_subnet("other"), message="subnet other in IPAM")
     # the first incarnation's allocation patch is held back at the API server...
-    cluster.server.faults.add_latency(2.0, n=1, verb="patch", resource="pods", name="p")
+    cluster.emulator.faults.add_latency(2.0, n=1, verb="patch", resource="pods", name="p")
     first = store.create("pods", pod("p"))
     wait_for(
         lambda: get_or_none(cluster.server, "ips", None, "p.default"),
@@ -265,13 +265,13 @@ def test_namespace_of_custom_vpc_uses_the_vpc_default_subnet(
     wait_for(lambda: ctl.ipam.has_subnet("vpc1-sub"), message="vpc1-sub in IPAM")
     store.create("namespaces", {"metadata": {"name": "team-v"}})
     wait_for(
-        lambda: annotations(cluster.server, "namespaces", None, "team-v").get(
+        lambda: annotations_of(cluster.server, "namespaces", None, "team-v").get(
             LOGICAL_SWITCH_ANNOTATION
         ),
         message="team-v annotated",
     )
     assert (
-        annotations(cluster.server, "namespaces", None, "team-v")[LOGICAL_SWITCH_ANNOTATION]
+        annotations_of(cluster.server, "namespaces", None, "team-v")[LOGICAL_SWITCH_ANNOTATION]
         == "vpc1-sub"
     )
     store.create("pods", pod("in-vpc", "team-v"))

@@ -21,7 +21,7 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, get_or_none, pod, running, wait_for
+from tests.e2e.helpers import annotations_of, get_or_none, pod, running, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +69,9 @@ def test_subprocess_leader_follower_and_handover(
     wait_for(lambda: holder(cluster) == "proc-leader", timeout=30, message="subprocess leads")
     # the subprocess is the real controller: it annotates namespaces
     wait_for(
-        lambda: annotations(server, "namespaces", None, "default").get(LOGICAL_SWITCH_ANNOTATION),
+        lambda: annotations_of(server, "namespaces", None, "default").get(
+            LOGICAL_SWITCH_ANNOTATION
+        ),
         timeout=30,
         message="leader annotated the default namespace",
     )
@@ -77,7 +79,7 @@ def test_subprocess_leader_follower_and_handover(
     wait_for(lambda: follower.ready()[0], message="follower ready (standing by)")
     server.store.create("pods", pod("p-follow"))
     wait_for(
-        lambda: annotations(server, "pods", "default", "p-follow").get(ALLOCATED_ANNOTATION),
+        lambda: annotations_of(server, "pods", "default", "p-follow").get(ALLOCATED_ANNOTATION),
         timeout=20,
         message="the leader allocated the pod",
     )
@@ -99,12 +101,12 @@ def test_subprocess_leader_follower_and_handover(
     assert holder(cluster) == "controller-b"
     server.store.create("pods", pod("p-after"))
     wait_for(
-        lambda: annotations(server, "pods", "default", "p-after").get(ALLOCATED_ANNOTATION),
+        lambda: annotations_of(server, "pods", "default", "p-after").get(ALLOCATED_ANNOTATION),
         message="the new leader allocated a new pod",
     )
     assert adds(follower) >= 1
-    ip_before = annotations(server, "pods", "default", "p-follow")[IP_ADDRESS_ANNOTATION]
-    ip_after = annotations(server, "pods", "default", "p-after")[IP_ADDRESS_ANNOTATION]
+    ip_before = annotations_of(server, "pods", "default", "p-follow")[IP_ADDRESS_ANNOTATION]
+    ip_after = annotations_of(server, "pods", "default", "p-after")[IP_ADDRESS_ANNOTATION]
     assert ip_before != ip_after  # IPAM was rebuilt from the old leader's annotations
 
 

@@ -27,7 +27,7 @@ from tests.e2e.conftest import Cluster
 from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import (
     NODE,
-    annotations,
+    annotations_of,
     audit_clean,
     get_or_none,
     http_get,
@@ -68,10 +68,10 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
     assert ctl.ipam.get_ip_owner(ip, "ovn-default") == f"{NS}/web"
 
     # item 2: once scheduled, a src-ip route to the node's join address and routed=true
-    node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    node_ip = annotations_of(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
     cluster.server.store.patch("pods", NS, "web", {"spec": {"nodeName": NODE}})
     wait_for(
-        lambda: annotations(cluster.server, "pods", NS, "web").get(ROUTED_ANNOTATION) == "true",
+        lambda: annotations_of(cluster.server, "pods", NS, "web").get(ROUTED_ANNOTATION) == "true",
         message="pod routed",
     )
 
@@ -159,7 +159,7 @@ def test_static_addresses_and_their_errors(
         lambda: events(cluster, "netaddr", "ValidatePodNetworkFailed"), message="validate event"
     )
     for name in ("clash", "outside", "netaddr"):
-        assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, name)
+        assert ALLOCATED_ANNOTATION not in annotations_of(cluster.server, "pods", NS, name)
         assert cluster.nb.get_port(f"{name}.{NS}") is None
     # the refused pods are the audit's only findings, each with its Event's reason (read with
     # an admin's kubeconfig: the controller's ServiceAccount may not list Events)

@@ -4,6 +4,8 @@ start-up gc), allocates the new pods, and no address is held twice."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from controller.app import Controller
@@ -15,7 +17,7 @@ from tests.e2e.helpers import (
     HANDMADE_STS,
     NODE,
     allocated_pods,
-    annotations,
+    annotations_once,
     audit_clean,
     pod,
     running,
@@ -65,7 +67,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
     before = wait_for(lambda: all_allocated(cluster, {"p1", "p2", "p3", "p4"}), message="pods")
     for routed in ("p1", "p4"):
         wait_for(
-            lambda r=routed: annotations(cluster.server, "pods", NS, r).get(ROUTED_ANNOTATION),
+            partial(annotations_once, cluster.server, "pods", NS, routed, ROUTED_ANNOTATION),
             message=f"{routed} routed",
         )
     first.stop()

@@ -60,8 +60,10 @@ def test_pods_on_a_lost_node_are_cleaned_up_after_their_grace_period(
     started = time.monotonic()
     for name in names:
         store.delete("pods", NS, name)  # deletionTimestamp set; nobody ever confirms
+    pods = ctl.pod_controller
+    assert pods is not None
     wait_for(
-        lambda: set(ctl.pod_controller.pending_deletes()) == {f"{NS}/{n}" for n in names},
+        lambda: set(pods.pending_deletes()) == {f"{NS}/{n}" for n in names},
         message="the terminating pods are pending",
     )
     if time.monotonic() - started < GRACE - 0.5:
@@ -92,7 +94,9 @@ def test_a_pod_removed_within_its_grace_period_is_cleaned_up_at_once(
     store.create("pods", pod("quick", grace=300))
     ip = allocated(cluster, "quick")[IP_ADDRESS_ANNOTATION]
     store.delete("pods", NS, "quick")
-    wait_for(lambda: f"{NS}/quick" in ctl.pod_controller.pending_deletes(), message="pending")
+    pods = ctl.pod_controller
+    assert pods is not None
+    wait_for(lambda: f"{NS}/quick" in pods.pending_deletes(), message="pending")
     lsp(cluster, f"quick.{NS}")  # 300 s of grace left: the port stays
     store.finalize_delete("pods", NS, "quick")  # the kubelet confirms: no need to wait
     released(ctl, cluster, "quick", ip)  # well within wait_for's deadline, far below 300 s

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -31,9 +31,8 @@ from controller.config import parse_args
 from controller.kube.client import KubeClient, load_api_client
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.apiserver.store import ObjectStore
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, allocated_pods, pod, wait_for
+from tests.e2e.helpers import NODE, Store, allocated_pods, pod, wait_for
 
 NS = "default"
 SETTLE_TIMEOUT = 30.0
@@ -50,7 +49,7 @@ class Burst:
 
 
 def run_burst(
-    store: ObjectStore,
+    store: Store,
     *,
     fault: Callable[[], None] | None = None,
     after: Callable[[], None] | None = None,
@@ -180,7 +179,7 @@ def wait_settled(
     return last
 
 
-def assert_burst_converged(store: ObjectStore, burst: Burst) -> None:
+def assert_burst_converged(store: Store, burst: Burst) -> None:
     """Every pod the burst left alive is allocated, with an address of its own."""
     ips = allocated_pods(store)
     missing = burst.alive - set(ips)
@@ -192,7 +191,7 @@ def assert_burst_converged(store: ObjectStore, burst: Burst) -> None:
     assert not twice, f"addresses annotated twice: {twice}"
 
 
-def assert_ipam_released(ipam_of: Callable[[str], list[object]], burst: Burst) -> None:
+def assert_ipam_released(ipam_of: Callable[[str], Sequence[object]], burst: Burst) -> None:
     """In-memory IPAM (of an in-process controller) holds every alive pod and no deleted one."""
     leaked = sorted(n for n in burst.deleted if ipam_of(f"{NS}/{n}"))
     assert not leaked, f"IPAM still holds deleted pods: {leaked}"
@@ -216,7 +215,7 @@ def nb_failures(registry: CollectorRegistry) -> float:
 LEASE = ("kube-system", "kube-ovn-controller")
 
 
-def wait_lease_renewed(store: ObjectStore, identity: str, timeout: float = 20.0) -> None:
+def wait_lease_renewed(store: Store, identity: str, timeout: float = 20.0) -> None:
     """Wait until `identity`, holding the controller's Lease, writes it again (a renewal after
     whatever happened before the call)."""
     before = store.get("leases", *LEASE)["metadata"]["resourceVersion"]

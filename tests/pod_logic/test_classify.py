@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -56,7 +57,7 @@ def never() -> bool:
         ({"deletion_timestamp": NOW - timedelta(days=1)}, True),  # no grace field: kube-ovn alive
     ],
 )
-def test_is_pod_alive(fields: dict[str, object], alive: bool) -> None:
+def test_is_pod_alive(fields: dict[str, Any], alive: bool) -> None:
     assert pl.is_pod_alive(pod(**fields), NOW) is alive
 
 
@@ -168,7 +169,7 @@ def test_append_check_pod_to_del_errors() -> None:
 
 # --- enqueue decisions -----------------------------------------------------------------------
 
-DEAD = {"phase": "Failed", "restart_policy": "Never"}
+DEAD: dict[str, Any] = {"phase": "Failed", "restart_policy": "Never"}
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ class Candidate:
         identity: str,
         clock: FakeClock,
         seed: int,
+        *,
         lock: FakeLock | None = None,
         **config: Any,
     ) -> None:
@@ -67,7 +68,11 @@ def server() -> LeaseServer:
 
 
 # kube-ovn v1.12+'s timings (the generic behaviour is the same for v1.8's 15/10/2, the default)
-KUBE_OVN_V112 = {"lease_duration": 30.0, "renew_deadline": 20.0, "retry_period": 6.0}
+KUBE_OVN_V112: dict[str, Any] = {
+    "lease_duration": 30.0,
+    "renew_deadline": 20.0,
+    "retry_period": 6.0,
+}
 
 
 @pytest.fixture
