@@ -31,6 +31,7 @@ from controller.config import parse_args
 from controller.kube.client import KubeClient, load_api_client
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.testing import wait as waiting
 from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import NODE, Store, allocated_pods, pod, wait_for
 
@@ -163,20 +164,20 @@ def wait_settled(
     Fails with the last rendered report when the deadline passes. With `burst`, the pods the
     audit saw allocated must also be exactly the burst's alive ones (a pod the controller never
     saw would otherwise pass as "nothing to check")."""
-    deadline = time.monotonic() + timeout
     last: AuditReport | str = "no audit ran"
     streak = 0
-    while time.monotonic() < deadline:
+
+    def settled_twice() -> AuditReport | None:
+        nonlocal last, streak
         last = auditor.report()
         streak = streak + 1 if isinstance(last, AuditReport) and last.settled else 0
-        if streak >= 2:
-            break
-        time.sleep(0.3)
-    else:
+        return last if streak >= 2 and isinstance(last, AuditReport) else None
+
+    try:
+        return waiting.wait_for(settled_twice, timeout, "the audit settled", interval=0.3)
+    except waiting.WaitTimeout:
         rendered = last if isinstance(last, str) else last.render()
-        raise AssertionError(f"not settled after {timeout}s:\n{rendered}")
-    assert isinstance(last, AuditReport)
-    return last
+        raise AssertionError(f"not settled after {timeout}s:\n{rendered}") from None
 
 
 def assert_burst_converged(store: Store, burst: Burst) -> None:

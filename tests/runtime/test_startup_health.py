@@ -15,6 +15,7 @@ from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
 from controller.runtime.startup import StartupError, human_reason, wait_until_reachable
 from controller.testing.clock import FakeClock
+from controller.testing.wait import wait_for
 
 MAX_RETRY = KubeUnavailableError(
     0,
@@ -148,12 +149,11 @@ def test_stuck_worker_reads_the_longest_running_processor() -> None:
         item, _ = queue.get()
         assert item is not None
         clock.step(400)
-        wait_gauge = 0.0
-        for _ in range(200):  # the queue's own loop refreshes the gauge every 500 ms
-            _, wait_gauge = stuck_worker(registry, ["AddPod", "AddNode"])
-            if wait_gauge >= 400:
-                break
-            threading.Event().wait(0.05)
+        # the queue's own loop (a thread) refreshes the gauge after the step
+        wait_for(
+            lambda: stuck_worker(registry, ["AddPod", "AddNode"])[1] >= 400,
+            message="the unfinished-work gauge refreshed",
+        )
         name, seconds = stuck_worker(registry, ["AddPod", "AddNode"])
         assert name == "AddPod"
         assert seconds == pytest.approx(400, abs=1)
