@@ -21,7 +21,7 @@ from controller.testing.builders import node, subnet
 from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
-from tests.controllers.test_support import RecordingCluster
+from tests.controllers.helpers import RecordingCluster
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -60,7 +60,7 @@ class World:
             subnets=self.subnets,
             vpcs=Indexer(),
             kube=self.kube,
-            cluster=self.cluster,  # type: ignore[arg-type]
+            cluster=self.cluster,
             nb=self.nb,
             ipam=IPAM(),
             recorder=self.recorder,

@@ -126,6 +126,25 @@ def virtual_machine(cluster: Cluster, name: str, namespace: str = NS) -> dict[st
     }
 
 
+def formatted_subnet(cluster: Cluster, name: str, cidr: str, gateway: str) -> None:
+    """A subnet as kube-ovn's own subnet controller leaves it: formatted spec, switch created."""
+    cluster.server.store.create(
+        "subnets",
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "cidrBlock": cidr,
+                "gateway": gateway,
+                "excludeIps": [gateway],
+                "protocol": "IPv4",
+                "provider": "ovn",
+                "vpc": "ovn-cluster",
+            },
+        },
+    )
+    cluster.nb.ensure_logical_switch(name, "ovn-cluster", cidr, gateway, {})
+
+
 def subnet(
     cluster: Cluster,
     ctl: Controller,

@@ -387,3 +387,31 @@ def test_classify_add_schedules_the_cleanup_of_a_terminating_pod() -> None:
     )
     # the StatefulSet still wants this ordinal: the network stays, the pod is handled as usual
     assert add(terminating(sts_pod, 12), owner_gone=False).action is PodAction.ADD
+
+
+def test_needs_add_after_edit() -> None:
+    old = pod("p", annotations={"ovn.kubernetes.io/ip_address": "bad"})
+    fixed = pod("p", annotations={"ovn.kubernetes.io/ip_address": "10.16.0.9"})
+    assert pl.needs_add_after_edit(old, fixed, NOW)
+    assert not pl.needs_add_after_edit(fixed, fixed, NOW)  # nothing changed
+    allocated = pod("p", annotations={"ovn.kubernetes.io/allocated": "true", "x": "y"})
+    assert not pl.needs_add_after_edit(fixed, allocated, NOW)  # our own patch
+    attached = pod("p", annotations={"n.ns.ovn.kubernetes.io/allocated": "true"})
+    assert not pl.needs_add_after_edit(fixed, attached, NOW)
+    dead = pod("p", annotations={"a": "b"}, phase="Failed", restart_policy="Never")
+    assert not pl.needs_add_after_edit(old, dead, NOW)
+    terminating = pod("p", annotations={"a": "b"}, deletion_timestamp=NOW)
+    assert not pl.needs_add_after_edit(old, terminating, NOW)
+    host = pod("p", annotations={"a": "b"}, host_network=True)
+    assert not pl.needs_add_after_edit(old, host, NOW)
+    # Inspection cleared an attachment's mark while the default network stays allocated.
+    both = pod(
+        "p",
+        annotations={
+            "ovn.kubernetes.io/allocated": "true",
+            "n.ns.ovn.kubernetes.io/allocated": "true",
+        },
+    )
+    default_only = pod("p", annotations={"ovn.kubernetes.io/allocated": "true"})
+    assert pl.needs_add_after_edit(both, default_only, NOW)
+    assert not pl.needs_add_after_edit(default_only, both, NOW)

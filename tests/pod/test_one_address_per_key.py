@@ -1,4 +1,4 @@
-"""Correctness regressions of the pod controller's flows, on the in-memory fakes: every error
+"""One address per key through the pod controller's flows, on the in-memory fakes: every error
 path after an allocation undoes it, and the keep rules never hold two addresses for one key."""
 
 from __future__ import annotations
