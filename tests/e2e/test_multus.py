@@ -4,7 +4,7 @@ the informer cache; an OVN-type attachment gets provider `<nad>.<ns>.ovn`, its o
 annotations and IP CR; an IPAM-only attachment gets annotations and an IP CR but no LSP; the
 default-network override replaces the `ovn` network; the same subnet twice and a malformed
 selection annotation are Warning Events; a pod whose NAD appears later converges.
-Inspection and gc cover attachment ports too (item 11)."""
+Inspection and gc cover attachment ports too."""
 
 from __future__ import annotations
 

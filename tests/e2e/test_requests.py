@@ -1,5 +1,5 @@
-"""What one new pod costs the API server and the NB, end to end (regression guards for the
-per-pod work bench/e2e measures): requests counted from the emulator's request log."""
+"""What one new pod costs the API server and the NB, end to end (bounds on the per-pod work
+bench/e2e measures): requests counted from the emulator's request log."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checklist item 11: a restart converges. Pods are created and deleted while no controller runs;
+"""A restart converges. Pods are created and deleted while no controller runs;
 the next one rebuilds IPAM from annotations, collects what the deleted pods left behind (the
 start-up gc), allocates the new pods, and no address is held twice."""
 
@@ -131,7 +131,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
 def test_statefulset_pod_keeps_its_address_across_a_restart(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    # item 6 (restart part): InitIPAM restores the sts address from the IP CR
+    # InitIPAM restores a StatefulSet pod's address from its IP CR
     store = cluster.server.store
     sts = store.create(
         "statefulsets",

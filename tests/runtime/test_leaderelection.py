@@ -291,7 +291,7 @@ class HangingLock(FakeLock):
 def test_a_hanging_renewal_cannot_keep_the_leadership_past_the_hold(
     server: LeaseServer, clock: FakeClock
 ) -> None:
-    # fails before: the loss was noticed only when the hanging request returned
+    # the hold ends the leadership on the clock, not when the hanging request returns
     lock = HangingLock(server, "a")
     c = Candidate(server, "a", clock, 0, lock=lock)  # kube-ovn v1.8's timings: a 12 s hold
     c.thread.start()
