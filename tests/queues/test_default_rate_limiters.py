@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from controller.queues import (
@@ -162,6 +164,8 @@ def test_default_controller_rate_limiter() -> None:
         (lambda: WithMaxWaitRateLimiter(default_item_based_rate_limiter(), -1), ValueError),
     ],
 )
-def test_bad_parameters_are_clear_errors(build: object, error: type[Exception]) -> None:
+def test_bad_parameters_are_clear_errors(
+    build: Callable[[], object], error: type[Exception]
+) -> None:
     with pytest.raises(error):
-        build()  # type: ignore[operator]
+        build()
