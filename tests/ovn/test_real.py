@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,15 +37,14 @@ def setup(nb: OvsdbappNbClient) -> None:
     nb.ensure_logical_switch(LS, LR, "10.16.0.0/16", "10.16.0.1", {})
 
 
-def eventually(fn: Callable[[], object], deadline_s: float) -> object:
-    """Retry fn until it stops raising OvnError, or re-raise after the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        try:
-            return fn()
-        except OvnError:
-            if time.monotonic() > deadline:
-                raise
+def eventually(fn: Callable[[], object], deadline_s: float) -> None:
+    """Retry fn until it stops raising OvnError; fail after the deadline with the last one."""
+
+    def succeeded() -> bool:
+        fn()
+        return True
+
+    wait_for(succeeded, deadline_s, "the call to succeed", tolerate=(OvnError,))
 
 
 def outcome_within(fn: Callable[[], object], deadline: float) -> BaseException | None:
