@@ -123,6 +123,7 @@ def _fast_tier_starts_no_process(request: pytest.FixtureRequest) -> Iterator[Non
             "(or a fixture tests/conftest.py knows starts one)"
         )
 
+    # the guard swaps the constructor for the test's duration (hence the ignores)
     subprocess.Popen.__init__ = refuse  # type: ignore[method-assign]
     try:
         yield

@@ -361,6 +361,19 @@ class FakeKubeApi:
                 self.subnets, "subnets.kubeovn.io", name, {"status": dict(status_patch)}
             )
 
+    def update_security_group_status(
+        self, name: str, status_patch: Mapping[str, Any]
+    ) -> KubeObject:
+        """`KubeClient.update_security_group_status`: a merge patch of the status."""
+        with self._lock:
+            self._enter("update_security_group_status", name)
+            return self._merge_patch(
+                self.security_groups,
+                "security-groups.kubeovn.io",
+                name,
+                {"status": dict(status_patch)},
+            )
+
     # --- namespaces and nodes -------------------------------------------------------------------
     def annotate_namespace(self, name: str, annotations: Mapping[str, str | None]) -> KubeObject:
         patch = annotation_merge_patch(annotations)

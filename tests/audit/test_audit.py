@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -72,8 +73,8 @@ def _annotate(c: Cluster, key: str, **changes: str) -> None:
     c.pods[key] = dataclasses.replace(pod, annotations=FrozenDict(annotations))
 
 
-def _set_port(c: Cluster, name: str, **changes: object) -> None:
-    c.ports[name] = dataclasses.replace(c.ports[name], **changes)  # type: ignore[arg-type]
+def _set_port(c: Cluster, name: str, **changes: Any) -> None:
+    c.ports[name] = dataclasses.replace(c.ports[name], **changes)
 
 
 def gateway_wrong(c: Cluster) -> None:

@@ -74,7 +74,12 @@ def test_an_add_before_any_replace_counts_as_populated() -> None:
 
 def test_transformer_skips_tombstones() -> None:
     calls: list[Any] = []
-    fifo = RealFIFO(transformer=lambda o: calls.append(o) or o)
+
+    def transformer(obj: Any) -> Any:
+        calls.append(obj)
+        return obj
+
+    fifo = RealFIFO(transformer=transformer)
     fifo.add(make_pod("a"))
     fifo.delete(DeletedFinalStateUnknown("default/a", None))
     fifo.resync()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -77,13 +76,15 @@ class Informer:
 
     def drive(self, pred: Callable[[], bool], timeout: float = 10.0) -> None:
         """Step virtual time whenever the informer waits on it, until `pred` holds."""
-        deadline = time.monotonic() + timeout
-        while not pred():
-            assert time.monotonic() < deadline, "condition not reached"
+
+        def reached() -> bool:
+            if pred():
+                return True
             if self.clock.waiters():
                 self.clock.step(1.0)
-            else:
-                time.sleep(0.002)
+            return False
+
+        wait_for(reached, timeout, "condition reached", interval=0.002)
 
     @property
     def reflector(self) -> Any:

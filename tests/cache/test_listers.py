@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from controller.cache import Indexer, Lister, NotInCacheError, SelectorError
 from controller.cache.labels import parse
+from controller.cache.listers import SelectorLike
 from tests.cache.fakes import make_pod
 
 
@@ -17,7 +20,7 @@ def lister() -> Lister:
     return Lister(indexer, "pod")
 
 
-def _names(objs: list[dict]) -> list[str]:  # type: ignore[type-arg]
+def _names(objs: list[dict[str, Any]]) -> list[str]:
     return sorted(o["metadata"]["name"] for o in objs)
 
 
@@ -45,7 +48,9 @@ def test_get_and_not_found(lister: Lister) -> None:
         ("app==db", None, ["b"]),
     ],
 )
-def test_list_with_selectors(lister: Lister, selector, namespace, expected) -> None:  # type: ignore[no-untyped-def]
+def test_list_with_selectors(
+    lister: Lister, selector: SelectorLike, namespace: str | None, expected: list[str]
+) -> None:
     assert _names(lister.list(selector, namespace)) == expected
 
 

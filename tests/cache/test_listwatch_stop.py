@@ -17,7 +17,7 @@ from controller.cache.listwatch import WatchOptions
 from controller.sandbox.apiserver.server import ApiServer
 from controller.testing.wait import wait_for
 
-ROUNDS = 10  # the race is timing-dependent; it showed on the first round before the fix
+ROUNDS = 10  # the race is timing-dependent: several rounds give it the chance to show
 
 
 @pytest.fixture

@@ -110,7 +110,9 @@ def test_paginated_initial_list() -> None:
         assert len(names) == 1200 and rv == "1300"
 
 
-def test_expired_continue_token_falls_back_to_one_full_list() -> None:
+def test_expired_continue_token_falls_back_to_one_full_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     lw = FakeListerWatcher()
     for i in range(600):
         lw.create(make_pod(f"p{i:04d}"))
@@ -121,7 +123,7 @@ def test_expired_continue_token_falls_back_to_one_full_list() -> None:
             lw.expire_continue_tokens()
         return original_list(options)
 
-    lw.list = list_expiring  # type: ignore[method-assign]
+    monkeypatch.setattr(lw, "list", list_expiring)
     with Harness(lw) as h:
         h.wait_watching()
         assert lw.list_calls[-1] == ListOptions(resource_version="0", limit=0)

@@ -173,7 +173,11 @@ def test_late_handler_gets_the_current_cache_first(running: Running) -> None:
 def test_slow_handler_does_not_block_others(running: Running) -> None:
     gate = threading.Event()
     fast = RecordingHandler()
-    running.informer.add_event_handler(on_add=lambda obj: gate.wait(10))
+
+    def slow(obj: object) -> None:
+        gate.wait(10)
+
+    running.informer.add_event_handler(on_add=slow)
     running.informer.add_event_handler(fast)
     running.start()
     for i in range(50):
@@ -264,7 +268,8 @@ def test_managed_fields_are_stripped_on_ingest(running: Running) -> None:
     pod["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     running.lw.create(pod)
     running.start().synced()
-    assert "managedFields" not in running.informer.indexer.get_by_key("default/m")["metadata"]
+    stored = running.informer.indexer.get_by_key("default/m")
+    assert stored is not None and "managedFields" not in stored["metadata"]
 
 
 def test_wait_for_cache_sync_times_out_and_honours_stop(lw: FakeListerWatcher) -> None:

@@ -32,7 +32,8 @@ def indexer() -> Indexer:
 
 def test_add_get_update_delete(indexer: Indexer) -> None:
     indexer.add(_pod("a", node="n1", rv="5"))
-    assert indexer.get_by_key("default/a")["spec"]["nodeName"] == "n1"  # type: ignore[index]
+    stored = indexer.get_by_key("default/a")
+    assert stored is not None and stored["spec"]["nodeName"] == "n1"
     assert indexer.resource_version == "5"
     indexer.update(_pod("a", node="n2", rv="6"))
     assert indexer.index_keys("node", "n1") == []
@@ -84,5 +85,6 @@ def test_failing_index_function_leaves_store_unchanged(indexer: Indexer) -> None
     broken = {"metadata": {"name": "a", "namespace": "default"}, "spec": None}
     with pytest.raises((TypeError, AttributeError)):
         indexer.update(broken)
-    assert indexer.get_by_key("default/a")["spec"]["nodeName"] == "n1"  # type: ignore[index]
+    stored = indexer.get_by_key("default/a")
+    assert stored is not None and stored["spec"]["nodeName"] == "n1"
     assert indexer.index_keys("node", "n1") == ["default/a"]

@@ -10,6 +10,7 @@ message or the top-level message only on a Timeout.
 
 from __future__ import annotations
 
+import builtins
 import json
 import random
 import threading
@@ -137,7 +138,7 @@ class RecordingListWatch:
     def watch(self, options: WatchOptions) -> Watcher:
         return self.inner.watch(options)
 
-    def list_rvs(self) -> list[str]:
+    def list_rvs(self) -> builtins.list[str]:  # `list` here is the method above
         with self.lock:
             return [c.resource_version for c in self.list_calls]
 

@@ -4,6 +4,7 @@ monitoring working: the ServiceMonitor gives the series job="kube-ovn-controller
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import helm_python
 import pytest
@@ -103,7 +104,7 @@ def test_image_base_is_pinned_by_digest_and_has_the_c_json_parser() -> None:
 
 
 def test_deployment_and_pods_carry_kube_ovns_names(default_render: Rendered) -> None:
-    # fails before: the Deployment was <release>-kube-ovn-pod-controller, its pods had no `app`
+    # kubectl-ko and kube-ovn's Service look for these names and the `app` label
     deployment = default_render.one("Deployment")
     assert deployment["metadata"]["name"] == kube_ovn.CONTROLLER  # kubectl-ko checkDeployment
     labels = deployment["spec"]["template"]["metadata"]["labels"]
@@ -115,7 +116,7 @@ def test_deployment_and_pods_carry_kube_ovns_names(default_render: Rendered) -> 
 
 
 def test_kube_ovns_service_and_service_monitor_select_the_pods(default_render: Rendered) -> None:
-    # fails before: kube-ovn's Service (selector app=kube-ovn-controller) had no endpoints
+    # kube-ovn's Service (selector app=kube-ovn-controller) must find our pods as endpoints
     pod = default_render.one("Deployment")["spec"]["template"]
     theirs = kube_ovn.service()
     assert kube_ovn.selects(theirs["spec"]["selector"], pod["metadata"]["labels"])
@@ -157,7 +158,7 @@ def test_the_service_can_be_left_to_kube_ovns_install(chart: helm_python.Chart) 
     assert "port-forward deployment/kube-ovn-controller" in rendered.notes
 
 
-NOTES_CASES = {
+NOTES_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "service": ({}, "the ovn-nb Service of namespace kube-system (tcp:"),
     "ssl-service": (
         {"ovn": {"ssl": {"enabled": True}}},
@@ -177,7 +178,7 @@ NOTES_CASES = {
 
 @pytest.mark.parametrize("case", list(NOTES_CASES))
 def test_notes_say_where_the_controller_connects(chart: helm_python.Chart, case: str) -> None:
-    # fails before: with ovn.dbIps set the notes named the ovn-nb Service
+    # with ovn.dbIps set the controller connects to those addresses, not the ovn-nb Service
     values, expected = NOTES_CASES[case]
     notes = render(chart, values).notes
     assert expected in notes, notes
@@ -186,7 +187,7 @@ def test_notes_say_where_the_controller_connects(chart: helm_python.Chart, case:
 
 
 def test_notes_list_every_crd_the_chart_installs(default_render: Rendered) -> None:
-    # fails before: security-groups (and the two kube-ovn CRDs) were missing from the list
+    # security-groups and the two kube-ovn CRDs are in the list too
     notes = " ".join(default_render.notes.split())
     crds = sorted(
         c["spec"]["names"]["plural"] for c in default_render.of_kind("CustomResourceDefinition")

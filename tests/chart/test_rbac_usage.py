@@ -45,7 +45,7 @@ from controller.core.constants import (
 from controller.sandbox.apiserver.faults import RequestRecord
 from tests.chart.helpers import CLUSTER, NAMESPACE, Permission, Rendered, rbac_permissions
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
-from tests.e2e.helpers import NODE, annotations, get_or_none, node, pod, wait_for
+from tests.e2e.helpers import NODE, annotations_of, get_or_none, node, pod, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -89,11 +89,11 @@ def _record(into: set[Use], lock: threading.Lock, rec: RequestRecord) -> None:
 
 
 def _allocated(cluster: Cluster, name: str, ns: str = NS) -> bool:
-    return annotations(cluster.server, "pods", ns, name).get(ALLOCATED_ANNOTATION) == "true"
+    return annotations_of(cluster.server, "pods", ns, name).get(ALLOCATED_ANNOTATION) == "true"
 
 
 def _routed(cluster: Cluster, name: str) -> bool:
-    return annotations(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
+    return annotations_of(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
 
 
 def _gone(cluster: Cluster, resource: str, namespace: str | None, name: str) -> bool:
@@ -168,7 +168,7 @@ def _exercise(cluster: Cluster, sts: dict[str, Any], vm: dict[str, Any]) -> None
     )
     wait_for(
         lambda: (
-            annotations(cluster.server, "namespaces", None, NS).get(LOGICAL_SWITCH_ANNOTATION)
+            annotations_of(cluster.server, "namespaces", None, NS).get(LOGICAL_SWITCH_ANNOTATION)
             == "apps-net"
         ),
         message="namespace bound",
@@ -188,7 +188,9 @@ def _exercise(cluster: Cluster, sts: dict[str, Any], vm: dict[str, Any]) -> None
     )
     # a node comes and goes
     store.create("nodes", node("node2", "172.18.0.3"))
-    wait_for(lambda: annotations(cluster.server, "nodes", None, "node2").get(IP_ADDRESS_ANNOTATION))
+    wait_for(
+        lambda: annotations_of(cluster.server, "nodes", None, "node2").get(IP_ADDRESS_ANNOTATION)
+    )
     store.delete("nodes", None, "node2")
     wait_for(partial(_gone, cluster, "ips", None, "node-node2"), message="node IP CR gone")
 
@@ -216,7 +218,7 @@ def _exercise(cluster: Cluster, sts: dict[str, Any], vm: dict[str, Any]) -> None
     wait_for(lambda: cluster.nb.get_port(f"vm1.{NS}"), message="the VM's port")
 
     # a pod refused until its address is free: Event created, then its count patched
-    taken = annotations(cluster.server, "pods", NS, "web")[IP_ADDRESS_ANNOTATION]
+    taken = annotations_of(cluster.server, "pods", NS, "web")[IP_ADDRESS_ANNOTATION]
     store.create("pods", pod("clash", NS, annotations={IP_ADDRESS_ANNOTATION: taken}))
     wait_for(lambda: _event_count(cluster, "clash") >= 2, message="the clash event repeated")
 
@@ -292,7 +294,7 @@ def recorded() -> Iterator[Recorded]:
     flags = ("--keep-vm-ip=true", "--gc-interval=0.5")
     with open_cluster() as cluster:
         sts, vm = _seed(cluster)
-        cluster.server.add_request_hook(partial(_record, uses, lock))
+        cluster.emulator.add_request_hook(partial(_record, uses, lock))
         controller = launch_controller(cluster, *flags)
         try:
             wait_for(controller.workers_started.is_set, message="workers started")
@@ -302,7 +304,7 @@ def recorded() -> Iterator[Recorded]:
             controller.stop()
         assert controller.wait(15) == 0
         # a second run (a new leader) that finds neither API served at start-up
-        cluster.server.faults.fail_next(2, status=404, verb="discovery")
+        cluster.emulator.faults.fail_next(2, status=404, verb="discovery")
         controller = launch_controller(cluster, *flags, identity="controller-b")
         try:
             wait_for(controller.workers_started.is_set, message="second controller started")
@@ -314,7 +316,7 @@ def recorded() -> Iterator[Recorded]:
         with lock:
             # the tests write through the store in-process: the controllers were the only
             # clients, so the emulator's own tally agrees with the hook's
-            assert {(u.group, u.resource, u.verb) for u in uses} == cluster.server.verbs_used()
+            assert {(u.group, u.resource, u.verb) for u in uses} == cluster.emulator.verbs_used()
             yield Recorded(set(uses))
 
 

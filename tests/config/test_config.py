@@ -56,7 +56,7 @@ def test_defaults_match_kube_ovn() -> None:
 def test_config_is_frozen() -> None:
     cfg = parse()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        cfg.worker_num = 5  # type: ignore[misc]
+        cfg.worker_num = 5  # type: ignore[misc]  # frozen on purpose
 
 
 @pytest.mark.parametrize(

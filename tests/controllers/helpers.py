@@ -8,13 +8,14 @@ update leave behind for one pod network: an IPAM hold, the LSP, the IP CR and a 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from controller.cache import Indexer
-from controller.config import Config
+from controller.config import Config, parse_args
 from controller.controllers.gc import GarbageCollector, KeyLock
 from controller.controllers.node import node_ip_cr
 from controller.core.naming import pod_name_to_port_name
@@ -33,6 +34,42 @@ JOIN = "join"
 NODE_IP = "100.64.0.2"
 
 STS_OWNER = ("apps/v1", "StatefulSet", "web")
+#: A controller's flags for the handler tests: no leader election.
+CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
+
+
+def indexer(*objs: dict[str, Any]) -> Indexer:
+    """A cache holding `objs`."""
+    idx = Indexer()
+    for obj in objs:
+        idx.add(obj)
+    return idx
+
+
+class RecordingCluster:
+    """A `ClusterApi` for the subnet handlers: records the Subnets written back (the one call
+    they make); the Vpc and discovery calls are not theirs and fail the test."""
+
+    def __init__(self) -> None:
+        self.replaced: list[dict[str, Any]] = []
+
+    def replace_subnet(self, subnet: Mapping[str, Any]) -> dict[str, Any]:
+        self.replaced.append(dict(subnet))
+        return dict(subnet)
+
+    def get_vpc(self, name: str) -> dict[str, Any] | None:
+        raise AssertionError("the subnet handlers read no Vpc")
+
+    def create_vpc(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        raise AssertionError("the subnet handlers create no Vpc")
+
+    def replace_vpc_status(
+        self, vpc: Mapping[str, Any], status: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        raise AssertionError("the subnet handlers write no Vpc status")
+
+    def api_group_exists(self, group: str, version: str) -> bool:
+        raise AssertionError("the subnet handlers need no discovery")
 
 
 def raw_pod(
@@ -48,7 +85,7 @@ def raw_pod(
 ) -> dict[str, Any]:
     """A pod on node n1; `deleted_ago` seconds ago it got a deletionTimestamp (with `grace`
     seconds)."""
-    deleting = deleted_ago is not None
+    extra: dict[str, Any] = {"hostNetwork": True} if host_network else {}
     return builders.pod(
         name,
         namespace,
@@ -56,13 +93,15 @@ def raw_pod(
         owner=owner,
         uid=f"uid-{name}",
         deletion_timestamp=(
-            builders.timestamp(NOW - timedelta(seconds=deleted_ago)) if deleting else None
+            None
+            if deleted_ago is None
+            else builders.timestamp(NOW - timedelta(seconds=deleted_ago))
         ),
-        grace_period=grace if deleting else None,
+        grace_period=None if deleted_ago is None else grace,
         node="n1",
         containers=None,
         phase=phase,
-        **({"hostNetwork": True} if host_network else {}),
+        **extra,
     )
 
 

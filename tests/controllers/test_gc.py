@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
 from controller.apiclient.errors import KubeApiError
 from controller.ovn.api import OvnTimeoutError
+from controller.testing.wait import wait_for
 from tests.cache.fakes import FakeClock
 from tests.controllers.helpers import LR, STS_OWNER, World, allocated, raw_pod
 
@@ -21,9 +22,9 @@ A_IP, A_MAC = "10.16.0.10", "00:00:00:00:00:0a"
 B_IP, B_MAC = "10.16.0.11", "00:00:00:00:00:0b"
 
 
-def live_pod(w: World, name: str, ip: str, mac: str, **kw: object) -> str:
+def live_pod(w: World, name: str, ip: str, mac: str, **kw: Any) -> str:
     port = w.network(name, ip, mac)
-    w.kube.add_pod(raw_pod(name, annotations=allocated(ip, mac), **kw))  # type: ignore[arg-type]
+    w.kube.add_pod(raw_pod(name, annotations=allocated(ip, mac), **kw))
     return port
 
 
@@ -490,10 +491,12 @@ def test_run_passes_every_interval_on_the_injected_clock() -> None:
     t.start()
 
     def settled(runs: float) -> None:
-        deadline = time.monotonic() + 10
-        while not (clock.waiters() == 1 and w.runs_metric() == runs):
-            assert time.monotonic() < deadline, "gc loop did not settle"
-            time.sleep(0.001)
+        wait_for(
+            lambda: clock.waiters() == 1 and w.runs_metric() == runs,
+            10,
+            f"the gc loop parked on the clock after {runs} passes",
+            interval=0.001,
+        )
 
     settled(0)
     assert port in w.ports()

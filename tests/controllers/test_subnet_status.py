@@ -22,7 +22,7 @@ from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from controller.view import CachedObject
-from tests.controllers.test_support import RecordingCluster
+from tests.controllers.helpers import RecordingCluster
 
 CONFIG = parse_args(["--ovn-nb-addr=tcp:127.0.0.1:6641", "--leader-elect=false"], {})
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -61,7 +61,7 @@ class World:
             subnets=self.subnets,
             vpcs=Indexer(),
             kube=self.kube,
-            cluster=self.cluster,  # type: ignore[arg-type]
+            cluster=self.cluster,
             nb=self.nb,
             ipam=IPAM(),
             recorder=self.recorder,
@@ -86,6 +86,7 @@ class World:
     def status(self, name: str) -> None:
         while len(self.queues.status):
             key, _ = self.queues.status.get()
+            assert key is not None
             self.ctl.handle_update_subnet_status(key)
             self.queues.status.done(key)
             self.sync()
@@ -96,7 +97,7 @@ class World:
 
 
 def test_a_subnet_with_its_switch_in_place_is_validated_and_ready() -> None:
-    # fails before: no conditions were written, so the CNI daemon never routed the subnet
+    # kube-ovn's CNI daemon routes a subnet on the node only once it is Ready
     w = World(subnet("s1", "10.1.0.0/24"))
     w.add("s1")
     assert w.conditions_of("s1") == {
@@ -109,7 +110,7 @@ def test_a_subnet_with_its_switch_in_place_is_validated_and_ready() -> None:
 
 
 def test_an_invalid_spec_is_error_not_validated_not_ready_and_one_warning() -> None:
-    # fails before: only the Warning Event, no conditions
+    # the Warning Event and the conditions both say why
     w = World(subnet("bad", "10.1.0.0/33"))
     w.add("bad")
     assert w.conditions_of("bad") == {
@@ -141,7 +142,7 @@ def test_an_ipam_only_subnet_gets_no_conditions() -> None:
 
 
 def test_a_centralized_subnet_follows_its_gateway_nodes_readiness() -> None:
-    # fails before: no NoReadyGateway, and nothing re-queued the subnet on a node change
+    # a node's readiness change re-queues the subnet; no ready gateway is NoReadyGateway
     w = World(subnet("c1", "10.3.0.0/24", gatewayType="centralized", gatewayNode="n1,n2"))
     handler = w.conditions.node_event_handler(w.ctl.enqueue_status)
     down = ready_node("n1", ready=False)
@@ -193,7 +194,7 @@ def test_a_node_update_that_keeps_readiness_and_join_address_queues_nothing() ->
 
 
 def test_the_written_spec_fills_the_printer_columns_kube_ovn_always_serialises() -> None:
-    # fails before: spec.private/natOutgoing/default stayed absent (blank PRIVATE, NAT, DEFAULT)
+    # kubectl's PRIVATE, NAT and DEFAULT columns read spec.private/natOutgoing/default
     w = World(subnet("s1", "10.1.0.0/24"))
     w.add("s1")
     spec = w.cluster.replaced[-1]["spec"]

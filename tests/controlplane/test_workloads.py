@@ -124,7 +124,7 @@ def test_deployment_pods_are_created_by_replicaset(admin: Any, namespace: str) -
     }
     apps.create_namespaced_deployment(namespace, body)
     got = wait_for(
-        lambda: (p := pods(core, namespace, "dep")) and len(p) == 3 and p,
+        lambda: p if len(p := pods(core, namespace, "dep")) == 3 else None,
         TIMEOUT,
         "three pods of the deployment",
     )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import pickle
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -24,7 +26,7 @@ from controller.core.model import (
     parse_time,
 )
 
-FULL_POD = {
+FULL_POD: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {
@@ -128,36 +130,37 @@ def test_pod_malformed_values_raise_clear_errors(raw: object, message: str) -> N
 def _variants() -> list[object]:
     """FULL_POD with each leaf replaced by odd values, each section nulled, emptied or broken."""
     base = copy.deepcopy(FULL_POD)
-    del base["metadata"]["deletionTimestamp"]  # type: ignore[attr-defined]
+    del base["metadata"]["deletionTimestamp"]
     out: list[object] = [base, FULL_POD, {}, {"metadata": {}}, []]
     odd: list[object] = [None, "", "x", 0, 5, True, False, [], {}, ["x"], {"a": 1}, 1.5]
     for section in ("metadata", "spec", "status"):
-        for value in (None, {}, [], "x"):
+        broken: list[object] = [None, {}, [], "x"]
+        for value in broken:
             v = copy.deepcopy(base)
-            v[section] = value  # type: ignore[index]
+            v[section] = value
             out.append(v)
-        for key in list(base[section]):  # type: ignore[index]
+        for key in list(base[section]):
             for value in odd:
                 v = copy.deepcopy(base)
-                v[section][key] = value  # type: ignore[index]
+                v[section][key] = value
                 out.append(v)
     for i, ref_value in enumerate(odd):
         for key in ("apiVersion", "kind", "name", "uid", "controller"):
             v = copy.deepcopy(base)
-            v["metadata"]["ownerReferences"][0][key] = ref_value  # type: ignore[index]
+            v["metadata"]["ownerReferences"][0][key] = ref_value
             out.append(v)
         v = copy.deepcopy(base)
-        v["status"]["podIPs"] = [{"ip": ref_value}, ref_value]  # type: ignore[index]
+        v["status"]["podIPs"] = [{"ip": ref_value}, ref_value]
         out.append(v)
         v = copy.deepcopy(base)
-        v["metadata"]["annotations"] = {f"k{i}": ref_value}  # type: ignore[index]
+        v["metadata"]["annotations"] = {f"k{i}": ref_value}
         out.append(v)
     return out
 
 
-def _outcome(parse: object, raw: object) -> tuple[str, object]:
+def _outcome(parse: Callable[[Any], object], raw: object) -> tuple[str, object]:
     try:
-        return "pod", parse(raw)  # type: ignore[operator]
+        return "pod", parse(raw)
     except MalformedObjectError as e:
         return "error", str(e)
 
@@ -171,7 +174,7 @@ def test_pod_fast_path_takes_well_formed_pods() -> None:
     from controller.core import model
 
     pod = copy.deepcopy(FULL_POD)
-    del pod["metadata"]["deletionTimestamp"]  # type: ignore[attr-defined]
+    del pod["metadata"]["deletionTimestamp"]
     fast = model._pod_fast(pod)
     assert fast is not None and fast == Pod.read(pod)
     assert model._pod_fast({"metadata": {"name": "p", "namespace": "ns"}}) is not None
@@ -196,7 +199,7 @@ def test_frozen_dict() -> None:
     assert d == {"a": "1"} and d == FrozenDict({"a": "1"}) and d != FrozenDict({"a": "2"})
     assert hash(d) == hash(FrozenDict({"a": "1"}))
     with pytest.raises(TypeError):
-        d["b"] = "2"  # type: ignore[index]
+        d["b"] = "2"  # type: ignore[index]  # read-only on purpose
     copy_ = d.to_dict()
     copy_["b"] = "2"
     assert "b" not in d

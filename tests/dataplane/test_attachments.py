@@ -6,6 +6,7 @@ an IPAM-only attachment gets no interface from kube-ovn's CNI."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from controller.core.constants import ATTACHMENT_NETWORK_ANNOTATION
 from tests.dataplane.helpers import Net
@@ -20,7 +21,7 @@ CONF = {
 }
 
 
-def _nad(net: Net, name: str, config: dict[str, object]) -> None:
+def _nad(net: Net, name: str, config: Mapping[str, object]) -> None:
     net.cluster.server.store.create(
         "network-attachment-definitions",
         {

@@ -135,7 +135,7 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
         before = {n: p.ip() for n, p in wired.items()}
 
         # the burst: creates while the controller's pod patches are slow, deletes of wired pods
-        net.cluster.server.faults.add_latency(0.2, verb="patch", resource="pods")
+        net.cluster.emulator.faults.add_latency(0.2, verb="patch", resource="pods")
         burst = [f"burst-{i}" for i in range(24)]
         for name in burst:
             _create(net, name)
@@ -148,7 +148,7 @@ def test_after_a_sigkill_mid_burst_and_a_restart_every_survivor_answers_for_its_
             message="the burst half allocated",
         )
         procs[0].kill()
-        net.cluster.server.faults.clear()
+        net.cluster.emulator.faults.clear()
 
         # while no controller runs: more deletes (allocated or not) and creates
         for name in ("burst-0", "burst-23", "keep-2"):

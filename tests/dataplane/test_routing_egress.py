@@ -18,7 +18,6 @@ import contextlib
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import pytest
 from controller.core.constants import IP_ADDRESS_ANNOTATION, LOGICAL_SWITCH_ANNOTATION
 from controller.sandbox.processes import stop_process
 from controller.testing import builders
+from controller.testing import wait as waiting
 from tests.dataplane.helpers import DUAL_STACK, NODE2, Net, WiredPod, open_net
 from tests.e2e.conftest import launch_controller, open_cluster
 from tests.e2e.helpers import NODE, get_or_none, running, wait_for
@@ -115,11 +115,17 @@ def leaves_through(net: Net, want: dict[tuple[str, int], tuple[WiredPod, str]]) 
     def seen() -> dict[tuple[str, int], str]:
         return {key: leaves(net, pod, key[1]) for key, (pod, _) in want.items()}
 
-    deadline = time.monotonic() + CONVERGE
-    got = seen()
-    while got != expected and time.monotonic() < deadline:
+    got: dict[tuple[str, int], str] = {}
+
+    def converged() -> bool:
+        nonlocal got
         got = seen()
-    assert got == expected, f"egress (node source) seen {got}, want {expected}"
+        return got == expected
+
+    try:
+        waiting.wait_for(converged, CONVERGE, "egress converged", interval=0.05)
+    except waiting.WaitTimeout:
+        raise AssertionError(f"egress (node source) seen {got}, want {expected}") from None
 
 
 def both(pod: WiredPod, node: str) -> dict[tuple[str, int], tuple[WiredPod, str]]:
@@ -187,7 +193,7 @@ def test_pod_recreated_on_another_node_leaves_through_the_new_node(bed: Net) -> 
     with outside(bed):
         leaves_through(bed, both(old, NODE))
     store = bed.cluster.server.store
-    faults = bed.cluster.server.faults  # type: ignore[union-attr]
+    faults = bed.cluster.emulator.faults
     faults.fail_next(None, 503, resource="pods", verb="list")
     faults.fail_next(None, 503, resource="pods", verb="watch")
     faults.expire_watches("pods")

@@ -13,13 +13,13 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from controller.sandbox.ovn.dataplane import NETNS_PREFIX
+from controller.testing.wait import wait_for
 from tests.demo.conftest import StartDemo
 from tests.demo.helpers import SERVING_LINE, WORKDIR_LINE
 
@@ -51,10 +51,8 @@ def _names(kubeconfig: Path) -> set[str]:
 
 
 def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)  # polling kubectl, as a user would, until the deadline
+    # polling kubectl, as a user would, until the deadline
+    wait_for(condition, timeout, what, interval=0.2)
 
 
 SUBNET = """apiVersion: kubeovn.io/v1

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.app import Controller
 from controller.ovn.api import OvnError
+from controller.testing import wait as waiting
 from tests.e2e.helpers import http_get
 
 MARKER = "routing_drift_expected"
@@ -138,14 +138,18 @@ def _idle(ctl: Controller) -> bool:
 
 def settle(ctl: Controller, timeout: float = SETTLE_TIMEOUT) -> bool:
     """Wait until every work queue of `ctl` is idle twice in a row; False at the deadline."""
-    deadline = time.monotonic() + timeout
     streak = 0
-    while time.monotonic() < deadline:
+
+    def idle_twice() -> bool:
+        nonlocal streak
         streak = streak + 1 if _idle(ctl) else 0
-        if streak >= 2:
-            return True
-        time.sleep(0.05)  # polling a condition under a deadline
-    return False
+        return streak >= 2
+
+    try:
+        waiting.wait_for(idle_twice, timeout, "the work queues idle", interval=0.05)
+    except waiting.WaitTimeout:
+        return False
+    return True
 
 
 def _leads(ctl: Controller) -> bool:

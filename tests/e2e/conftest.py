@@ -77,6 +77,13 @@ class Cluster:
     kubeconfig: Path
     nb: OvsdbappNbClient  # a reader for assertions (the controller has its own connection)
 
+    @property
+    def emulator(self) -> ApiServer:
+        """The API server emulator, for what only it has (fault injection, its request log); a
+        test using it is marked `emulator_only`, so the real plane never gets here."""
+        assert isinstance(self.server, ApiServer), "an emulator-only test ran on the real plane"
+        return self.server
+
     def argv(self, *extra: str) -> list[str]:
         return [
             f"--kubeconfig={self.kubeconfig}",

@@ -1,22 +1,32 @@
 """Shared helpers of the end-to-end tests: deadline waits, object builders, consistency checks."""
 
-# NOTE: no `from __future__ import annotations` here: the module defines `annotations()`, which
-# the tests import by that name, and the future import binds the same name.
-
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from controller.app import Controller
 from controller.core.constants import ALLOCATED_ANNOTATION, IP_ADDRESS_ANNOTATION
+from controller.sandbox.apiserver.remotestore import RemoteStore
 from controller.sandbox.apiserver.resources import ApiError
-from controller.sandbox.apiserver.server import ApiServer
 from controller.sandbox.apiserver.store import ObjectStore
 from controller.testing import builders
 from controller.testing import wait as waiting
 
 T = TypeVar("T")
+
+#: The store a test reads and writes: the emulator's in-process one, or the same surface over
+#: REST on the real plane (`RemoteStore`).
+Store = ObjectStore | RemoteStore
+
+
+class HasStore(Protocol):
+    """An API server as the helpers use it: the emulator's `ApiServer` or the real plane's
+    `RealServer` (tests/e2e/conftest.py)."""
+
+    @property
+    def store(self) -> Store: ...
+
 
 DEFAULT_TIMEOUT = 15.0
 NODE = "node1"
@@ -80,7 +90,7 @@ def pod(
     )
 
 
-def get_or_none(server: ApiServer, resource: str, namespace: str | None, name: str) -> Any:
+def get_or_none(server: HasStore, resource: str, namespace: str | None, name: str) -> Any:
     try:
         return server.store.get(resource, namespace, name)
     except ApiError as exc:
@@ -89,14 +99,29 @@ def get_or_none(server: ApiServer, resource: str, namespace: str | None, name: s
         raise
 
 
-def annotations(
-    server: ApiServer, resource: str, namespace: str | None, name: str
+def annotations_of(
+    server: HasStore, resource: str, namespace: str | None, name: str
 ) -> dict[str, str]:
     obj = get_or_none(server, resource, namespace, name)
     return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
 
 
-def allocated_pods(store: ObjectStore, namespace: str = "default") -> dict[str, str]:
+def annotations_once(
+    server: HasStore,
+    resource: str,
+    namespace: str | None,
+    name: str,
+    key: str,
+    value: str | None = None,
+) -> dict[str, str] | None:
+    """The object's annotations once `key` is set (to `value`, when given), else None: a
+    `wait_for` condition that returns what the test asserts on next."""
+    ann = annotations_of(server, resource, namespace, name)
+    got = ann.get(key)
+    return ann if got and (value is None or got == value) else None
+
+
+def allocated_pods(store: Store, namespace: str = "default") -> dict[str, str]:
     """name -> IP address of every pod in `namespace` annotated as allocated."""
     out = {}
     for obj in store.list("pods", namespace):
@@ -104,6 +129,11 @@ def allocated_pods(store: ObjectStore, namespace: str = "default") -> dict[str, 
         if ann.get(ALLOCATED_ANNOTATION) == "true":
             out[obj["metadata"]["name"]] = ann.get(IP_ADDRESS_ANNOTATION, "")
     return out
+
+
+def ipam_released(controller: Controller, pod_key: str) -> bool:
+    """The in-process controller's IPAM holds no address of `pod_key` ("namespace/name")."""
+    return not controller.ipam.get_pod_address(pod_key)
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
@@ -114,8 +144,9 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
-def audit_clean(argv: list[str], *, strict: bool = True) -> None:
-    """Run the read-only `check` audit (controller.audit.check); fail with its report if unclean."""
+def audit_clean(argv: list[str], *, strict: bool = True) -> bool:
+    """Run the read-only `check` audit (controller.audit.check); fail with its report if unclean,
+    else True (so it is a `wait_for` condition as it is)."""
     import io
 
     from controller.audit.check import run_check
@@ -126,3 +157,4 @@ def audit_clean(argv: list[str], *, strict: bool = True) -> None:
         parse_args(["check", *argv], {"KUBE_NAMESPACE": "kube-system"}), out=out, strict=strict
     )
     assert code == 0, out.getvalue()
+    return True

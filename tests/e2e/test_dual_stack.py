@@ -18,7 +18,7 @@ from controller.core.constants import (
 )
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.egress import egress_routes
-from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
+from tests.e2e.helpers import NODE, annotations_of, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
 from tests.e2e.workloads import routed
 
@@ -80,7 +80,7 @@ def test_dual_stack_pod_port_routes_and_cleanup(ctl: Controller, cluster: Cluste
     assert cr["spec"]["v4IpAddress"] == v4 and cr["spec"]["v6IpAddress"] == v6
 
     # one src-ip route per family, each to the node's join address of that family
-    node_v4, node_v6 = annotations(cluster.server, "nodes", None, NODE)[
+    node_v4, node_v6 = annotations_of(cluster.server, "nodes", None, NODE)[
         IP_ADDRESS_ANNOTATION
     ].split(",")
     assert node_v4.startswith("100.64.") and node_v6.startswith("fd00:100:64::")

@@ -63,7 +63,7 @@ from controller.core.constants import (
 from controller.kube.client import KubeClient, load_api_client
 from controller.testing import builders
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
-from tests.e2e.helpers import NODE, annotations, get_or_none, pod, wait_for
+from tests.e2e.helpers import NODE, annotations_of, get_or_none, ipam_released, pod, wait_for
 
 pytestmark = pytest.mark.timeout(170)
 
@@ -359,7 +359,7 @@ class Bed:
 
 
 def _allocated(cluster: Cluster, name: str) -> bool:
-    got = annotations(cluster.server, "pods", NS, name)
+    got = annotations_of(cluster.server, "pods", NS, name)
     return got.get(ALLOCATED_ANNOTATION) == "true" and got.get(ROUTED_ANNOTATION) == "true"
 
 
@@ -397,7 +397,7 @@ def bed() -> Iterator[Bed]:
             wait_for(controller.workers_started.is_set, message="workers started")
             wait_for(
                 lambda: (
-                    annotations(cluster.server, "namespaces", None, NS).get(
+                    annotations_of(cluster.server, "namespaces", None, NS).get(
                         LOGICAL_SWITCH_ANNOTATION
                     )
                     == DEFAULT
@@ -449,7 +449,7 @@ def _assert_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
         key, port_name = f"{NS}/{name}", f"{name}.{NS}"
         port = cluster.nb.get_port(port_name)
         ip_cr = get_or_none(server, "ips", None, port_name)
-        got = annotations(server, "pods", NS, name)
+        got = annotations_of(server, "pods", NS, name)
         if spec.bad:
             seen = _refusals(cluster, name)
             assert seen and seen <= spec.reasons, (name, spec.classes, seen, spec.reasons)
@@ -538,15 +538,16 @@ def _delete_batch(bed: Bed, specs: Mapping[str, Spec]) -> None:
         cluster.server.store.delete("pods", NS, name, grace_period_seconds=0)
     for name in specs:
         for port_name in (f"{name}.{NS}", f"{name}.{NS}.{ATT_PROVIDER}"):
-            wait_for(
-                lambda n=port_name: (
+
+            def cleaned_up(n: str = port_name) -> bool:
+                return (
                     cluster.nb.get_port(n) is None
                     and get_or_none(cluster.server, "ips", None, n) is None
-                ),
-                message=f"{port_name} cleaned up",
-            )
+                )
+
+            wait_for(cleaned_up, message=f"{port_name} cleaned up")
         wait_for(
-            lambda k=f"{NS}/{name}": bed.controller.ipam.get_pod_address(k) == [],
+            partial(ipam_released, bed.controller, f"{NS}/{name}"),
             message=f"{name} released",
         )
 

@@ -78,7 +78,7 @@ def test_kube_ovn_v18_args_start_and_serve_pods(cluster: Cluster, tmp_path: Path
         for i in range(3):
             store.create("pods", pod(f"web-{i}", node_name=NODE))
         ips = wait_for(
-            lambda: (p := allocated_pods(store)) and len(p) == 3 and p,
+            lambda: p if len(p := allocated_pods(store)) == 3 else None,
             timeout=60,
             message="the three pods allocated",
         )

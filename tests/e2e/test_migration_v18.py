@@ -460,9 +460,9 @@ def test_a_kube_ovn_v18_cluster_is_adopted(
     for i in range(3):
         store.create("pods", pod(f"new-{i}", node_name=NODE))
     ips = wait_for(
-        lambda: (p := allocated_pods(store)) and len(p) == 6 and p, message="new pods allocated"
+        lambda: p if len(p := allocated_pods(store)) == 6 else None, message="new pods allocated"
     )
-    wait_for(lambda: audit_clean(cluster.argv()) is None, message="audit clean", interval=0.3)
+    wait_for(lambda: audit_clean(cluster.argv()), message="audit clean", interval=0.3)
     # the migration of the existing pods' src-ip routes to policies must finish
     wait_for(
         lambda: not _pod_src_ip_routes(_snapshot(cluster.nb_server.remote)),

@@ -4,7 +4,7 @@ the informer cache; an OVN-type attachment gets provider `<nad>.<ns>.ovn`, its o
 annotations and IP CR; an IPAM-only attachment gets annotations and an IP CR but no LSP; the
 default-network override replaces the `ovn` network; the same subnet twice and a malformed
 selection annotation are Warning Events; a pod whose NAD appears later converges.
-Inspection and gc cover attachment ports too (item 11)."""
+Inspection and gc cover attachment ports too."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from controller.core.constants import (
 )
 from controller.ovn.api import PortSpec
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import HANDMADE_STS, NODE, annotations, get_or_none, wait_for
+from tests.e2e.helpers import HANDMADE_STS, NODE, annotations_of, get_or_none, wait_for
 from tests.e2e.workloads import (
     NS,
     allocated,
@@ -119,7 +119,7 @@ def test_ovn_and_ipam_attachments_get_their_networks_and_lose_them_on_delete(
 
     delete_pod(cluster, "multi")
     for name in (f"multi.{NS}", f"multi.{NS}.{OVN_PROVIDER}"):
-        wait_for(lambda n=name: cluster.nb.get_port(n) is None, message=f"{name} deleted")
+        no_lsp(cluster, name)
     for provider in ("", f".{OVN_PROVIDER}", f".{IPAM_PROVIDER}"):
         gone(cluster, "ips", f"multi.{NS}{provider}")
     quiet(ctl)
@@ -139,7 +139,7 @@ def test_pod_created_before_its_nad_converges_once_the_nad_appears(
         lambda: ctl.registry.get_sample_value("workqueue_retries_total", {"name": "AddPod"}),
         message="the add is retried",
     )
-    assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, "early")
+    assert ALLOCATED_ANNOTATION not in annotations_of(cluster.server, "pods", NS, "early")
     nad(cluster, "late", ovn_conf(f"late.{NS}.ovn"))
     ann = allocated(cluster, "early", f"late.{NS}.ovn")
     assert ann[key(f"late.{NS}.ovn", "ip_address")].startswith("172.32.0.")
@@ -207,7 +207,7 @@ def test_same_subnet_attached_twice_is_a_warning(ctl: Controller, cluster: Clust
     )
     event = warning(cluster, "twice", "ValidatePodNetworkFailed")
     assert "subnet conflict" in event["message"]
-    assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, "twice")
+    assert ALLOCATED_ANNOTATION not in annotations_of(cluster.server, "pods", NS, "twice")
     assert cluster.nb.get_port(f"twice.{NS}") is None
 
 
@@ -226,7 +226,7 @@ def test_malformed_networks_annotation_is_a_warning(ctl: Controller, cluster: Cl
     for i, value in enumerate(MALFORMED):
         event = warning(cluster, f"broken-{i}", "ValidatePodNetworkFailed")
         assert ATTACHMENT_NETWORK_ANNOTATION in event["message"], (value, event["message"])
-        assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, f"broken-{i}")
+        assert ALLOCATED_ANNOTATION not in annotations_of(cluster.server, "pods", NS, f"broken-{i}")
     # fixing the annotation brings a pod back
     for i in range(len(MALFORMED)):
         store.patch(
@@ -355,7 +355,9 @@ def test_pod_outliving_its_nad_is_still_cleaned_up(
     )
     ann = allocated(cluster, "orphaned", IPAM_PROVIDER)
     wait_for(
-        lambda: annotations(cluster.server, "pods", NS, "orphaned").get("ovn.kubernetes.io/routed"),
+        lambda: annotations_of(cluster.server, "pods", NS, "orphaned").get(
+            "ovn.kubernetes.io/routed"
+        ),
         message="routed",
     )
     store.delete("network-attachment-definitions", NS, OVN_NET)

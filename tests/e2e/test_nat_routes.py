@@ -23,7 +23,7 @@ from controller.core.constants import (
 from controller.testing.wait import WaitTimeout
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.egress import egress_routes
-from tests.e2e.helpers import NODE, annotations, audit_clean, pod, running, wait_for
+from tests.e2e.helpers import NODE, annotations_of, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_rows
 from tests.e2e.workloads import routed
 
@@ -78,10 +78,10 @@ def test_eip_snat_pod_gets_nat_and_external_gateway_route(
     )
     # without the external gateway config the pod cannot be routed yet ...
     ip = wait_for(
-        lambda: annotations(cluster.server, "pods", NS, "exposed").get(IP_ADDRESS_ANNOTATION),
+        lambda: annotations_of(cluster.server, "pods", NS, "exposed").get(IP_ADDRESS_ANNOTATION),
         message="exposed allocated",
     )
-    assert ROUTED_ANNOTATION not in annotations(cluster.server, "pods", NS, "exposed")
+    assert ROUTED_ANNOTATION not in annotations_of(cluster.server, "pods", NS, "exposed")
     # ... and is, once the ConfigMap appears (retried by the update queue)
     store.create("configmaps", GW_CONFIG)
     ann = routed(cluster, "exposed")
@@ -97,7 +97,7 @@ def test_eip_snat_pod_gets_nat_and_external_gateway_route(
     # a plain pod next to it: the node route, no NAT
     store.create("pods", pod("plain", node_name=NODE))
     plain_ip = routed(cluster, "plain")[IP_ADDRESS_ANNOTATION]
-    node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    node_ip = annotations_of(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
     routes_become(cluster, plain_ip, {(plain_ip, node_ip, "src-ip")})
     assert nats(cluster, plain_ip) == set()
     audit_clean(cluster.argv())
@@ -135,7 +135,7 @@ def test_eip_snat_disabled(cluster: Cluster, start_controller: StartController) 
         "pods", pod("ignored", node_name=NODE, annotations={EIP_ANNOTATION: "172.56.0.101"})
     )
     ip = routed(cluster, "ignored")[IP_ADDRESS_ANNOTATION]
-    node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    node_ip = annotations_of(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
     routes_become(cluster, ip, {(ip, node_ip, "src-ip")})
     assert nats(cluster, ip) == set()
     audit_clean(cluster.argv("--enable-eip-snat=false"))

@@ -32,10 +32,14 @@ def test_nb_outage_flips_readyz_then_healthz(
     cluster.nb_server.stop()
     # its NB write waits up to --ovn-timeout for the server, far longer than a probe's timeout
     cluster.server.store.create("pods", pod("during-outage"))
-    _, body = wait_for(lambda: (r := _probe(ctl, "/readyz"))[0] == 503 and r, message="readyz 503")
+    _, body = wait_for(
+        lambda: r if (r := _probe(ctl, "/readyz"))[0] == 503 else None, message="readyz 503"
+    )
     assert body.startswith("OVN NB connection down for")
     _, body = wait_for(
-        lambda: (r := _probe(ctl, "/healthz"))[0] == 503 and r, timeout=20, message="healthz 503"
+        lambda: r if (r := _probe(ctl, "/healthz"))[0] == 503 else None,
+        timeout=20,
+        message="healthz 503",
     )
     assert "OVN NB unreachable for" in body and "--nb-unreachable-timeout 2s" in body
 

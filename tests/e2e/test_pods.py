@@ -27,7 +27,7 @@ from tests.e2e.conftest import Cluster
 from tests.e2e.egress import egress_routes
 from tests.e2e.helpers import (
     NODE,
-    annotations,
+    annotations_of,
     audit_clean,
     get_or_none,
     http_get,
@@ -42,7 +42,7 @@ NS = "default"
 
 
 def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cluster) -> None:
-    # item 1: annotations, LSP and IP CR
+    # allocation: annotations, LSP and IP CR
     cluster.server.store.create("pods", pod("web"))
     ann = allocated(cluster, "web")
     ip, mac = ann[IP_ADDRESS_ANNOTATION], ann[MAC_ADDRESS_ANNOTATION]
@@ -67,11 +67,11 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
     assert cr["spec"]["ipAddress"] == ip and cr["spec"]["macAddress"] == mac
     assert ctl.ipam.get_ip_owner(ip, "ovn-default") == f"{NS}/web"
 
-    # item 2: once scheduled, a src-ip route to the node's join address and routed=true
-    node_ip = annotations(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    # once scheduled, a src-ip route to the node's join address and routed=true
+    node_ip = annotations_of(cluster.server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
     cluster.server.store.patch("pods", NS, "web", {"spec": {"nodeName": NODE}})
     wait_for(
-        lambda: annotations(cluster.server, "pods", NS, "web").get(ROUTED_ANNOTATION) == "true",
+        lambda: annotations_of(cluster.server, "pods", NS, "web").get(ROUTED_ANNOTATION) == "true",
         message="pod routed",
     )
 
@@ -80,7 +80,7 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
 
     wait_for(lambda: (ip, node_ip, "src-ip") in routes(), message="src-ip route visible")
 
-    # item 5: delete removes LSP, IP CR, route and the IPAM entry
+    # delete removes LSP, IP CR, route and the IPAM entry
     cluster.server.store.delete("pods", NS, "web")
     wait_for(lambda: cluster.nb.get_port(f"web.{NS}") is None, message="LSP deleted")
     wait_for(lambda: get_or_none(cluster.server, "ips", None, f"web.{NS}") is None, message="IP CR")
@@ -90,7 +90,7 @@ def test_pod_gets_address_port_and_ip_cr_then_route(ctl: Controller, cluster: Cl
         message="route removed",
     )
 
-    # item 12: metrics on the metrics port
+    # the metrics port serves the pod metrics
     text = http_get(f"http://127.0.0.1:{ctl.metrics_port}/metrics")[1]
     assert (
         'subnet_used_ip_count{protocol="IPv4",subnet_cidr="10.16.0.0/16",subnet_name="ovn-default"}'
@@ -128,7 +128,6 @@ def test_same_name_new_pod_is_not_disturbed(ctl: Controller, cluster: Cluster) -
 def test_static_addresses_and_their_errors(
     ctl: Controller, cluster: Cluster, tmp_path: Path
 ) -> None:
-    # item 3
     store = cluster.server.store
     store.create(
         "pods",
@@ -159,7 +158,7 @@ def test_static_addresses_and_their_errors(
         lambda: events(cluster, "netaddr", "ValidatePodNetworkFailed"), message="validate event"
     )
     for name in ("clash", "outside", "netaddr"):
-        assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, name)
+        assert ALLOCATED_ANNOTATION not in annotations_of(cluster.server, "pods", NS, name)
         assert cluster.nb.get_port(f"{name}.{NS}") is None
     # the refused pods are the audit's only findings, each with its Event's reason (read with
     # an admin's kubeconfig: the controller's ServiceAccount may not list Events)
@@ -181,7 +180,7 @@ def test_static_addresses_and_their_errors(
 
 
 def test_ip_pool_skips_addresses_held_by_others(ctl: Controller, cluster: Cluster) -> None:
-    # item 4 (an ordinary / Deployment pod): the first pool address nobody else holds
+    # an ordinary (Deployment) pod gets the first pool address nobody else holds
     store = cluster.server.store
     pool = "10.16.0.60,10.16.0.61,10.16.0.62"
     store.create("pods", pod("holder", annotations={IP_ADDRESS_ANNOTATION: "10.16.0.60"}))
@@ -194,7 +193,7 @@ def test_ip_pool_skips_addresses_held_by_others(ctl: Controller, cluster: Cluste
 
 
 def test_inspection_recreates_a_lost_port(ctl: Controller, cluster: Cluster) -> None:
-    # item 11 (inspection part): --inspect-interval=1
+    # the periodic inspection (--inspect-interval=1) puts a lost port back
     cluster.server.store.create("pods", pod("fragile"))
     ip = allocated(cluster, "fragile")[IP_ADDRESS_ANNOTATION]
     cluster.nb.delete_port(f"fragile.{NS}")

@@ -15,6 +15,7 @@ Each ends with the consistency audit settled.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from kubernetes import client
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION
 from tests.e2e.conftest import Cluster, launch_controller, open_real_cluster
-from tests.e2e.helpers import get_or_none, running, wait_for
+from tests.e2e.helpers import get_or_none, ipam_released, running, wait_for
 from tests.e2e.workloads import allocated, gone, lsp, no_lsp, quiet, settled
 from tests.fixtures.realbed import RealBed
 
@@ -122,7 +123,7 @@ def test_statefulset_pod_recreated_by_kcm_keeps_its_address(
         gone(cluster, "pods", name, ns)
         no_lsp(cluster, f"{name}.{ns}")
         gone(cluster, "ips", f"{name}.{ns}")
-        wait_for(lambda n=name: not ctl.ipam.get_pod_address(f"{ns}/{n}"), message=f"{name} freed")
+        wait_for(partial(ipam_released, ctl, f"{ns}/{name}"), message=f"{name} freed")
     lsp(cluster, f"web-0.{ns}")
     quiet(ctl)
     settled(cluster)
@@ -153,7 +154,7 @@ def test_deployment_pods_come_and_go_and_free_their_addresses(
         gone(cluster, "pods", name, ns)
         no_lsp(cluster, f"{name}.{ns}")
         gone(cluster, "ips", f"{name}.{ns}")
-        wait_for(lambda n=name: not ctl.ipam.get_pod_address(f"{ns}/{n}"), message=f"{name} freed")
+        wait_for(partial(ipam_released, ctl, f"{ns}/{name}"), message=f"{name} freed")
     apps.patch_namespaced_deployment_scale("app", ns, {"spec": {"replicas": 4}})
     again = _running_ips(cluster, ns, "app", 4)
     assert len(set(again.values())) == 4, f"an address is held twice: {again}"

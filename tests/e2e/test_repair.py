@@ -6,6 +6,8 @@ a VM under --keep-vm-ip (named after the VM)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from controller.core.constants import IP_ADDRESS_ANNOTATION
@@ -59,7 +61,9 @@ def test_gc_deletes_an_orphan_only_on_the_second_pass_that_sees_it(
             },
         },
     )
-    wait_for(lambda: ctl.nb.get_port(f"ghost.{NS}"), message="the controller sees the port")
+    nb = ctl.nb
+    assert nb is not None
+    wait_for(lambda: nb.get_port(f"ghost.{NS}"), message="the controller sees the port")
     wait_for(
         lambda: ctl.informers["ips"].get_indexer().get_by_key(f"spook.{NS}"),
         message="the controller sees the IP CR",
@@ -87,7 +91,7 @@ def test_inspection_recreates_lost_statefulset_and_vm_ports(
     quiet(ctl)
     for port, ip in ((f"db-0.{NS}", sts_ip), (f"vm1.{NS}", vm_ip)):
         cluster.nb.delete_port(port)
-        found = wait_for(lambda p=port: cluster.nb.get_port(p), message=f"{port} re-created")
+        found = wait_for(partial(cluster.nb.get_port, port), message=f"{port} re-created")
         assert found.addresses[0].split()[1:] == [ip]
     assert allocated(cluster, "db-0")[IP_ADDRESS_ANNOTATION] == sts_ip
     assert allocated(cluster, "virt-launcher-vm1-aaaaa")[IP_ADDRESS_ANNOTATION] == vm_ip

@@ -1,5 +1,5 @@
-"""What one new pod costs the API server and the NB, end to end (regression guards for the
-per-pod work bench/e2e measures): requests counted from the emulator's request log."""
+"""What one new pod costs the API server and the NB, end to end (bounds on the per-pod work
+bench/e2e measures): requests counted from the emulator's request log."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from controller.core.constants import ROUTED_ANNOTATION
 from controller.sandbox.apiserver.faults import RequestRecord
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
+from tests.e2e.helpers import NODE, annotations_of, pod, running, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.emulator_only("counts requests in the emulator's log")]
 
@@ -20,11 +20,11 @@ def test_a_new_bound_pod_costs_one_ip_create_and_one_pod_patch(
 ) -> None:
     running(start_controller())
     seen: list[RequestRecord] = []
-    cluster.server.add_request_hook(seen.append)
+    cluster.emulator.add_request_hook(seen.append)
 
     cluster.server.store.create("pods", pod("p1", node_name=NODE))
     wait_for(
-        lambda: annotations(cluster.server, "pods", "default", "p1").get(ROUTED_ANNOTATION),
+        lambda: annotations_of(cluster.server, "pods", "default", "p1").get(ROUTED_ANNOTATION),
         message="p1 routed",
     )
 

@@ -1,8 +1,10 @@
-"""Checklist item 11: a restart converges. Pods are created and deleted while no controller runs;
+"""A restart converges. Pods are created and deleted while no controller runs;
 the next one rebuilds IPAM from annotations, collects what the deleted pods left behind (the
 start-up gc), allocates the new pods, and no address is held twice."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import pytest
 
@@ -15,7 +17,7 @@ from tests.e2e.helpers import (
     HANDMADE_STS,
     NODE,
     allocated_pods,
-    annotations,
+    annotations_once,
     audit_clean,
     pod,
     running,
@@ -65,7 +67,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
     before = wait_for(lambda: all_allocated(cluster, {"p1", "p2", "p3", "p4"}), message="pods")
     for routed in ("p1", "p4"):
         wait_for(
-            lambda r=routed: annotations(cluster.server, "pods", NS, r).get(ROUTED_ANNOTATION),
+            partial(annotations_once, cluster.server, "pods", NS, routed, ROUTED_ANNOTATION),
             message=f"{routed} routed",
         )
     first.stop()
@@ -129,7 +131,7 @@ def test_restart_converges_without_leaks_or_double_allocation(
 def test_statefulset_pod_keeps_its_address_across_a_restart(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    # item 6 (restart part): InitIPAM restores the sts address from the IP CR
+    # InitIPAM restores a StatefulSet pod's address from its IP CR
     store = cluster.server.store
     sts = store.create(
         "statefulsets",

@@ -9,7 +9,7 @@ import pytest
 from controller.core.constants import IP_ADDRESS_ANNOTATION, ROUTED_ANNOTATION
 from tests.e2e import backstop
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, pod, running, wait_for
+from tests.e2e.helpers import NODE, annotations_of, pod, running, wait_for
 from tests.e2e.routing_state import Snapshot, leftovers, routing_sets_holding
 from tests.fixtures.nb import nbctl
 
@@ -25,8 +25,9 @@ def routed_set(cluster: Cluster) -> str:
     cluster.server.store.create("pods", pod("a", node_name=NODE))
     ip = wait_for(
         lambda: (
-            annotations(cluster.server, "pods", "default", "a").get(IP_ADDRESS_ANNOTATION)
-            if annotations(cluster.server, "pods", "default", "a").get(ROUTED_ANNOTATION) == "true"
+            annotations_of(cluster.server, "pods", "default", "a").get(IP_ADDRESS_ANNOTATION)
+            if annotations_of(cluster.server, "pods", "default", "a").get(ROUTED_ANNOTATION)
+            == "true"
             else None
         ),
         message="pod a routed",

@@ -154,7 +154,7 @@ class PodWatchOutage:
     is an update of the cached object, not a delete followed by an add)."""
 
     def __init__(self, cluster: Cluster) -> None:
-        self.faults = cluster.server.faults  # type: ignore[union-attr]
+        self.faults = cluster.emulator.faults
 
     def __enter__(self) -> PodWatchOutage:
         self.faults.fail_next(None, 503, resource="pods", verb="list")
@@ -609,7 +609,9 @@ def test_pod_delete_with_its_subnet_gone_finishes(
         "the pod's IP CR deleted",
     )
     no_routing_rows(cluster.nb_server.remote, [ip])
-    until(lambda: not ctl.pod_controller.pending_deletes(), "no delete pending")
+    pods = ctl.pod_controller
+    assert pods is not None
+    until(lambda: not pods.pending_deletes(), "no delete pending")
     gc_finds_nothing(ctl)
     assert get_or_none(cluster.server, "pods", NS, "fleeting-a") is None
 
@@ -653,7 +655,7 @@ def settled_within(cluster: Cluster, timeout: float, *flags: str) -> None:
     from tests.e2e.helpers import audit_clean
 
     wait_for(
-        lambda: audit_clean(cluster.argv(*flags)) is None,
+        lambda: audit_clean(cluster.argv(*flags)),
         timeout=timeout,
         message="check --strict clean",
         interval=0.3,

@@ -8,6 +8,7 @@ with ovn-nbctl (tests/e2e/nbrows.py), independently of the controller's own clie
 from __future__ import annotations
 
 import subprocess
+from functools import partial
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from controller.core.constants import (
     PORT_SECURITY_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations, audit_clean, pod, running, wait_for
+from tests.e2e.helpers import annotations_of, annotations_once, audit_clean, pod, running, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
 from tests.e2e.workloads import allocated
 
@@ -33,6 +34,14 @@ DENY_ALL_PG = "ovn.sg.kubeovn_deny_all"
 def pg_ports(cluster: Cluster, pg: str) -> set[str]:
     row = nb_row(cluster.nb_server.remote, "Port_Group", pg)
     return set(row["ports"]) if row is not None else set()
+
+
+def _has_port(cluster: Cluster, pg: str, port: str) -> bool:
+    return port in pg_ports(cluster, pg)
+
+
+def _only_port(cluster: Cluster, pg: str, port: str) -> bool:
+    return pg_ports(cluster, pg) == {port}
 
 
 def address_set(cluster: Cluster, name: str) -> set[str]:
@@ -85,7 +94,7 @@ def test_port_security_and_several_groups(ctl: Controller, cluster: Cluster) -> 
     assert ids["associated_sg_web-a"] == "true" and ids["associated_sg_db-b"] == "true"
     # every listed group is honoured, not only the first; "-" becomes "." in NB names
     for sg in ("web.a", "db.b"):
-        wait_for(lambda sg=sg: port in pg_ports(cluster, f"ovn.sg.{sg}"), message=f"PG {sg}")
+        wait_for(partial(_has_port, cluster, f"ovn.sg.{sg}", port), message=f"PG {sg}")
         assert address_set(cluster, f"ovn.sg.{sg}.associated.v4") == {ip}
         assert address_set(cluster, f"ovn.sg.{sg}.associated.v6") == set()
     wait_for(lambda: port in pg_ports(cluster, DENY_ALL_PG), message="port in deny-all PG")
@@ -135,7 +144,7 @@ def test_changing_the_groups_reassociates_and_delete_cleans(
     wait_for(lambda: pg_ports(cluster, "ovn.sg.sg.a") == {f"stayer.{NS}"}, message="sg-a left")
     assert address_set(cluster, "ovn.sg.sg.a.associated.v4") == {other_ip}
     for sg in ("sg.b", "sg.c"):
-        wait_for(lambda sg=sg: pg_ports(cluster, f"ovn.sg.{sg}") == {port}, message=sg)
+        wait_for(partial(_only_port, cluster, f"ovn.sg.{sg}", port), message=sg)
         assert address_set(cluster, f"ovn.sg.{sg}.associated.v4") == {ip}
     assert {port, f"stayer.{NS}"} <= pg_ports(cluster, DENY_ALL_PG)
 
@@ -145,7 +154,7 @@ def test_changing_the_groups_reassociates_and_delete_cleans(
     assert address_set(cluster, "ovn.sg.sg.a.associated.v4") == set()
     wait_for(lambda: f"stayer.{NS}" not in pg_ports(cluster, DENY_ALL_PG), message="deny-all")
     assert lsp(cluster, f"stayer.{NS}")["port_security"] == [
-        f"{annotations(cluster.server, 'pods', NS, 'stayer')[MAC_ADDRESS_ANNOTATION].lower()}"
+        f"{annotations_of(cluster.server, 'pods', NS, 'stayer')[MAC_ADDRESS_ANNOTATION].lower()}"
         f" {other_ip}"
     ]
 
@@ -265,12 +274,8 @@ def test_attachment_network_security_groups(ctl: Controller, cluster: Cluster) -
         ),
     )
     ann = wait_for(
-        lambda: (
-            annotations(cluster.server, "pods", NS, "multi").get(
-                f"{provider}.kubernetes.io/allocated"
-            )
-            == "true"
-            and annotations(cluster.server, "pods", NS, "multi")
+        lambda: annotations_once(
+            cluster.server, "pods", NS, "multi", f"{provider}.kubernetes.io/allocated", "true"
         ),
         message="attachment allocated",
     )

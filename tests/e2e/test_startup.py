@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 
 import pytest
 
@@ -22,7 +23,16 @@ from controller.core.constants import (
 from controller.ovn.api import OvnTimeoutError
 from controller.ovn.impl_idl import OvsdbappNbClient
 from tests.e2e.conftest import Cluster, StartController, launch_controller
-from tests.e2e.helpers import NODE, annotations, get_or_none, http_get, node, running, wait_for
+from tests.e2e.helpers import (
+    NODE,
+    annotations_of,
+    annotations_once,
+    get_or_none,
+    http_get,
+    node,
+    running,
+    wait_for,
+)
 from tests.e2e.workloads import lsp
 
 pytestmark = pytest.mark.e2e
@@ -51,16 +61,13 @@ def test_bootstrap_support_controllers_and_probes(
         message="default and join switches",
     )
     for switch in ("ovn-default", "join"):
-        port = wait_for(lambda s=switch: cluster.nb.get_port(f"{s}-ovn-cluster"))
+        port = wait_for(partial(cluster.nb.get_port, f"{switch}-ovn-cluster"))
         assert port.addresses == ("router",)
 
     # namespaces use the default subnet
     for ns in ("default", "team-a"):
         ann = wait_for(
-            lambda ns=ns: (
-                annotations(server, "namespaces", None, ns).get(LOGICAL_SWITCH_ANNOTATION)
-                and annotations(server, "namespaces", None, ns)
-            ),
+            partial(annotations_once, server, "namespaces", None, ns, LOGICAL_SWITCH_ANNOTATION),
             message=f"namespace {ns} annotated",
         )
         assert ann[LOGICAL_SWITCH_ANNOTATION] == "ovn-default"
@@ -68,7 +75,7 @@ def test_bootstrap_support_controllers_and_probes(
         assert ann[EXCLUDE_IPS_ANNOTATION] == "10.16.0.1"
 
     # the node got a join address, a port and an IP CR
-    node_ann = annotations(server, "nodes", None, NODE)
+    node_ann = annotations_of(server, "nodes", None, NODE)
     assert node_ann[ALLOCATED_ANNOTATION] == "true"
     assert node_ann[LOGICAL_SWITCH_ANNOTATION] == "join"
     assert node_ann[CIDR_ANNOTATION] == "100.64.0.0/16"
@@ -139,12 +146,12 @@ def test_subnet_namespace_and_node_lifecycle(
     assert ctl.ipam.has_subnet("sub-b")
     wait_for(
         lambda: (
-            annotations(server, "namespaces", None, "team-b").get(LOGICAL_SWITCH_ANNOTATION)
+            annotations_of(server, "namespaces", None, "team-b").get(LOGICAL_SWITCH_ANNOTATION)
             == "sub-b"
         ),
         message="team-b bound to sub-b",
     )
-    assert annotations(server, "namespaces", None, "team-b")[CIDR_ANNOTATION] == "10.77.0.0/24"
+    assert annotations_of(server, "namespaces", None, "team-b")[CIDR_ANNOTATION] == "10.77.0.0/24"
     status = wait_for(lambda: store.get("subnets", None, "sub-b").get("status"))
     assert status["v4availableIPs"] == 253 and status["v4usingIPs"] == 0
 
@@ -152,7 +159,7 @@ def test_subnet_namespace_and_node_lifecycle(
     store.delete("subnets", None, "sub-b")
     wait_for(
         lambda: (
-            annotations(server, "namespaces", None, "team-b").get(LOGICAL_SWITCH_ANNOTATION)
+            annotations_of(server, "namespaces", None, "team-b").get(LOGICAL_SWITCH_ANNOTATION)
             == "ovn-default"
         ),
         message="team-b back on ovn-default",
@@ -162,8 +169,8 @@ def test_subnet_namespace_and_node_lifecycle(
 
     # a second node is allocated; deleting it releases everything
     store.create("nodes", node("node2", "172.18.0.3"))
-    ip = wait_for(lambda: annotations(server, "nodes", None, "node2").get(IP_ADDRESS_ANNOTATION))
-    assert ip != annotations(server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
+    ip = wait_for(lambda: annotations_of(server, "nodes", None, "node2").get(IP_ADDRESS_ANNOTATION))
+    assert ip != annotations_of(server, "nodes", None, NODE)[IP_ADDRESS_ANNOTATION]
     lsp(cluster, "node-node2")
     store.delete("nodes", None, "node2")
     wait_for(lambda: cluster.nb.get_port("node-node2") is None, message="node port deleted")
@@ -212,10 +219,10 @@ def test_support_controllers_can_be_switched_off(
         lambda: {"ovn-default", "join"} <= set(cluster.nb.list_logical_switches()),
         message="default and join switches",
     )
-    assert LOGICAL_SWITCH_ANNOTATION not in annotations(
+    assert LOGICAL_SWITCH_ANNOTATION not in annotations_of(
         cluster.server, "namespaces", None, "default"
     )
-    assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "nodes", None, NODE)
+    assert ALLOCATED_ANNOTATION not in annotations_of(cluster.server, "nodes", None, NODE)
     assert ctl.registry.get_sample_value("workqueue_adds_total", {"name": "AddNamespace"}) is None
 
 

@@ -42,7 +42,7 @@ def _table(cluster: Cluster) -> dict[str, dict[str, Any]]:
 def test_subnets_are_validated_and_ready_and_a_bad_spec_says_why(
     cluster: Cluster, start_controller: StartController
 ) -> None:
-    # fails before: no conditions, so kube-ovn's CNI daemon never routes a subnet on ovn0
+    # kube-ovn's CNI daemon routes a subnet on ovn0 only once its conditions say Ready
     running(start_controller())
     ready = ("True", "ResetLogicalSwitchAclSuccess")
     wait_for(

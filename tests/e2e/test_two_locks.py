@@ -114,8 +114,9 @@ def test_an_older_controller_leading_keeps_ours_idle_until_it_stops(
         ),
         message="a standing-by follower",
     )
-    assert ctl._elector is not None
-    wait_for(lambda: ctl._elector.get_leader() == STANDIN, message="stand-in seen as leader")  # type: ignore[union-attr]
+    elector = ctl._elector
+    assert elector is not None
+    wait_for(lambda: elector.get_leader() == STANDIN, message="stand-in seen as leader")
     seen = standin.writes()
     wait_for(lambda: standin.writes() >= seen + 6, timeout=30, message="stand-in writing")
     assert not ctl.is_leader() and not ctl.leading.is_set()

@@ -21,7 +21,7 @@ from controller.core.constants import (
     LOGICAL_SWITCH_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, annotations, audit_clean, get_or_none, pod, wait_for
+from tests.e2e.helpers import NODE, annotations_of, audit_clean, get_or_none, pod, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
 from tests.e2e.workloads import routed
 
@@ -97,7 +97,7 @@ def test_vlan_subnet_without_its_vlan_is_an_event(ctl: Controller, cluster: Clus
         ],
         message="GetVlanInfoFailed event",
     )
-    assert ALLOCATED_ANNOTATION not in annotations(cluster.server, "pods", NS, "stray")
+    assert ALLOCATED_ANNOTATION not in annotations_of(cluster.server, "pods", NS, "stray")
     assert cluster.nb.get_port(f"stray.{NS}") is None
 
 

@@ -24,7 +24,7 @@ from controller.ovn.api import PortInfo
 from controller.testing import builders
 from tests.e2e import helpers
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import NODE, annotations, audit_clean, get_or_none, running, wait_for
+from tests.e2e.helpers import NODE, annotations_of, audit_clean, get_or_none, running, wait_for
 
 NS = "default"
 
@@ -126,6 +126,25 @@ def virtual_machine(cluster: Cluster, name: str, namespace: str = NS) -> dict[st
     }
 
 
+def formatted_subnet(cluster: Cluster, name: str, cidr: str, gateway: str) -> None:
+    """A subnet as kube-ovn's own subnet controller leaves it: formatted spec, switch created."""
+    cluster.server.store.create(
+        "subnets",
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "cidrBlock": cidr,
+                "gateway": gateway,
+                "excludeIps": [gateway],
+                "protocol": "IPv4",
+                "provider": "ovn",
+                "vpc": "ovn-cluster",
+            },
+        },
+    )
+    cluster.nb.ensure_logical_switch(name, "ovn-cluster", cidr, gateway, {})
+
+
 def subnet(
     cluster: Cluster,
     ctl: Controller,
@@ -154,7 +173,7 @@ def allocated(
     key = ALLOCATED_ANNOTATION_TEMPLATE.format(provider=provider)
 
     def done() -> dict[str, str] | None:
-        ann = annotations(cluster.server, "pods", namespace, name)
+        ann = annotations_of(cluster.server, "pods", namespace, name)
         return ann if ann.get(key) == "true" else None
 
     return wait_for(done, message=f"pod {namespace}/{name} allocated ({provider})")
@@ -162,7 +181,7 @@ def allocated(
 
 def routed(cluster: Cluster, name: str, namespace: str = NS) -> dict[str, str]:
     def done() -> dict[str, str] | None:
-        ann = annotations(cluster.server, "pods", namespace, name)
+        ann = annotations_of(cluster.server, "pods", namespace, name)
         return ann if ann.get(ROUTED_ANNOTATION) == "true" else None
 
     return wait_for(done, message=f"pod {namespace}/{name} routed")
@@ -194,11 +213,10 @@ def warning(cluster: Cluster, name: str, reason: str, ns: str = NS) -> dict[str,
 
 def quiet(ctl: Controller) -> None:
     """Wait until no pod work is queued or pending (delayed deletes included)."""
+    pods = ctl.pod_controller
+    assert pods is not None
     wait_for(
-        lambda: (
-            all(len(q) == 0 for q in ctl.pod_queues.all())
-            and not ctl.pod_controller.pending_deletes()
-        ),
+        lambda: all(len(q) == 0 for q in ctl.pod_queues.all()) and not pods.pending_deletes(),
         message="pod queues drained",
     )
 
@@ -213,6 +231,4 @@ def gone(cluster: Cluster, resource: str, name: str, namespace: str | None = Non
 def settled(cluster: Cluster, *flags: str) -> None:
     """The consistency audit (run with the controller's `flags`) is clean and nothing is pending;
     re-run until the cluster is quiet: the audit's API and NB reads are not one snapshot."""
-    wait_for(
-        lambda: audit_clean(cluster.argv(*flags)) is None, message="audit settled", interval=0.3
-    )
+    wait_for(lambda: audit_clean(cluster.argv(*flags)), message="audit settled", interval=0.3)

@@ -63,6 +63,8 @@ def raft_cluster() -> Iterator[Cluster]:
         reader = None
         try:
             reader = OvsdbappNbClient.from_addr(nb_cluster.remote, timeout=10.0)
+            # the Raft cluster in the single server's place: what the controller and the audit
+            # use of it is `remote`; its test narrows it to NbCluster (hence the ignore)
             yield Cluster(server, nb_cluster, kubeconfig, reader)  # type: ignore[arg-type]
         finally:
             if reader is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -31,9 +31,9 @@ from controller.config import parse_args
 from controller.kube.client import KubeClient, load_api_client
 from controller.ovn.api import OvnError
 from controller.ovn.impl_idl import OvsdbappNbClient
-from controller.sandbox.apiserver.store import ObjectStore
+from controller.testing import wait as waiting
 from tests.e2e.conftest import Cluster
-from tests.e2e.helpers import NODE, allocated_pods, pod, wait_for
+from tests.e2e.helpers import NODE, Store, allocated_pods, pod, wait_for
 
 NS = "default"
 SETTLE_TIMEOUT = 30.0
@@ -50,7 +50,7 @@ class Burst:
 
 
 def run_burst(
-    store: ObjectStore,
+    store: Store,
     *,
     fault: Callable[[], None] | None = None,
     after: Callable[[], None] | None = None,
@@ -164,23 +164,23 @@ def wait_settled(
     Fails with the last rendered report when the deadline passes. With `burst`, the pods the
     audit saw allocated must also be exactly the burst's alive ones (a pod the controller never
     saw would otherwise pass as "nothing to check")."""
-    deadline = time.monotonic() + timeout
     last: AuditReport | str = "no audit ran"
     streak = 0
-    while time.monotonic() < deadline:
+
+    def settled_twice() -> AuditReport | None:
+        nonlocal last, streak
         last = auditor.report()
         streak = streak + 1 if isinstance(last, AuditReport) and last.settled else 0
-        if streak >= 2:
-            break
-        time.sleep(0.3)
-    else:
+        return last if streak >= 2 and isinstance(last, AuditReport) else None
+
+    try:
+        return waiting.wait_for(settled_twice, timeout, "the audit settled", interval=0.3)
+    except waiting.WaitTimeout:
         rendered = last if isinstance(last, str) else last.render()
-        raise AssertionError(f"not settled after {timeout}s:\n{rendered}")
-    assert isinstance(last, AuditReport)
-    return last
+        raise AssertionError(f"not settled after {timeout}s:\n{rendered}") from None
 
 
-def assert_burst_converged(store: ObjectStore, burst: Burst) -> None:
+def assert_burst_converged(store: Store, burst: Burst) -> None:
     """Every pod the burst left alive is allocated, with an address of its own."""
     ips = allocated_pods(store)
     missing = burst.alive - set(ips)
@@ -192,7 +192,7 @@ def assert_burst_converged(store: ObjectStore, burst: Burst) -> None:
     assert not twice, f"addresses annotated twice: {twice}"
 
 
-def assert_ipam_released(ipam_of: Callable[[str], list[object]], burst: Burst) -> None:
+def assert_ipam_released(ipam_of: Callable[[str], Sequence[object]], burst: Burst) -> None:
     """In-memory IPAM (of an in-process controller) holds every alive pod and no deleted one."""
     leaked = sorted(n for n in burst.deleted if ipam_of(f"{NS}/{n}"))
     assert not leaked, f"IPAM still holds deleted pods: {leaked}"
@@ -216,7 +216,7 @@ def nb_failures(registry: CollectorRegistry) -> float:
 LEASE = ("kube-system", "kube-ovn-controller")
 
 
-def wait_lease_renewed(store: ObjectStore, identity: str, timeout: float = 20.0) -> None:
+def wait_lease_renewed(store: Store, identity: str, timeout: float = 20.0) -> None:
     """Wait until `identity`, holding the controller's Lease, writes it again (a renewal after
     whatever happened before the call)."""
     before = store.get("leases", *LEASE)["metadata"]["resourceVersion"]

@@ -35,8 +35,8 @@ def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
 def test_watches_dropped_and_410_storm_mid_burst(
     cluster: Cluster, ctl: Controller, auditor: Auditor
 ) -> None:
-    store = cluster.server.store
-    faults = cluster.server.faults
+    store = cluster.emulator.store
+    faults = cluster.emulator.faults
 
     def outage() -> None:
         # the pod watch ends and cannot come back for a while: the second half of the burst
@@ -67,7 +67,7 @@ def test_bursts_of_api_errors_mid_burst(
     cluster: Cluster, ctl: Controller, auditor: Auditor
 ) -> None:
     store = cluster.server.store
-    faults = cluster.server.faults
+    faults = cluster.emulator.faults
 
     def errors() -> None:
         faults.fail_next(20, 500, verb="patch", resource="pods")
@@ -89,7 +89,7 @@ def test_500s_on_ip_cr_writes_alone_mid_burst(
     # The annotation patch succeeds: nothing but the add handler's own retry can repair an IP CR
     # write that failed (kube-ovn v1.8 only logged it, leaving the pod without its IP CR).
     store = cluster.server.store
-    faults = cluster.server.faults
+    faults = cluster.emulator.faults
 
     def errors() -> None:
         faults.fail_next(10, 500, verb="create", resource="ips")
@@ -107,7 +107,7 @@ def test_answers_lost_after_the_server_applied_them_mid_burst(
     # the attempt it never heard back from (an IP CR already there, a patch already applied,
     # a Lease already renewed).
     store = cluster.server.store
-    faults = cluster.server.faults
+    faults = cluster.emulator.faults
 
     def lose() -> None:
         faults.lose_answers(6, verb="create", resource="ips")

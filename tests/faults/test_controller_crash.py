@@ -12,9 +12,8 @@ from collections.abc import Callable
 import pytest
 
 from controller.sandbox.apiserver.faults import FaultInjector
-from controller.sandbox.apiserver.server import ApiServer
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import allocated_pods, get_or_none, pod, running, wait_for
+from tests.e2e.helpers import HasStore, allocated_pods, get_or_none, pod, running, wait_for
 from tests.faults.conftest import EMULATOR_FAULTS, FAULT_FLAGS, ControllerProcess
 from tests.faults.helpers import (
     LEASE,
@@ -33,7 +32,7 @@ pytestmark = [
 ]
 
 
-def holder(server: ApiServer) -> str:
+def holder(server: HasStore) -> str:
     lease = get_or_none(server, "leases", *LEASE)
     return str((lease or {}).get("spec", {}).get("holderIdentity") or "")
 
@@ -72,7 +71,7 @@ def kill_with_adds_in_flight(cluster: Cluster, proc: subprocess.Popen[bytes]) ->
     )
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(10) == -signal.SIGKILL
-    cluster.server.faults.clear()
+    cluster.emulator.faults.clear()
 
 
 def slow_patches(faults: FaultInjector) -> None:
@@ -101,7 +100,7 @@ def test_sigkill_mid_burst_then_restart(
 ) -> None:
     start_leader_process(cluster, controller_process)
     proc = controller_process.started[-1]
-    window(cluster.server.faults)  # widen the window between a pod's port write and its patch
+    window(cluster.emulator.faults)  # widen the window between a pod's port write and its patch
     store = cluster.server.store
     burst = run_burst(store, fault=lambda: kill_with_adds_in_flight(cluster, proc))
     burst.alive.add("warm")
@@ -128,7 +127,7 @@ def test_two_replicas_leader_killed_mid_burst(
     follower = start_controller(*FAULT_FLAGS, identity="controller-b")
     wait_for(lambda: follower.ready()[0], message="follower standing by")
     assert not follower.leading.is_set()
-    cluster.server.faults.add_latency(0.3, verb="patch", resource="pods")
+    cluster.emulator.faults.add_latency(0.3, verb="patch", resource="pods")
     store = cluster.server.store
     burst = run_burst(store, fault=lambda: kill_with_adds_in_flight(cluster, proc))
     burst.alive.add("warm")

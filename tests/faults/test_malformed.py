@@ -73,7 +73,7 @@ from controller.kube.client import KubeClient, load_api_client
 from controller.testing import builders
 from tests.e2e.conftest import Cluster, launch_controller, open_cluster
 from tests.e2e.egress import egress_routes
-from tests.e2e.helpers import NODE, annotations, get_or_none, pod, wait_for
+from tests.e2e.helpers import NODE, annotations_of, get_or_none, pod, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -323,16 +323,16 @@ def _events(cluster: Cluster, name: str, ns: str = NS) -> list[dict[str, Any]]:
 
 
 def _allocated(cluster: Cluster, name: str, ns: str = NS) -> bool:
-    return annotations(cluster.server, "pods", ns, name).get(ALLOCATED_ANNOTATION) == "true"
+    return annotations_of(cluster.server, "pods", ns, name).get(ALLOCATED_ANNOTATION) == "true"
 
 
 def _bound(cluster: Cluster, namespace: str, subnet: str) -> bool:
-    ns = annotations(cluster.server, "namespaces", None, namespace)
+    ns = annotations_of(cluster.server, "namespaces", None, namespace)
     return ns.get(LOGICAL_SWITCH_ANNOTATION) == subnet
 
 
 def _routed(cluster: Cluster, name: str) -> bool:
-    return annotations(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
+    return annotations_of(cluster.server, "pods", NS, name).get(ROUTED_ANNOTATION) == "true"
 
 
 def contains(items: Callable[[], Iterable[str]], item: str) -> bool:
@@ -349,8 +349,8 @@ def run() -> Iterator[Run]:
             store = cluster.server.store
             for ns in (NS, CROWDED_NS, FOREIGN_NS):
                 store.create("namespaces", {"metadata": {"name": ns}})
-            for subnet in SUBNETS:
-                store.create("subnets", subnet)
+            for subnet_obj in SUBNETS:
+                store.create("subnets", subnet_obj)
             for obj in NADS:
                 store.create("network-attachment-definitions", obj)
             controller = launch_controller(cluster)
@@ -414,7 +414,7 @@ def test_good_pods_converge(run: Run) -> None:
         store.patch("pods", NS, good.name, {"spec": {"nodeName": NODE}})
     for good in (HOLDER, *GOOD):
         wait_for(partial(_routed, cluster, good.name), message=f"{good.name} routed")
-        ann = annotations(cluster.server, "pods", NS, good.name)
+        ann = annotations_of(cluster.server, "pods", NS, good.name)
         assert ann[LOGICAL_SWITCH_ANNOTATION] == good.subnet, good.name
         if good.ip:
             assert ann[IP_ADDRESS_ANNOTATION] == good.ip, good.name
@@ -423,7 +423,7 @@ def test_good_pods_converge(run: Run) -> None:
         routes = {r[0] for r in egress_routes(cluster.nb)}
         assert ann[IP_ADDRESS_ANNOTATION] in routes, good.name
     # the IPAM-only attachment: an address of its subnet and an IP CR, no port
-    ann = annotations(cluster.server, "pods", NS, "with-ipam-attachment")
+    ann = annotations_of(cluster.server, "pods", NS, "with-ipam-attachment")
     assert ann[f"{IPAM_PROVIDER}.kubernetes.io/allocated"] == "true"
     assert ann[f"{IPAM_PROVIDER}.kubernetes.io/ip_address"].startswith("10.72.0.")
     name = f"with-ipam-attachment.{NS}.{IPAM_PROVIDER}"
@@ -470,7 +470,7 @@ def test_only_ovn_subnets_get_a_logical_switch(run: Run) -> None:
     # kube-ovn handleAddOrUpdateSubnet stops after IPAM for a non-OVN subnet: an IPAM-only
     # provider has no switch, and a pod's default network cannot land there
     switches = wait_for(
-        lambda: (s := run.cluster.nb.list_logical_switches()) and "full" in s and s,
+        lambda: s if "full" in (s := run.cluster.nb.list_logical_switches()) else None,
         message="the switch of subnet full",
     )
     assert "macvlan" not in switches

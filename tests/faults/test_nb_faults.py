@@ -31,7 +31,7 @@ pytestmark = [
 
 
 def once_handlers_failed(
-    ctl: Controller, state: str, end_fault: Callable[[], None]
+    ctl: Controller, state: str, end_fault: Callable[[], object]
 ) -> Callable[[], None]:
     """The end of an NB fault, once at least two NB verbs have failed on it (so the burst's
     second half really met the fault)."""

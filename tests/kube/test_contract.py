@@ -91,6 +91,7 @@ def test_delete_annotations_removes_keys_and_tolerates_absent_ones(harness: Harn
 
 
 def test_bad_annotation_input_is_a_clear_error(harness: Harness) -> None:
+    # wrong types on purpose (hence the ignores)
     harness.seed("pods", pod("p1"))
     with pytest.raises(ValueError, match="op"):
         harness.api.patch_pod_annotations("default", "p1", {"a": "1"}, op="merge")  # type: ignore[arg-type]

@@ -265,4 +265,4 @@ def test_events_accept_model_objects_and_reject_nameless_ones() -> None:
         kind="Pod", name="p1", namespace="ns1", uid="uid-1", resource_version="7"
     )
     with pytest.raises(ValueError, match="no name"):
-        rec.event(42, "Warning", "R", "m")  # type: ignore[arg-type]
+        rec.event(42, "Warning", "R", "m")  # type: ignore[arg-type]  # not a reference, on purpose

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from controller.ovn.api import AddressSetInfo, InvalidRequestError, OvnNotFoundError, RouterPolicy
+from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.testing.fake_nb import FakeNbClient
 from tests.ovn.conftest import Subject
 
 pytestmark = pytest.mark.timeout(60)
@@ -96,17 +98,23 @@ def test_address_set_errors(s: Subject) -> None:
 
 def test_nothing_to_change_is_no_transaction(s: Subject) -> None:
     calls: list[str] = []
-    if s.kind == "real":
-        s.nb._on_request = lambda method, _t, _ok: calls.append(method)  # type: ignore[attr-defined]
+    nb = s.nb
+    if isinstance(nb, FakeNbClient):
+        before = sum(nb.requests.values())
+
+        def transactions() -> int:
+            return sum(nb.requests.values()) - before
     else:
-        before = sum(s.nb.requests.values())  # type: ignore[attr-defined]
+        assert isinstance(nb, OvsdbappNbClient)
+        nb._on_request = lambda method, _t, _ok: calls.append(method)
+
+        def transactions() -> int:
+            return len(calls)
+
     s.nb.add_router_policy(LR, 31000, "ip4.dst == 10.16.0.0/16", "allow", (), IDS)
     s.nb.add_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.2"], IDS)
     s.nb.add_static_route("src-ip", "10.16.0.9", "100.64.0.2", LR)
-    if s.kind == "real":
-        assert len(calls) == 3
-    else:
-        assert sum(s.nb.requests.values()) - before == 3  # type: ignore[attr-defined]
+    assert transactions() == 3
     for _ in range(2):
         s.nb.add_router_policy(LR, 31000, "ip4.dst == 10.16.0.0/16", "allow", (), IDS)
         s.nb.add_address_set_addresses("kubeovn.a.n1_ip4", ["10.16.0.2"], IDS)
@@ -114,10 +122,7 @@ def test_nothing_to_change_is_no_transaction(s: Subject) -> None:
         s.nb.delete_router_policy(LR, 29000, "ip4.src == $x_ip4")
         s.nb.delete_static_route("10.16.0.3", LR)
         s.nb.delete_address_set("nope")
-    if s.kind == "real":
-        assert len(calls) == 3
-    else:
-        assert sum(s.nb.requests.values()) - before == 3  # type: ignore[attr-defined]
+    assert transactions() == 3
 
 
 def test_apply_routing_is_one_transaction_for_a_keys_rows(s: Subject) -> None:
@@ -148,10 +153,10 @@ def test_apply_routing_is_one_transaction_for_a_keys_rows(s: Subject) -> None:
     ]
     assert s.nb.list_static_routes(LR) == []
     # applied again: nothing differs, no transaction; entries removed, a NAT cleared
-    if s.kind == "fake":
-        before = sum(s.nb.requests.values())  # type: ignore[attr-defined]
+    if isinstance(s.nb, FakeNbClient):
+        before = sum(s.nb.requests.values())
         s.nb.apply_routing(LR, change)
-        assert sum(s.nb.requests.values()) == before  # type: ignore[attr-defined]
+        assert sum(s.nb.requests.values()) == before
     s.nb.apply_routing(
         LR,
         RoutingChange(

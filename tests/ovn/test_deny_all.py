@@ -10,6 +10,7 @@ from controller.ovn.api import InvalidRequestError, PortGroupInfo, PortSpec
 from controller.testing.fake_nb import FakeNbClient
 from tests.e2e.nbrows import nb_rows
 from tests.ovn.conftest import Subject
+from tests.ovn.helpers import NbctlView
 
 DENY_ALL = "kubeovn_deny_all"
 PG = "ovn.sg.kubeovn_deny_all"
@@ -23,7 +24,8 @@ def _acls(s: Subject) -> set[tuple[str, int, str, str]]:
     if isinstance(s.nb, FakeNbClient):
         pg = s.nb.state.port_groups[PG]
         return {(a.direction, a.priority, a.match, a.action) for a in pg.acls}
-    remote = s.view.remote  # type: ignore[attr-defined]
+    assert isinstance(s.view, NbctlView)
+    remote = s.view.remote
     (pg_row,) = [r for r in nb_rows(remote, "Port_Group") if r["name"] == PG]
     return {
         (a["direction"], a["priority"], a["match"], a["action"])
@@ -109,9 +111,9 @@ def test_dual_stack_address_sets_hold_the_port_addresses(subject: Subject) -> No
         )
     )
     s.nb.sync_sg_ports("web")
-    assert s.nb.get_port("d.ns1").port_security == (  # type: ignore[union-attr]
-        "00:00:00:00:00:09 10.16.0.9/16 fd00:10:16::9/64",
-    )
+    port = s.nb.get_port("d.ns1")
+    assert port is not None
+    assert port.port_security == ("00:00:00:00:00:09 10.16.0.9/16 fd00:10:16::9/64",)
     assert s.view.address_set("ovn.sg.web.associated.v4") == ["10.16.0.9"]
     assert s.view.address_set("ovn.sg.web.associated.v6") == ["fd00:10:16::9"]
     assert _members(s) == {"d.ns1"}

@@ -10,6 +10,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 
 import pytest
 
@@ -153,7 +154,7 @@ def test_entries_of_one_address_set_share_a_transaction(nb: OvsdbappNbClient, ex
     ips = ["10.16.0.2", "10.16.0.3", "10.16.0.4"]
     outcomes = run_concurrently(
         nb,
-        [lambda ip=ip: nb.add_address_set_addresses("node1_ip4", [ip], ids) for ip in ips],
+        [partial(nb.add_address_set_addresses, "node1_ip4", [ip], ids) for ip in ips],
         busy_idl_thread,
     )
     assert outcomes == [None, None, None]

@@ -23,7 +23,7 @@ from tests.fixtures.nb import nbctl
 pytestmark = pytest.mark.timeout(90)
 
 
-class Upstream(ovs_idl.Idl):  # type: ignore[misc]
+class Upstream(ovs_idl.Idl):
     """python-ovs as shipped, recording its notifications."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -109,7 +109,7 @@ def idls(nb_server: NbServer) -> Iterator[tuple[NbIdl, Upstream]]:
         (event, row._table.name, row.uuid)
     )
     ours_events: list[tuple[str, str, Any]] = []
-    ours.events = ours_events  # type: ignore[attr-defined]
+    ours.events = ours_events
     helper = fetch_schema_helper(config)
     for table, columns in MONITORED.items():
         helper.register_columns(table, list(columns))
@@ -136,7 +136,7 @@ def test_rows_of_initial_dump_and_live_inserts_equal_python_ovs(
     make_rows(nb_server.remote, "b")  # inserts into live monitors
     run_until([ours, theirs], caught_up(6))
     assert contents(ours) == contents(theirs)
-    assert sorted(ours.events, key=repr) == sorted(theirs.events, key=repr)  # type: ignore[attr-defined]
+    assert sorted(ours.events, key=repr) == sorted(theirs.events, key=repr)
     # the defaulted scalar columns read as their defaults, not as python-ovs's wrapped atoms
     bare = next(r for r in ours.tables["Logical_Switch_Port"].rows.values() if r.name == "p2-a")
     assert (bare.type, bare.addresses, bare.options) == ("", [], {})

@@ -52,6 +52,13 @@ def indexer() -> Indexer:
 POD_CONTAINERS = ({"name": "c", "image": "i"},)
 
 
+def cached(store: Indexer, key: str) -> dict[str, Any]:
+    """The object cached under `key`; fails the test when it is not there."""
+    obj = store.get_by_key(key)
+    assert obj is not None, f"{key} not in the cache"
+    return obj
+
+
 def raw_pod(
     name: str,
     namespace: str = "default",

@@ -9,7 +9,7 @@ from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown
 from controller.core.model import format_time
-from tests.pod.env import NODE, NODE_JOIN_IP, Env, raw_pod
+from tests.pod.env import NODE, NODE_JOIN_IP, Env, cached, raw_pod
 
 EIP = "ovn.kubernetes.io/eip"
 
@@ -91,7 +91,7 @@ def test_tombstone_without_object_leaves_a_live_pod_alone(env: Env) -> None:
 def test_malformed_objects_are_ignored(env: Env) -> None:
     env.controller.on_add({"metadata": {"name": 5}}, False)
     env.controller.on_update({"metadata": "x"}, {"metadata": "y"})
-    env.controller.on_delete(DeletedFinalStateUnknown("a/b", {"metadata": []}))  # type: ignore[dict-item]
+    env.controller.on_delete(DeletedFinalStateUnknown("a/b", {"metadata": []}))
     assert all(len(q) == 0 for q in env.queues.all())
 
 
@@ -268,7 +268,7 @@ def test_a_pod_replaced_unseen_under_its_name_gets_its_own_add(env: Env) -> None
     env.create_pod(raw_pod("web", node=NODE))
     env.kube.pods.pop("default/web")
     env.kube.add_pod(raw_pod("web"))  # new uid, not scheduled yet
-    old_uid = env.pods.get_by_key("default/web")["metadata"]["uid"]
+    old_uid = cached(env.pods, "default/web")["metadata"]["uid"]
     assert env.kube.pods["default/web"]["metadata"]["uid"] != old_uid
     env.process(env.queues.add)  # the old pod's add: its patch meets the new uid, rolled back
     assert env.sync("default/web")  # the relist's update, old -> new

@@ -4,6 +4,8 @@ set entry and deletes the route in the same transaction; nothing else on the rou
 
 from __future__ import annotations
 
+import pytest
+
 from controller.ovn.api import RoutingChange
 from tests.pod.env import NODE, NODE_JOIN_IP, ROUTER, Env, raw_pod
 
@@ -42,7 +44,9 @@ def test_a_routed_pod_with_a_v18_route_is_moved_to_policies(env: Env) -> None:
     assert sum(env.nb.requests.values()) == writes
 
 
-def test_the_policy_is_written_with_the_route_removal(env: Env) -> None:
+def test_the_policy_is_written_with_the_route_removal(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env.create_pod(raw_pod("web", node=NODE))
     env.converge()
     for aset in env.nb.list_address_sets({"kube-ovn-route": "gateway"}):
@@ -56,7 +60,7 @@ def test_the_policy_is_written_with_the_route_removal(env: Env) -> None:
         changes.append(change)
         real(router, change)
 
-    nb.apply_routing = apply  # type: ignore[method-assign]
+    monkeypatch.setattr(nb, "apply_routing", apply)
     env.controller.migrate_static_routes()
     env.converge()
     # one transaction: the entry and the route's removal together

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
 
 from controller import pod_logic as pl
 from controller.core.errors import InvalidPodNetworkError
-from controller.core.model import PodNet, ProviderType, Subnet
+from controller.core.model import Node, PodNet, ProviderType, Subnet
 from controller.ipam import IPAM
 from controller.ipam import errors as ipam_errors
 from controller.pod_logic import AddressMode, AddressRequest
@@ -80,13 +80,9 @@ UNDERLAY = subnet("u", "10.19.0.0/24", vlan="v10")
 
 
 def acquire(
-    alloc: FakeAllocator, request: AddressRequest, nodes: list[object] | None = None
+    alloc: FakeAllocator, request: AddressRequest, nodes: Sequence[Node] = ()
 ) -> tuple[str, str, str, str]:
-    v4, v6, mac, sub = pl.acquire_address(
-        alloc,
-        request,
-        nodes or [],  # type: ignore[arg-type]
-    )
+    v4, v6, mac, sub = pl.acquire_address(alloc, request, nodes)
     return v4, v6, mac, sub.name
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -56,7 +57,7 @@ def never() -> bool:
         ({"deletion_timestamp": NOW - timedelta(days=1)}, True),  # no grace field: kube-ovn alive
     ],
 )
-def test_is_pod_alive(fields: dict[str, object], alive: bool) -> None:
+def test_is_pod_alive(fields: dict[str, Any], alive: bool) -> None:
     assert pl.is_pod_alive(pod(**fields), NOW) is alive
 
 
@@ -168,7 +169,7 @@ def test_append_check_pod_to_del_errors() -> None:
 
 # --- enqueue decisions -----------------------------------------------------------------------
 
-DEAD = {"phase": "Failed", "restart_policy": "Never"}
+DEAD: dict[str, Any] = {"phase": "Failed", "restart_policy": "Never"}
 
 
 @pytest.mark.parametrize(
@@ -386,3 +387,31 @@ def test_classify_add_schedules_the_cleanup_of_a_terminating_pod() -> None:
     )
     # the StatefulSet still wants this ordinal: the network stays, the pod is handled as usual
     assert add(terminating(sts_pod, 12), owner_gone=False).action is PodAction.ADD
+
+
+def test_needs_add_after_edit() -> None:
+    old = pod("p", annotations={"ovn.kubernetes.io/ip_address": "bad"})
+    fixed = pod("p", annotations={"ovn.kubernetes.io/ip_address": "10.16.0.9"})
+    assert pl.needs_add_after_edit(old, fixed, NOW)
+    assert not pl.needs_add_after_edit(fixed, fixed, NOW)  # nothing changed
+    allocated = pod("p", annotations={"ovn.kubernetes.io/allocated": "true", "x": "y"})
+    assert not pl.needs_add_after_edit(fixed, allocated, NOW)  # our own patch
+    attached = pod("p", annotations={"n.ns.ovn.kubernetes.io/allocated": "true"})
+    assert not pl.needs_add_after_edit(fixed, attached, NOW)
+    dead = pod("p", annotations={"a": "b"}, phase="Failed", restart_policy="Never")
+    assert not pl.needs_add_after_edit(old, dead, NOW)
+    terminating = pod("p", annotations={"a": "b"}, deletion_timestamp=NOW)
+    assert not pl.needs_add_after_edit(old, terminating, NOW)
+    host = pod("p", annotations={"a": "b"}, host_network=True)
+    assert not pl.needs_add_after_edit(old, host, NOW)
+    # Inspection cleared an attachment's mark while the default network stays allocated.
+    both = pod(
+        "p",
+        annotations={
+            "ovn.kubernetes.io/allocated": "true",
+            "n.ns.ovn.kubernetes.io/allocated": "true",
+        },
+    )
+    default_only = pod("p", annotations={"ovn.kubernetes.io/allocated": "true"})
+    assert pl.needs_add_after_edit(both, default_only, NOW)
+    assert not pl.needs_add_after_edit(default_only, both, NOW)

@@ -3,12 +3,15 @@ v1.8.18 pkg/controller/pod.go getPodKubeovnNets to handleUpdatePod)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from controller import pod_logic as pl
 from controller.core import router_policy as rp
 from controller.core.errors import InvalidPodNetworkError, ResourceNotReadyError, RetryableError
 from controller.core.model import (
+    Namespace,
     NetworkAttachmentDefinition,
     Node,
     Pod,
@@ -41,7 +44,7 @@ NADS = {
 }
 
 
-def ns1_pod(annotations: dict[str, str] | None = None, **kw: object) -> Pod:
+def ns1_pod(annotations: dict[str, str] | None = None, **kw: Any) -> Pod:
     return pod("p", "ns1", annotations=annotations, **kw)
 
 
@@ -81,9 +84,9 @@ def test_default_subnet_from_pod_annotation_wins() -> None:
         (ns1_pod(), namespace("ns1", "ghost"), "subnet 'ghost' of namespace ns1 not found"),
     ],
 )
-def test_default_subnet_errors(the_pod: Pod, ns: object, message: str) -> None:
+def test_default_subnet_errors(the_pod: Pod, ns: Namespace | None, message: str) -> None:
     with pytest.raises(ResourceNotReadyError) as info:
-        pl.get_pod_default_subnet(the_pod, ns, BY_NAME)  # type: ignore[arg-type]
+        pl.get_pod_default_subnet(the_pod, ns, BY_NAME)
     assert message in str(info.value)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from controller.core import router_policy as rp
-from controller.core.model import Node, Pod, Subnet
+from controller.core.model import FrozenDict, Node, Pod, Subnet
 from controller.ovn.api import AddressSetInfo, NatChange, NatRule, RouterPolicy, StaticRoute
 from controller.pod_logic import routing_state as rs
 from controller.testing import builders
@@ -25,7 +25,7 @@ CENT = Subnet("ovn-default", "10.16.0.0/16", gateway_type="centralized", gateway
 
 
 def node(name: str, join: str, ready: bool = True) -> Node:
-    return Node(name, annotations={"ovn.kubernetes.io/ip_address": join}, ready=ready)  # type: ignore[arg-type]
+    return Node(name, annotations=FrozenDict({"ovn.kubernetes.io/ip_address": join}), ready=ready)
 
 
 N1, N2 = node("n1", "100.64.0.2"), node("n2", "100.64.0.3")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from controller.queues import (
@@ -148,19 +150,22 @@ def test_default_controller_rate_limiter() -> None:
 
 @pytest.mark.parametrize(
     ("build", "error"),
+    # the TypeError cases pass an argument of the wrong type on purpose (hence their ignores)
     [
         (lambda: ItemExponentialFailureRateLimiter(-1, 1), ValueError),
         (lambda: ItemExponentialFailureRateLimiter(0.1, float("inf")), ValueError),
-        (lambda: ItemExponentialFailureRateLimiter("5ms", 1), TypeError),
+        (lambda: ItemExponentialFailureRateLimiter("5ms", 1), TypeError),  # type: ignore[arg-type]
         (lambda: ItemFastSlowRateLimiter(0.1, 1, -1), ValueError),
-        (lambda: ItemFastSlowRateLimiter(0.1, 1, 2.5), TypeError),
+        (lambda: ItemFastSlowRateLimiter(0.1, 1, 2.5), TypeError),  # type: ignore[arg-type]
         (lambda: BucketRateLimiter(0, 10), ValueError),
         (lambda: BucketRateLimiter(10, 0), ValueError),
-        (lambda: BucketRateLimiter(10, 1.5), TypeError),
-        (lambda: MaxOfRateLimiter(object()), TypeError),
+        (lambda: BucketRateLimiter(10, 1.5), TypeError),  # type: ignore[arg-type]
+        (lambda: MaxOfRateLimiter(object()), TypeError),  # type: ignore[arg-type]
         (lambda: WithMaxWaitRateLimiter(default_item_based_rate_limiter(), -1), ValueError),
     ],
 )
-def test_bad_parameters_are_clear_errors(build: object, error: type[Exception]) -> None:
+def test_bad_parameters_are_clear_errors(
+    build: Callable[[], object], error: type[Exception]
+) -> None:
     with pytest.raises(error):
-        build()  # type: ignore[operator]
+        build()

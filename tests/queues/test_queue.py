@@ -182,12 +182,12 @@ def test_items_of_any_hashable_type(make: Make) -> None:
     q.add(("ns/pod", 1))
     assert len(q) == 1
     with pytest.raises(TypeError):
-        q.add(["unhashable"])  # type: ignore[arg-type]
+        q.add(["unhashable"])  # type: ignore[arg-type]  # on purpose
 
 
 def test_bad_name_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="name"):
-        Queue(name=42)  # type: ignore[arg-type]
+        Queue(name=42)  # type: ignore[arg-type]  # a wrong type on purpose
 
 
 def test_none_item_is_rejected(make: Make) -> None:

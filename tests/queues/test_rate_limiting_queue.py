@@ -90,4 +90,4 @@ def test_shared_limiter_shares_failure_counts(make: Make, clock: FakeClock) -> N
 
 def test_rejects_a_non_limiter() -> None:
     with pytest.raises(TypeError, match="RateLimiter"):
-        RateLimitingQueue(object())  # type: ignore[arg-type]
+        RateLimitingQueue(object())  # type: ignore[arg-type]  # a wrong type on purpose

@@ -68,7 +68,7 @@ def test_no_concurrent_processing_and_no_lost_adds(
                 processed[c] += 1
                 if processed[c] % 5 == 0:
                     q.add(key)  # re-add while processing: must come back via done()
-                if kind == "rate_limiting" and processed[c] % 11 == 0:
+                if isinstance(q, RateLimitingQueue) and processed[c] % 11 == 0:
                     q.forget(key)
             finally:
                 with lock:

@@ -9,20 +9,21 @@ src-ip static route; a centralized subnet's whole-CIDR reroute is listed by `sub
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
 
 from controller.config import Config
 from controller.core import router_policy as rp
-from controller.ovn.api import NatRule
+from controller.ovn.api import AddressSetInfo, NatRule, RoutingChange
 from tests.pod.env import (
     DEFAULT_SUBNET,
     NODE,
     NODE_JOIN_IP,
     ROUTER,
     Env,
+    cached,
     raw_pod,
     raw_subnet,
     standard_env,
@@ -44,7 +45,7 @@ def env() -> Iterator[Env]:
     e = standard_env()
     make_ready(e, NODE, NODE_JOIN_IP)
     make_ready(e, N2, N2_JOIN)
-    e.kube.create_subnet(e.subnets.get_by_key(DEFAULT_SUBNET))
+    e.kube.create_subnet(cached(e.subnets, DEFAULT_SUBNET))
     yield e
     e.close()
 
@@ -74,13 +75,13 @@ def make_ready(env: Env, name: str, join: str, *, ready: bool = True) -> None:
 
 
 def delete_node(env: Env, name: str) -> None:
-    old = env.nodes.get_by_key(name)
+    old = cached(env.nodes, name)
     env.nodes.delete(old)
     env.routing.node_event_handler().on_delete(old)
 
 
 def edit_subnet(env: Env, name: str, status: dict[str, Any] | None = None, **spec: Any) -> None:
-    old = env.subnets.get_by_key(name)
+    old = cached(env.subnets, name)
     new = copy.deepcopy(old)
     new["spec"].update(spec)
     new["status"] = {**(new.get("status") or {}), **(status or {})}
@@ -134,14 +135,21 @@ def test_distributed_to_centralized_drops_every_node_reroute_and_entry(env: Env)
     quiet(env)
 
 
-def test_centralized_to_distributed_puts_every_running_pod_back_first(env: Env) -> None:
+def test_centralized_to_distributed_puts_every_running_pod_back_first(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     edit_subnet(env, DEFAULT_SUBNET, gatewayType="centralized", gatewayNode=NODE)
     a = start(env, "a")
     b = start(env, "b", N2)
     assert routing_sets(env) == {} and subnet_routes(env)
-    applied: list[Any] = []
+    applied: list[RoutingChange] = []
     real = env.nb.apply_routing
-    env.nb.apply_routing = lambda r, c: (applied.append(c), real(r, c))[1]  # type: ignore[method-assign]
+
+    def recording(router: str, change: RoutingChange) -> None:
+        applied.append(change)
+        real(router, change)
+
+    monkeypatch.setattr(env.nb, "apply_routing", recording)
 
     edit_subnet(env, DEFAULT_SUBNET, gatewayType="distributed", gatewayNode="")
     env.converge()
@@ -160,7 +168,7 @@ def test_centralized_to_distributed_puts_every_running_pod_back_first(env: Env) 
 
 def test_a_pod_re_created_on_another_node_before_its_delete_runs_leaves_no_entry(env: Env) -> None:
     ip = start(env, "web")
-    old = env.pods.get_by_key("default/web")
+    old = cached(env.pods, "default/web")
     # the successor (same name, new uid, other node, same address: a StatefulSet's) is cached
     # before the old delete is handled, which then skips its cleanup as "re-created"
     new = copy.deepcopy(old)
@@ -203,7 +211,7 @@ def test_a_pod_moved_to_another_subnet_leaves_no_entry_or_nat() -> None:
         ip = start(env, "db-0", annotations={SNAT: "172.56.0.20"})
         assert ("snat", ip, "172.56.0.20", "") in env.nats()
         # the StatefulSet pod comes back in another subnet with another address
-        old = env.pods.get_by_key("default/db-0")
+        old = cached(env.pods, "default/db-0")
         env.kube.pods.pop("default/db-0")
         env.pods.delete(old)
         env.routing_events.on_delete(old)
@@ -294,7 +302,7 @@ def test_a_malformed_subnet_never_makes_a_pass_raise(env: Env) -> None:
 
 def test_a_delete_whose_subnet_is_gone_from_the_cache_is_not_retried_forever(env: Env) -> None:
     start(env, "web")
-    raw = env.subnets.get_by_key(DEFAULT_SUBNET)
+    raw = cached(env.subnets, DEFAULT_SUBNET)
     env.subnets.delete(raw)  # IPAM still lists it
     env.remove_pod("default/web")
     env.converge()
@@ -327,7 +335,9 @@ def test_live_migration_source_delete_keeps_the_nat_and_reroute_the_vm_uses() ->
         env.close()
 
 
-def test_gc_never_removes_an_entry_an_add_writes_between_its_read_and_its_write(env: Env) -> None:
+def test_gc_never_removes_an_entry_an_add_writes_between_its_read_and_its_write(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The backstop reads and applies a key under the key's lock: an add of a pod that reuses a
     released address on the same node (the pod handler writes under the same lock) waits, and
     its entry survives the pass."""
@@ -345,7 +355,7 @@ def test_gc_never_removes_an_entry_an_add_writes_between_its_read_and_its_write(
     adder: list[threading.Thread] = []
     real = env.nb.list_address_sets
 
-    def read_then_race(ids: Any) -> Any:
+    def read_then_race(ids: Mapping[str, str]) -> list[AddressSetInfo]:
         rows = real(ids)
         if not adder and ids.get("node") == NODE:
             stored = env.kube.add_pod(successor)
@@ -360,10 +370,10 @@ def test_gc_never_removes_an_entry_an_add_writes_between_its_read_and_its_write(
             assert thread.is_alive()
         return rows
 
-    env.nb.list_address_sets = read_then_race  # type: ignore[method-assign]
+    monkeypatch.setattr(env.nb, "list_address_sets", read_then_race)
     env.routing.backstop()
     adder[0].join(10)
-    env.nb.list_address_sets = real  # type: ignore[method-assign]
+    monkeypatch.undo()
     assert not adder[0].is_alive()
     assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
     quiet(env)
@@ -382,7 +392,7 @@ def test_a_key_settled_before_the_cache_has_the_pods_allocation_keeps_its_entry(
     env.process(env.queues.add)  # routed and patched on the API server, the cache not synced
     ip = env.annotations("default/web")["ovn.kubernetes.io/ip_address"]
     assert "ovn.kubernetes.io/ip_address" not in (
-        env.pods.get_by_key("default/web")["metadata"].get("annotations") or {}
+        cached(env.pods, "default/web")["metadata"].get("annotations") or {}
     )
     env.routing.handle(f"{DEFAULT_SUBNET}/{NODE}")
     assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
@@ -394,13 +404,13 @@ def test_a_key_settled_before_the_cache_has_the_pods_allocation_keeps_its_entry(
 def test_events_that_change_nothing_routing_depends_on_queue_nothing(env: Env) -> None:
     start(env, "web")
     env.drain(env.routing_queue)
-    old = env.pods.get_by_key("default/web")
+    old = cached(env.pods, "default/web")
     new = copy.deepcopy(old)
     new["metadata"]["labels"] = {"app": "x"}
     new["metadata"]["resourceVersion"] += "1"
     env.routing_events.on_update(old, new)
     # a node's heartbeat
-    node = env.nodes.get_by_key(NODE)
+    node = cached(env.nodes, NODE)
     beat = copy.deepcopy(node)
     beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T12:00:10Z"
     beat["metadata"]["resourceVersion"] += "1"

@@ -92,6 +92,7 @@ def test_locked_releases_on_exception() -> None:
 
 
 def test_bad_input_is_a_clear_error() -> None:
+    # wrong types on purpose (hence the ignores)
     with pytest.raises(TypeError):
         KeyMutex("4")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="str"):

@@ -88,7 +88,11 @@ def test_logtostderr_false_writes_the_file_and_stderr_gets_errors(tmp_path: Path
     for h in logging.getLogger().handlers:
         h.flush()
     lines = log_file.read_text().splitlines()
-    assert [KLOG_LINE.match(line).group(7) for line in lines] == ["to the file", "to both"]  # type: ignore[union-attr]
+    matches = [KLOG_LINE.match(line) for line in lines]
+    assert [m.group(7) if m else line for m, line in zip(matches, lines, strict=True)] == [
+        "to the file",
+        "to both",
+    ]
     assert [line.split("] ")[1] for line in _lines(err)] == ["to both"]
 
 

@@ -24,6 +24,7 @@ class Candidate:
         identity: str,
         clock: FakeClock,
         seed: int,
+        *,
         lock: FakeLock | None = None,
         **config: Any,
     ) -> None:
@@ -67,7 +68,11 @@ def server() -> LeaseServer:
 
 
 # kube-ovn v1.12+'s timings (the generic behaviour is the same for v1.8's 15/10/2, the default)
-KUBE_OVN_V112 = {"lease_duration": 30.0, "renew_deadline": 20.0, "retry_period": 6.0}
+KUBE_OVN_V112: dict[str, Any] = {
+    "lease_duration": 30.0,
+    "renew_deadline": 20.0,
+    "retry_period": 6.0,
+}
 
 
 @pytest.fixture
@@ -286,7 +291,7 @@ class HangingLock(FakeLock):
 def test_a_hanging_renewal_cannot_keep_the_leadership_past_the_hold(
     server: LeaseServer, clock: FakeClock
 ) -> None:
-    # fails before: the loss was noticed only when the hanging request returned
+    # the hold ends the leadership on the clock, not when the hanging request returns
     lock = HangingLock(server, "a")
     c = Candidate(server, "a", clock, 0, lock=lock)  # kube-ovn v1.8's timings: a 12 s hold
     c.thread.start()

@@ -15,6 +15,7 @@ from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
 from controller.runtime.startup import StartupError, human_reason, wait_until_reachable
 from controller.testing.clock import FakeClock
+from controller.testing.wait import wait_for
 
 MAX_RETRY = KubeUnavailableError(
     0,
@@ -40,6 +41,13 @@ class StepClock:
         self.sleeps.append(seconds)
         self.t += seconds
         return self._stop_after is not None and len(self.sleeps) >= self._stop_after
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        if deadline is not None:  # nothing else runs on this clock: the deadline is reached
+            self.t = max(self.t, deadline)
+
+    def notify(self, cond: threading.Condition) -> None:
+        pass
 
 
 def test_human_reason_never_shows_urllib3() -> None:
@@ -139,19 +147,18 @@ def test_stuck_worker_reads_the_longest_running_processor() -> None:
     try:
         queue.add("ns/p")
         item, _ = queue.get()
+        assert item is not None
         clock.step(400)
-        wait_gauge = 0.0
-        for _ in range(200):  # the queue's own loop refreshes the gauge every 500 ms
-            _, wait_gauge = stuck_worker(registry, ["AddPod", "AddNode"])
-            if wait_gauge >= 400:
-                break
-            threading.Event().wait(0.05)
-        assert stuck_worker(registry, ["AddPod", "AddNode"]) == (
-            "AddPod",
-            pytest.approx(400, abs=1),
+        # the queue's own loop (a thread) refreshes the gauge after the step
+        wait_for(
+            lambda: stuck_worker(registry, ["AddPod", "AddNode"])[1] >= 400,
+            message="the unfinished-work gauge refreshed",
         )
+        name, seconds = stuck_worker(registry, ["AddPod", "AddNode"])
+        assert name == "AddPod"
+        assert seconds == pytest.approx(400, abs=1)
         assert stuck_worker(registry, ["AddNode"]) == ("", 0.0)
-        queue.done(item)  # type: ignore[arg-type]
+        queue.done(item)
     finally:
         queue.shut_down()
         other.shut_down()

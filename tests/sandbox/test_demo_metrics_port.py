@@ -55,7 +55,7 @@ def leave_time_wait(port: int = 0) -> int:
 
 def test_port_with_only_time_wait_connections_is_free_for_the_demo_and_the_server() -> None:
     port = leave_time_wait()
-    # the state the demo used to trip on: a bind without SO_REUSEADDR is refused
+    # the state a bind without SO_REUSEADDR trips on: it is refused
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as plain:
         try:
             plain.bind(("127.0.0.1", port))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -118,7 +119,7 @@ def test_cluster_scoped_objects_drop_a_namespace() -> None:
 
 def test_bad_bodies_are_refused_with_clear_errors() -> None:
     store = ObjectStore()
-    cases = [
+    cases: list[tuple[dict[str, Any], int]] = [
         ({"metadata": {"name": "a", "labels": {"k": 1}}}, 422),
         ({"metadata": {"name": "a", "finalizers": "x"}}, 422),
         ({"kind": "Pod", "metadata": {"name": "a"}}, 400),

@@ -1,4 +1,4 @@
-"""Correctness regressions of the pod controller's flows, on the in-memory fakes: every error
+"""One address per key through the pod controller's flows, on the in-memory fakes: every error
 path after an allocation undoes it, and the keep rules never hold two addresses for one key."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from controller.apiclient.errors import ServerError
 from controller.config import Config
 from controller.core.constants import LOGICAL_SWITCH_ANNOTATION
 from controller.ovn.api import OvnError
-from tests.pod.env import Env, raw_pod, raw_subnet, standard_env
+from tests.pod.env import Env, cached, raw_pod, raw_subnet, standard_env
 
 KEY = "default/p"
 
@@ -133,7 +133,7 @@ def test_statefulset_moved_to_new_subnet_when_new_pod_cached_before_old_delete(e
     _sts(env, "ovn-default")
     env.create_pod(_sts_pod("ovn-default"))
     env.converge()
-    old = env.pods.get_by_key("default/web-0")
+    old = cached(env.pods, "default/web-0")
     # the StatefulSet moves to s2: its controller deletes web-0 and re-creates it, and the
     # informer has the new pod in the cache by the time the old one's delete runs
     _sts(env, "s2")

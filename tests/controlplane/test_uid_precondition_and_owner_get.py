@@ -1,5 +1,5 @@
-"""The API semantics the pod controller's correctness fixes rely on, on both planes (the
-emulator the e2e suite runs against and the real kube-apiserver):
+"""Two API semantics the pod controller relies on, on both planes (the emulator the e2e suite
+runs against and the real kube-apiserver):
 
 * the allocation patch's UID precondition: a merge patch whose `metadata.uid` names an earlier
   incarnation of the pod is refused with 409 (`ConflictError`), and applies to the right one;
