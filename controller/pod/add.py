@@ -90,7 +90,6 @@ class AddHandlers(PodControllerBase):
                 pod.namespace,
                 pod.name,
                 changes,
-                op="replace" if pod.annotations else "add",
                 uid=pod.uid or None,
             )
         except KubeNotFoundError:
@@ -226,10 +225,7 @@ class AddHandlers(PodControllerBase):
             raise
         if subnet.name not in held:
             taken.append((net, subnet.name))
-        vm_name = ""
-        is_vm, owner = pl.is_vm_pod(pod)
-        if is_vm and self._keep_vm_ip:
-            vm_name = owner
+        vm_name = (pl.is_vm_pod(pod) or "") if self._keep_vm_ip else ""
         vlan = self._view.vlan(subnet.vlan) if subnet.vlan else None
         try:
             allocation = pl.build_pod_allocation(
