@@ -183,65 +183,55 @@ class AddHandlers(PodControllerBase):
         leftover: list[tuple[PodNet, str]],
         others: frozenset[str] = frozenset(),
     ) -> dict[str, str]:
-        """Allocate one network: IPAM, IP CR, LSP; return the annotations with its keys.
-        `(net, subnet)` is appended to `taken` when the key did not hold that subnet before; a
-        `leftover` allocation of this network in a subnet the plan no longer names is undone
-        first (its port has the name this network's port is about to take), and so is what an
-        earlier incarnation of the pod left in a subnet neither this network's plan nor one of
-        the pod's `others` networks names (`_drop_stale`)."""
-        request = ann.PodNetworkRequest.from_annotations(pod.annotations, net.provider_name)
-        ns_nets: list[PodNet] = []
-        if not request.is_random:
-            namespace = self._view.namespace(pod.namespace)
-            try:
-                ns_nets = pl.get_ns_available_subnets(namespace, self._view.subnet_map())
-            except ResourceNotReadyError as exc:
-                # kube-ovn acquireAddress ignores this error too: the pod's own subnet is
-                # still tried (a broken namespace entry must not block static pods).
-                LOG.warning("pod %s: namespace subnets not usable: %s", pod.key, exc)
-        plan = pl.plan_address_request(pod, net, ns_nets, keep_vm_ip=self._keep_vm_ip)
-        planned = {s.name for s in plan.subnets}
-        stale = [
-            (n, s) for n, s in leftover if n.provider_name == net.provider_name and s not in planned
-        ]
-        if stale:
-            self._roll_back_add(pod, stale)
-            leftover[:] = [item for item in leftover if item not in stale]
-        self._drop_stale(pod, net, plan.key, planned | others)
-        try:
-            pl.validate_static_request(plan)
-        except InvalidPodNetworkError as exc:
-            self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, exc)
-            raise
+        """Execute the plan of one network (`pod_logic.plan_net_allocation`): undo what it no
+        longer wants, take an address, write the IP CR and port; return the annotations with
+        its keys. `(net, subnet)` is appended to `taken` when the key did not hold that subnet
+        before; the `leftover` entries the plan undoes are removed from it."""
+        plan = pl.plan_net_allocation(
+            pod,
+            net,
+            self._ns_nets(pod) if pl.needs_namespace_subnets(pod, net) else [],
+            keep_vm_ip=self._keep_vm_ip,
+            leftover=leftover,
+            others=others,
+        )
+        if plan.stale:
+            self._roll_back_add(pod, list(plan.stale))
+            leftover[:] = [item for item in leftover if item not in plan.stale]
+        self._drop_stale(plan)
+        if plan.refusal is not None:
+            self._warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, plan.refusal)
+            raise plan.refusal
         held = {a.subnet for a in self._ipam.get_pod_address(plan.key)}
         try:
-            reused = self._reuse_leftover_port(pod, net, plan)
+            reused = self._reuse_leftover_port(plan) if plan.may_reuse_port else None
             if reused is not None:
                 v4, v6, mac, subnet = reused
             else:
-                v4, v6, mac, subnet = pl.acquire_address(self._ipam, plan, self._view.nodes())
+                v4, v6, mac, subnet = pl.acquire_address(
+                    self._ipam, plan.request, self._view.nodes()
+                )
         except Exception as exc:
             self._warn(raw, REASON_ACQUIRE_ADDRESS_FAILED, exc)
             raise
         if subnet.name not in held:
             taken.append((net, subnet.name))
-        vm_name = (pl.is_vm_pod(pod) or "") if self._keep_vm_ip else ""
         vlan = self._view.vlan(subnet.vlan) if subnet.vlan else None
         try:
             allocation = pl.build_pod_allocation(
-                net, subnet, v4=v4, v6=v6, mac=mac, vlan=vlan, vm_name=vm_name
+                net, subnet, v4=v4, v6=v6, mac=mac, vlan=vlan, vm_name=plan.vm_name
             )
             pl.validate_pod_cidr(subnet.cidr_block, allocation.ip_address)
         except ControllerError as exc:
             self._warn_with_reason(raw, exc)
             raise
         try:
-            self._write_ip_cr(pod, net, subnet, allocation.ip_address, mac)
+            self._write_ip_cr(pod, plan, subnet.name, allocation.ip_address, mac)
         except KubeAlreadyExistsError as exc:
             # another object's IP CR of this name, which the cache had not shown yet
             self._warn(raw, REASON_ACQUIRE_ADDRESS_FAILED, exc)
             raise
-        if net.type is not ProviderType.IPAM:
+        if plan.writes_port:
             spec = pl.build_port_spec(
                 pod, net, subnet, v4=v4, v6=v6, mac=mac, keep_vm_ip=self._keep_vm_ip
             )
@@ -250,14 +240,25 @@ class AddHandlers(PodControllerBase):
             except OvnError as exc:
                 self._warn(raw, REASON_CREATE_OVN_PORT_FAILED, exc)
                 raise
-            for sg in pl.security_groups_to_sync(pod, net):
+            for sg in plan.security_groups:
                 self._nb.sync_sg_ports(sg)
         return pl.build_pod_annotations(
             annotations, net, allocation, pod_nic_type=self._config.pod_nic_type
         )
 
+    def _ns_nets(self, pod: Pod) -> list[PodNet]:
+        """The namespace's subnets as networks, the candidates of a static or ip_pool request."""
+        namespace = self._view.namespace(pod.namespace)
+        try:
+            return pl.get_ns_available_subnets(namespace, self._view.subnet_map())
+        except ResourceNotReadyError as exc:
+            # kube-ovn acquireAddress ignores this error too: the pod's own subnet is
+            # still tried (a broken namespace entry must not block static pods).
+            LOG.warning("pod %s: namespace subnets not usable: %s", pod.key, exc)
+            return []
+
     def _reuse_leftover_port(
-        self, pod: Pod, net: PodNet, plan: pl.AddressRequest
+        self, plan: pl.NetAllocationPlan
     ) -> tuple[str, str, str, Subnet] | None:
         """The address of the port an interrupted add left for this pod, taken again in IPAM.
 
@@ -269,14 +270,10 @@ class AddHandlers(PodControllerBase):
         this subnet yet (a retry in this process keeps IPAM's allocation); None when there is no
         such port or its address is taken, and the caller draws as usual.
         """
-        if plan.mode is not pl.AddressMode.RANDOM or net.type is ProviderType.IPAM:
-            return None
-        subnet = plan.subnets[0]
+        subnet = plan.request.subnets[0]
         if any(a.subnet == subnet.name for a in self._ipam.get_pod_address(plan.key)):
             return None
-        name = pod_name_to_port_name(
-            pl.get_name_by_pod(pod, self._keep_vm_ip), pod.namespace, net.provider_name
-        )
+        name = plan.port_name
         port = self._nb.get_port(name)
         if (
             port is None
@@ -290,7 +287,7 @@ class AddHandlers(PodControllerBase):
             return None
         try:
             v4, v6, got_mac = self._ipam.get_static_address(
-                plan.key, ",".join(ips), plan.mac or mac, subnet.name
+                plan.key, ",".join(ips), plan.request.mac or mac, subnet.name
             )
         except IPAMError as exc:
             LOG.info("not reusing port %s of %s: %s", name, plan.key, exc)
@@ -298,16 +295,18 @@ class AddHandlers(PodControllerBase):
         LOG.info("reusing %s %s of the leftover port %s", ",".join(ips), mac, name)
         return v4, v6, got_mac, subnet
 
-    def _write_ip_cr(self, pod: Pod, net: PodNet, subnet: Subnet, ip: str, mac: str) -> None:
+    def _write_ip_cr(
+        self, pod: Pod, plan: pl.NetAllocationPlan, subnet: str, ip: str, mac: str
+    ) -> None:
         body = pl.build_ip_cr(
-            pod_name=pl.get_name_by_pod(pod, self._keep_vm_ip),
+            pod_name=plan.owner_name,
             ip=ip,
             mac=mac,
-            subnet=subnet.name,
+            subnet=subnet,
             namespace=pod.namespace,
             node_name=pod.node_name,
-            provider=net.provider_name,
-            pod_type=pl.get_pod_type(pod),
+            provider=plan.net.provider_name,
+            pod_type=plan.pod_type,
             node_switch=self._config.node_switch,
         )
         # NOTE: kube-ovn GETs the IP CR first; when our informer cache has none (a new pod) the
@@ -323,9 +322,7 @@ class AddHandlers(PodControllerBase):
             LOG.error("failed to create IP %s: %s", name, exc)
             raise
 
-    def _drop_stale(
-        self, pod: Pod, net: PodNet, key: str, wanted: set[str] | frozenset[str]
-    ) -> None:
+    def _drop_stale(self, plan: pl.NetAllocationPlan) -> None:
         """Free what an earlier incarnation of this pod left for this network in a subnet the
         pod no longer asks for: its port of this network's name on another switch, and the
         key's addresses in subnets none of the pod's networks names.
@@ -335,10 +332,8 @@ class AddHandlers(PodControllerBase):
         re-creation) cannot create its port ("already exists on switch"), and a force-deleted
         StatefulSet pod that comes back on another subnet keeps its old address too.
         """
-        name = pod_name_to_port_name(
-            pl.get_name_by_pod(pod, self._keep_vm_ip), pod.namespace, net.provider_name
-        )
-        port = self._nb.get_port(name) if net.type is not ProviderType.IPAM else None
+        key, wanted, name = plan.key, plan.wanted_subnets, plan.port_name
+        port = self._nb.get_port(name) if plan.writes_port else None
         if port is not None and port.switch not in wanted:
             if port.external_ids.get(ext.POD_KEY, key) != key:
                 return  # another key's port of that name: not ours to judge
