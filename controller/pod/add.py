@@ -5,7 +5,7 @@ switch, gateways, MACs, security group names, IP CRs of other owners): a refusal
 Warning Event per reason and allocates nothing. Then each network `pod_logic.need_allocate_subnets`
 names is allocated by `NetAllocator` (allocate.py), and one merge patch writes every annotation
 that changed, with the pod's UID as a precondition. A pod already bound to a node is routed in
-the same pass (`PodRoutes.route`) and that patch carries `routed` too, as kube-ovn v1.12's
+the same pass (`PodContext.route`) and that patch carries `routed` too, as kube-ovn v1.12's
 AddOrUpdatePod; an unbound pod, or one whose routing fails here, is left to the update handler.
 An add that finds its pod re-created undoes what it allocated (and routed) anew
 (`AddRollback`); one that fails keeps it for its retry and remembers it (`PendingDeletes`), and
@@ -32,12 +32,10 @@ from controller.core.errors import ControllerError, InvalidPodNetworkError, Reso
 from controller.core.model import FrozenDict, Pod, PodNet, Subnet
 from controller.kube.api import KubeObject
 from controller.ovn.api import OvnError
-from controller.pod.allocate import NetAllocator
+from controller.pod.allocate import AddRollback, NetAllocator
 from controller.pod.context import LOG, PodContext
 from controller.pod.nets import PodNets
 from controller.pod.pending import PendingDeletes
-from controller.pod.rollback import AddRollback
-from controller.pod.routes import PodRoutes
 
 
 class AddHandler:
@@ -50,14 +48,12 @@ class AddHandler:
         nets: PodNets,
         allocator: NetAllocator,
         rollback: AddRollback,
-        routes: PodRoutes,
         pending: PendingDeletes,
     ) -> None:
         self._ctx = ctx
         self._nets = nets
         self._allocator = allocator
         self._rollback = rollback
-        self._routes = routes
         self._pending = pending
 
     def handle(self, key: str) -> None:
@@ -171,7 +167,7 @@ class AddHandler:
                 # a static address found in another of the namespace's subnets: its networks
                 # must resolve from the annotated pod, as UpdatePod would resolve them
                 self._nets.of(raw, allocated, record=False)
-            self._routes.route(allocated)
+            self._ctx.route(allocated)
         except (ControllerError, OvnError) as exc:
             LOG.info("pod %s: routing left to its update: %s", pod.key, exc)
             return False

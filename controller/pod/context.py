@@ -5,7 +5,9 @@ typed cache view, the Kubernetes and NB clients, IPAM, the Event recorder, the p
 the four queues, the routing reconciler, the clocks and the metrics. It is built once by
 `PodController` and handed to each part; it holds no state of its own, so two parts given the
 same context share nothing but the ports. The helpers here are the few every part needs over
-those ports: Warning Events, the IP CR ownership check, and the parsing of informer objects.
+those ports: Warning Events, the IP CR ownership check, the parsing of informer objects, and
+the two routing hooks (`route`, `unroute`): routing rows are derived state the routing
+reconciler owns, and the pod handlers only ask it for one pod at the moments kube-ovn routes.
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from typing import Any
 from controller import pod_logic as pl
 from controller.config import Config
 from controller.core.constants import EVENT_TYPE_WARNING
-from controller.core.errors import ControllerError, MalformedObjectError, PermanentError
+from controller.core.errors import (
+    ControllerError,
+    MalformedObjectError,
+    PermanentError,
+    ResourceNotReadyError,
+)
 from controller.core.model import Pod
 from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
@@ -85,6 +92,24 @@ class PodContext:
         """A Warning Event for an error that carries kube-ovn's reason (none otherwise)."""
         if exc.reason:
             self.warn(raw, exc.reason, exc)
+
+    def route(self, pod: Pod) -> None:
+        """The routing hook of the add and update: write `pod`'s own routing rows through the
+        routing reconciler (its annotations carry the allocation). ResourceNotReadyError when
+        they cannot all be written yet (its node's join address, the external gateway): the
+        reconciler routes it once they can."""
+        if not self.routing.route_pod(pod):
+            raise ResourceNotReadyError(
+                f"pod {pod.key}: routing waits for its node {pod.node_name!r} or the external"
+                " gateway"
+            )
+
+    def unroute(self, pod: Pod, subnet: str, address: str) -> None:
+        """The routing hook of the delete and the add's rollback: the pod's routing and NAT rows
+        of its `address` in `subnet` go now (one transaction), unless a live pod still claims
+        them; the reconciler settles its keys after."""
+        if address.strip():
+            self.routing.release_pod(pod, subnet, address)
 
     def foreign_ip_cr(self, name: str, namespace: str, pod_name: str) -> bool:
         """Does the cached IP CR `name` record another owner than pod `namespace/pod_name` (a

@@ -6,9 +6,9 @@ routing reconciler, clocks, metrics) and the parts, each given the context and t
 it uses:
 
 * `PodEvents` (events.py): the informer callbacks, which classify and enqueue keys;
-* `AddHandler` (add.py) over `NetAllocator` (allocate.py, executing the pure
-  `pod_logic.plan_net_allocation` per network) and `AddRollback` (rollback.py);
-* `UpdateHandler` (update.py), which routes through `PodRoutes` (routes.py);
+* `AddHandler` (add.py) over `NetAllocator` and `AddRollback` (allocate.py: execute the pure
+  `pod_logic.plan_net_allocation` of each network, or undo it);
+* `UpdateHandler` (update.py), which routes through the context's routing hook;
 * `DeleteHandler` (delete.py); `SecurityHandler` (security.py);
 * `Inspection` (inspection.py) and its `StaticRouteMigration` (migration.py);
 * shared by several: `PodNets` (nets.py, the pod's networks) and `PendingDeletes`
@@ -32,7 +32,7 @@ from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
 from controller.ovn.api import NbClient
 from controller.pod.add import AddHandler
-from controller.pod.allocate import NetAllocator
+from controller.pod.allocate import AddRollback, NetAllocator
 from controller.pod.context import PodContext, PodQueues
 from controller.pod.delete import DeleteHandler
 from controller.pod.events import PodEvents
@@ -40,8 +40,6 @@ from controller.pod.inspection import Inspection
 from controller.pod.migration import StaticRouteMigration
 from controller.pod.nets import PodNets
 from controller.pod.pending import PendingDeletes
-from controller.pod.rollback import AddRollback
-from controller.pod.routes import PodRoutes
 from controller.pod.security import SecurityHandler
 from controller.pod.update import UpdateHandler
 from controller.queues import Clock, RealClock
@@ -118,20 +116,18 @@ class PodController:
         self.queues = queues
         self._ctx = ctx
         nets = PodNets(ctx)
-        routes = PodRoutes(routing)
         self._pending = pending = PendingDeletes(queues.delete, ctx.clock)
-        rollback = AddRollback(ctx, routes)
+        rollback = AddRollback(ctx)
         self._events = PodEvents(ctx, nets=nets, pending=pending)
         self._add = AddHandler(
             ctx,
             nets=nets,
             allocator=NetAllocator(ctx, rollback),
             rollback=rollback,
-            routes=routes,
             pending=pending,
         )
-        self._update = UpdateHandler(ctx, nets=nets, routes=routes, pending=pending)
-        self._delete = DeleteHandler(ctx, routes=routes, pending=pending)
+        self._update = UpdateHandler(ctx, nets=nets, pending=pending)
+        self._delete = DeleteHandler(ctx, pending=pending)
         self._security = SecurityHandler(ctx, nets=nets)
         self._migration = StaticRouteMigration(ctx)
         self._inspection = Inspection(ctx, nets=nets, migration=self._migration)

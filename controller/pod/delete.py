@@ -20,16 +20,14 @@ from controller.ovn import external_ids as ext
 from controller.ovn.api import OvnError
 from controller.pod.context import LOG, PodContext, pod_or_none
 from controller.pod.pending import PendingDeletes
-from controller.pod.routes import PodRoutes
 from controller.view import OwnerLookup
 
 
 class DeleteHandler:
     """The DeletePod queue's handler (see the module docstring)."""
 
-    def __init__(self, ctx: PodContext, *, routes: PodRoutes, pending: PendingDeletes) -> None:
+    def __init__(self, ctx: PodContext, *, pending: PendingDeletes) -> None:
         self._ctx = ctx
-        self._routes = routes
         self._pending = pending
 
     def handle(self, key: str) -> None:
@@ -66,7 +64,7 @@ class DeleteHandler:
         pod_name = pl.get_name_by_pod(pod, ctx.keep_vm_ip)
         ipam_key = pl.get_pod_key(pod, ctx.keep_vm_ip)
         for address in ctx.ipam.get_pod_address(ipam_key):
-            self._routes.release(pod, address.subnet, address.ip)
+            ctx.unroute(pod, address.subnet, address.ip)
         listed = ctx.nb.list_pod_ports(pod_name, pod.namespace)
         owner = OwnerLookup(ctx.view).of(pod)
         decision = pl.decide_delete(

@@ -1,7 +1,7 @@
 """handleUpdatePod: route an allocated, scheduled pod, then mark it `routed` (kube-ovn pod.go).
 
 `UpdateHandler.handle` asks the routing reconciler for the default network's routing rows of
-the pod (`PodRoutes.route`: its entry in its node's address set for a distributed gateway, its
+the pod (`PodContext.route`: its entry in its node's address set for a distributed gateway, its
 own reroute policy for a north gateway or the EIP/SNAT external gateway, NAT rules, and the
 removal of its v1.8 src-ip static routes in the same transaction), then patches `routed=true`.
 The reconciler keeps the rows right afterwards, whatever `routed` says. A pod gone before the
@@ -17,18 +17,14 @@ from controller.core.constants import ROUTED_ANNOTATION
 from controller.pod.context import LOG, PodContext
 from controller.pod.nets import PodNets
 from controller.pod.pending import PendingDeletes
-from controller.pod.routes import PodRoutes
 
 
 class UpdateHandler:
     """The UpdatePod queue's handler (see the module docstring)."""
 
-    def __init__(
-        self, ctx: PodContext, *, nets: PodNets, routes: PodRoutes, pending: PendingDeletes
-    ) -> None:
+    def __init__(self, ctx: PodContext, *, nets: PodNets, pending: PendingDeletes) -> None:
         self._ctx = ctx
         self._nets = nets
-        self._routes = routes
         self._pending = pending
 
     def handle(self, key: str) -> None:
@@ -42,7 +38,7 @@ class UpdateHandler:
                 return
             # the pod's networks must resolve (a Warning Event says why not) before it is routed
             self._nets.of(raw, pod)
-            self._routes.route(pod)
+            ctx.route(pod)
             if ann.is_routed(pod.annotations):
                 return
             try:
