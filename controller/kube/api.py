@@ -29,14 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Protocol, Union
 
 from controller.core.constants import SUBNET_NAME_LABEL
 
 KubeObject = dict[str, Any]
 """A Kubernetes object as decoded JSON."""
-
-AnnotationOp = Literal["add", "replace"]
 
 EVENT_TYPE_NORMAL = "Normal"
 EVENT_TYPE_WARNING = "Warning"
@@ -131,15 +129,13 @@ class KubeApi(Protocol):
         name: str,
         annotations: Mapping[str, str],
         *,
-        op: AnnotationOp = "replace",
         resource_version: str | None = None,
         uid: str | None = None,
     ) -> KubeObject:
         """Set `annotations` on the pod, leaving every other key alone; return the new pod.
 
-        `op` mirrors kube-ovn's call sites ("add" when the pod had no annotations yet). A merge
-        patch creates the map when it is missing, so both values write the same thing; the
-        argument is validated and kept so ported call sites read like the Go code.
+        A merge patch creates the annotations map when the pod has none, so one call serves a
+        pod with and without annotations.
         Raises `NotFoundError` if the pod is gone (kube-ovn then enqueues a delete). With `uid`
         the patch carries it as a precondition: `ConflictError` when the pod of that name is
         another incarnation (deleted and re-created since it was read).
@@ -262,11 +258,6 @@ def check_name(what: str, value: str) -> str:
     if not isinstance(value, str) or not value or "/" in value:
         raise ValueError(f"invalid {what} {value!r} for a Kubernetes object")
     return value
-
-
-def validate_annotation_op(op: str) -> None:
-    if op not in ("add", "replace"):
-        raise ValueError(f"annotation patch op must be 'add' or 'replace', not {op!r}")
 
 
 def annotation_merge_patch(

@@ -39,7 +39,6 @@ from controller.apiclient.errors import (
 )
 from controller.apiclient.request import JSON, MERGE_PATCH, read_object, send
 from controller.kube.api import (
-    AnnotationOp,
     ClusterLister,
     EventSink,
     KubeApi,
@@ -50,7 +49,6 @@ from controller.kube.api import (
     desired_ip,
     ip_owner_conflict,
     ip_update,
-    validate_annotation_op,
 )
 from controller.kube.cluster import ClusterApi
 
@@ -230,11 +228,9 @@ class KubeClient:
         name: str,
         annotations: Mapping[str, str],
         *,
-        op: AnnotationOp = "replace",
         resource_version: str | None = None,
         uid: str | None = None,
     ) -> KubeObject:
-        validate_annotation_op(op)
         patch = annotation_merge_patch(annotations, resource_version, uid)
         try:
             return self._request(

@@ -1,7 +1,9 @@
-"""The pod controller: informer handlers, queues and the add/update/delete flows.
+"""The pod controller: informer callbacks, four work queues and their handlers, as parts.
 
-controller.py assembles `PodController` (callbacks, deleting map, workers) from the handler
-mixins of add.py, update.py, delete.py and inspection.py over the shared state of base.py.
+controller.py composes `PodController` from one `PodContext` (context.py, the ports) and plain
+handler classes given that context and the parts they use: events.py, add.py (with
+allocate.py), update.py, delete.py, security.py, inspection.py (with migration.py), over nets.py
+and pending.py. The decisions themselves are `controller.pod_logic`'s.
 """
 
 from controller.pod.controller import PodController

@@ -2,7 +2,7 @@
 
 Contract:
 
-* `migrate_static_routes` (run by the inspection, so at every --inspect-interval and once the
+* `StaticRouteMigration.run` (run by the inspection, so at every --inspect-interval and once the
   workers start) reads the cluster router's src-ip host routes once; every alive, routed pod in
   the cache that holds such an address has its routing keys queued for the routing reconciler,
   which writes its policies and address-set entries and deletes the static route in the same
@@ -18,32 +18,24 @@ from controller import pod_logic as pl
 from controller.core.address import host_prefix
 from controller.core.constants import IP_ADDRESS_ANNOTATION, POLICY_SRC_IP
 from controller.ovn.api import OvnError
-from controller.pod.base import LOG, PodControllerBase, pod_or_none
+from controller.pod.context import LOG, PodContext, pod_or_none
 from controller.pod_logic import routing_state as rs
 
 
-class MigrationHandlers(PodControllerBase):
-    """The reroute set and the scan that fills it."""
+class StaticRouteMigration:
+    """The scan that hands pods with a v1.8 src-ip route to the routing reconciler."""
 
-    def _reroute_requested(self, key: str) -> bool:
-        with self._reroute_lock:
-            return key in self._reroute
+    def __init__(self, ctx: PodContext) -> None:
+        self._ctx = ctx
 
-    def _reroute_done(self, key: str) -> None:
-        with self._reroute_lock:
-            self._reroute.discard(key)
-
-    def request_reroute(self, key: str) -> None:
-        with self._reroute_lock:
-            self._reroute.add(key)
-        self.queues.update.add(key)
-
-    def migrate_static_routes(self) -> int:
+    def run(self) -> int:
         """Queue every routed pod that still has a src-ip static route; returns how many."""
+        ctx = self._ctx
+        router = ctx.config.cluster_router
         try:
-            routes = self._nb.list_static_routes(self._config.cluster_router)
+            routes = ctx.nb.list_static_routes(router)
         except OvnError as exc:
-            LOG.warning("cannot list the static routes of %s: %s", self._config.cluster_router, exc)
+            LOG.warning("cannot list the static routes of %s: %s", router, exc)
             return 0
         stale = {
             ip
@@ -52,16 +44,16 @@ class MigrationHandlers(PodControllerBase):
         }
         if not stale:
             return 0
-        now = self._wall_clock()
+        now = ctx.wall_clock()
         queued = 0
-        for raw in self._view.pods_raw():
+        for raw in ctx.view.pods_raw():
             pod = pod_or_none(raw)
             if pod is None or not pl.needs_reroute(pod, now):
                 continue
             ips = pod.annotations.get(IP_ADDRESS_ANNOTATION, "").split(",")
             if any(host_prefix(ip) in stale for ip in ips if ip):
                 for key in rs.pod_keys_of(pod):
-                    self._routing.enqueue(key)
+                    ctx.routing.enqueue(key)
                 queued += 1
         if queued:
             LOG.info("migrating the src-ip static routes of %d pods to router policies", queued)

@@ -16,6 +16,8 @@ The package is split by concern; this module re-exports every public name, so ca
   (`pod_attachment_requests` -> `get_pod_kubeovn_nets` -> `need_allocate_subnets`);
 * `allocation`: `validate_pod_network`, `get_ns_available_subnets` candidates,
   `plan_address_request`, `validate_static_request`, `acquire_address` (IPAM);
+* `plan`: `plan_net_allocation`, what the add does for one network (request, names, what to
+  undo), which the handler only executes;
 * `request_check`: `check_pod_request`, the whole request checked before the add allocates;
 * `build`: after allocation, `build_pod_allocation` (vlan), `validate_pod_cidr`,
   `build_pod_annotations`, `build_ip_cr`, `build_port_spec` / `security_groups_to_sync`;
@@ -101,6 +103,12 @@ from controller.pod_logic.networks import (
     waits_for_nad,
     waits_for_subnet,
 )
+from controller.pod_logic.plan import (
+    Held,
+    NetAllocationPlan,
+    needs_namespace_subnets,
+    plan_net_allocation,
+)
 from controller.pod_logic.request_check import (
     Refusal,
     check_pod_request,
@@ -125,8 +133,10 @@ __all__ = [
     "AddressRequest",
     "DeleteDecision",
     "EnqueueDecision",
+    "Held",
     "InspectResult",
     "InvalidPodNetworkError",
+    "NetAllocationPlan",
     "PodAction",
     "Refusal",
     "ResourceNotReadyError",
@@ -169,10 +179,12 @@ __all__ = [
     "may_wait_for_network",
     "need_allocate_subnets",
     "needs_add_after_edit",
+    "needs_namespace_subnets",
     "needs_reroute",
     "needs_update",
     "owns_other",
     "plan_address_request",
+    "plan_net_allocation",
     "pod_attachment_requests",
     "ports_to_delete",
     "refusal_error",

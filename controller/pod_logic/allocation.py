@@ -187,8 +187,7 @@ def plan_address_request(
         return AddressRequest(
             AddressMode.STATIC, key, subnets, (request.ip_address,), request.mac_address
         )
-    is_sts = is_statefulset_pod(pod)[0]
-    if not is_sts:
+    if is_statefulset_pod(pod) is None:
         return AddressRequest(
             AddressMode.POOL, key, subnets, request.ip_pool, request.mac_address, True
         )

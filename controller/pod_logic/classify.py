@@ -51,25 +51,24 @@ def is_pod_alive(pod: Pod, now: datetime) -> bool:
     return not (pod.phase == "Failed" and pod.reason == "Evicted")
 
 
-def is_statefulset_pod(pod: Pod) -> tuple[bool, str]:
-    """kube-ovn `isStatefulSetPod`: an owner of kind StatefulSet with apiVersion `apps/...`."""
+def is_statefulset_pod(pod: Pod) -> str | None:
+    """kube-ovn `isStatefulSetPod`: the name of the pod's StatefulSet owner (kind StatefulSet,
+    apiVersion `apps/...`), None for any other pod."""
     owner = pod.statefulset_owner()
-    return (True, owner.name) if owner else (False, "")
+    return owner.name if owner else None
 
 
-def is_vm_pod(pod: Pod) -> tuple[bool, str]:
-    """kube-ovn `isVmPod`: an owner VirtualMachineInstance (`kubevirt.io...`); its name == VM's."""
+def is_vm_pod(pod: Pod) -> str | None:
+    """kube-ovn `isVmPod`: the name of the pod's VirtualMachineInstance owner
+    (`kubevirt.io...`, named as its VM), None for any other pod."""
     owner = pod.vm_owner()
-    return (True, owner.name) if owner else (False, "")
+    return owner.name if owner else None
 
 
 def get_name_by_pod(pod: Pod, keep_vm_ip: bool) -> str:
     """kube-ovn `getNameByPod`: the VM name under keep-vm-ip, else the pod name."""
-    if keep_vm_ip:
-        is_vm, vm_name = is_vm_pod(pod)
-        if is_vm:
-            return vm_name
-    return pod.name
+    vm_name = is_vm_pod(pod) if keep_vm_ip else None
+    return vm_name if vm_name is not None else pod.name
 
 
 def get_pod_key(pod: Pod, keep_vm_ip: bool) -> str:
@@ -79,9 +78,9 @@ def get_pod_key(pod: Pod, keep_vm_ip: bool) -> str:
 
 def get_pod_type(pod: Pod) -> str:
     """kube-ovn `getPodType`: "StatefulSet", "VirtualMachine" or ""."""
-    if is_statefulset_pod(pod)[0]:
+    if is_statefulset_pod(pod) is not None:
         return POD_TYPE_STATEFULSET
-    if is_vm_pod(pod)[0]:
+    if is_vm_pod(pod) is not None:
         return POD_TYPE_VIRTUAL_MACHINE
     return ""
 
@@ -157,8 +156,8 @@ def classify_add(
     """
     if pod.host_network:
         return IGNORE
-    is_sts = is_statefulset_pod(pod)[0]
-    is_vm = is_vm_pod(pod)[0]
+    is_sts = is_statefulset_pod(pod) is not None
+    is_vm = is_vm_pod(pod) is not None
     if not is_pod_alive(pod, now):
         if is_sts or (is_vm and keep_vm_ip):
             return EnqueueDecision(PodAction.DELETE) if owner_to_delete() else IGNORE
@@ -213,8 +212,8 @@ def classify_update(
     """
     if old.resource_version == new.resource_version or new.host_network:
         return IGNORE
-    is_sts = is_statefulset_pod(new)[0]
-    is_vm = is_vm_pod(new)[0]
+    is_sts = is_statefulset_pod(new) is not None
+    is_vm = is_vm_pod(new) is not None
     if not is_sts and not is_vm:
         if not is_pod_alive(new, now):
             return EnqueueDecision(PodAction.DELETE)

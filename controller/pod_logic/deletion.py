@@ -57,8 +57,8 @@ def decide_delete(
     as "do not release"; any other exception (a failed owner GET) propagates so the delete is
     retried. Both are only called for sts pods and VM pods under keep-vm-ip.
     """
-    is_sts = is_statefulset_pod(pod)[0]
-    is_vm = is_vm_pod(pod)[0] and keep_vm_ip
+    is_sts = is_statefulset_pod(pod) is not None
+    is_vm = is_vm_pod(pod) is not None and keep_vm_ip
     if not is_sts and not is_vm:
         return DeleteDecision(skip=False)
     to_del = owner_to_delete()

@@ -33,7 +33,7 @@ AcquireAddressFailed for an address record held by another object.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from controller.core import annotations as ann
@@ -93,6 +93,21 @@ def _gateway_of(ip: str, subnets: Iterable[Subnet]) -> Subnet | None:
     return None
 
 
+def _address_problems(
+    parts: Sequence[str], key: str, candidates: Sequence[Subnet], *, strip_prefix: bool
+) -> Iterator[str]:
+    """What is wrong with the addresses `parts` of annotation `key`: not an address, or the
+    gateway of a candidate subnet."""
+    for part in parts:
+        ip = part.split("/", 1)[0] if strip_prefix else part
+        if parse_ip(ip) is None:
+            yield f"{part} in {key} is not a valid address"
+            continue
+        gateway_of = _gateway_of(ip, candidates)
+        if gateway_of is not None:
+            yield f"{ip} in {key} is the gateway of subnet {gateway_of.name}"
+
+
 def _check_addresses(
     pod: Pod, net: PodNet, candidates: Sequence[Subnet], out: list[Refusal]
 ) -> None:
@@ -105,24 +120,14 @@ def _check_addresses(
     if request.ip_address:
         key = annotation_key(IP_ADDRESS_ANNOTATION_TEMPLATE, provider)
         parts = request.ip_address.split(",")
-        for part in parts:
-            ip = part.split("/", 1)[0] if provider == OVN_PROVIDER else part
-            if parse_ip(ip) is None:
-                refuse(f"{part} in {key} is not a valid address")
-                continue
-            gateway_of = _gateway_of(ip, candidates)
-            if gateway_of is not None:
-                refuse(f"{ip} in {key} is the gateway of subnet {gateway_of.name}")
-    elif request.ip_pool:
+        # the default network's ip_address may carry a prefix length
+        strip_prefix = provider == OVN_PROVIDER
+    else:
         key = annotation_key(IP_POOL_ANNOTATION_TEMPLATE, provider)
-        for entry in request.ip_pool:
-            for part in entry.split(","):
-                if parse_ip(part) is None:
-                    refuse(f"{part} in {key} is not a valid address")
-                    continue
-                gateway_of = _gateway_of(part, candidates)
-                if gateway_of is not None:
-                    refuse(f"{part} in {key} is the gateway of subnet {gateway_of.name}")
+        parts = [part for entry in request.ip_pool for part in entry.split(",")]
+        strip_prefix = False
+    for message in _address_problems(parts, key, candidates, strip_prefix=strip_prefix):
+        refuse(message)
     if request.mac_address:
         problem = _mac_problem(request.mac_address)
         if problem:

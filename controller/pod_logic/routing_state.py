@@ -369,6 +369,20 @@ def diff_rows(desired: Rows, actual: Rows, claims: Claims | None = None) -> Rout
     """What turns `actual` into `desired`: every desired row written, every other row of the
     key removed, except a per-pod reroute or NAT rule that `claims` says another live pod
     still wants. kube-ovn v1.8 src-ip routes in `desired.stale_routes` that exist go."""
+    write, drop = _diff_policies(desired, actual, claims)
+    return RoutingChange(
+        policies=write,
+        delete_policies=drop,
+        sets=_diff_sets(desired, actual),
+        nats=_diff_nats(desired, actual, claims),
+        delete_src_routes=tuple(sorted(desired.stale_routes & actual.stale_routes)),
+    )
+
+
+def _diff_policies(
+    desired: Rows, actual: Rows, claims: Claims | None
+) -> tuple[tuple[RouterPolicy, ...], tuple[PolicyKey, ...]]:
+    """The policies to write (missing or different) and the keys of those to delete."""
     write: list[RouterPolicy] = []
     for key, p in desired.policies.items():
         have = actual.policies.get(key)
@@ -388,6 +402,11 @@ def diff_rows(desired: Rows, actual: Rows, claims: Claims | None = None) -> Rout
             if any((p.priority, p.match) == key for p in wanted.policies):
                 continue
         drop.append(key)
+    return tuple(write), tuple(sorted(drop))
+
+
+def _diff_sets(desired: Rows, actual: Rows) -> tuple[SetChange, ...]:
+    """The address sets to create, change (entries or external ids) or delete."""
     sets: list[SetChange] = []
     for name, (entries, ids) in desired.sets.items():
         have_entries, have_ids = actual.sets.get(name, (None, {}))
@@ -399,6 +418,12 @@ def diff_rows(desired: Rows, actual: Rows, claims: Claims | None = None) -> Rout
     for name in actual.sets:
         if name not in desired.sets:
             sets.append(SetChange(name, delete=True))
+    return tuple(sets)
+
+
+def _diff_nats(desired: Rows, actual: Rows, claims: Claims | None) -> tuple[NatChange, ...]:
+    """The NAT rules to write, and those to remove (an empty external address) unless another
+    live pod claims them."""
     nats: list[NatChange] = []
     for nat_key, nat in desired.nats.items():
         if actual.nats.get(nat_key) != nat:
@@ -411,14 +436,7 @@ def diff_rows(desired: Rows, actual: Rows, claims: Claims | None = None) -> Rout
         ):
             continue
         nats.append(NatChange(had.type, had.logical_ip, ""))
-    routes = tuple(sorted(desired.stale_routes & actual.stale_routes))
-    return RoutingChange(
-        policies=tuple(write),
-        delete_policies=tuple(sorted(drop)),
-        sets=tuple(sets),
-        nats=tuple(nats),
-        delete_src_routes=routes,
-    )
+    return tuple(nats)
 
 
 def in_blocks(ip: str, cidr_block: str) -> bool:

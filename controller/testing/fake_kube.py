@@ -36,7 +36,6 @@ from controller.apiclient.errors import (
     NotFoundError,
 )
 from controller.kube.api import (
-    AnnotationOp,
     ClusterLister,
     EventRecorder,
     EventSink,
@@ -49,7 +48,6 @@ from controller.kube.api import (
     desired_ip,
     ip_owner_conflict,
     ip_update,
-    validate_annotation_op,
 )
 from controller.kube.events import (
     DEFAULT_COMPONENT,
@@ -248,11 +246,9 @@ class FakeKubeApi:
         name: str,
         annotations: Mapping[str, str],
         *,
-        op: AnnotationOp = "replace",
         resource_version: str | None = None,
         uid: str | None = None,
     ) -> KubeObject:
-        validate_annotation_op(op)
         patch = annotation_merge_patch(annotations, resource_version, uid)
         with self._lock:
             self._enter("patch_pod_annotations", _key(namespace, name))

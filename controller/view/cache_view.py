@@ -384,11 +384,11 @@ class CacheView:
     def owner_of(self, pod: Pod, *, from_api: bool = False) -> StatefulSet | VirtualMachine | None:
         """The pod's StatefulSet or VirtualMachine (None when NotFound); API errors propagate.
         `from_api`: one GET even when an owner informer runs (to confirm what the cache says)."""
-        is_sts, sts_name = pl.is_statefulset_pod(pod)
-        if is_sts:
+        sts_name = pl.is_statefulset_pod(pod)
+        if sts_name is not None:
             return self.statefulset(pod.namespace, sts_name, from_api=from_api)
-        is_vm, vm_name = pl.is_vm_pod(pod)
-        if is_vm:
+        vm_name = pl.is_vm_pod(pod)
+        if vm_name is not None:
             return self.virtual_machine(pod.namespace, vm_name, from_api=from_api)
         return None
 
@@ -398,9 +398,9 @@ class CacheView:
 
     def owner_cached(self, pod: Pod) -> bool:
         """Is the pod's owner read from an informer (not a GET) by `owner_of`?"""
-        if pl.is_statefulset_pod(pod)[0]:
+        if pl.is_statefulset_pod(pod) is not None:
             return self._statefulsets is not None
-        return pl.is_vm_pod(pod)[0] and self._vms is not None
+        return pl.is_vm_pod(pod) is not None and self._vms is not None
 
     def nads_of(self, pod: Pod) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
         """The NADs the pod's attachment annotation names that exist."""

@@ -190,7 +190,7 @@ class PodOwner:
         return self._owner
 
     def _verdict(self, owner: StatefulSet | VirtualMachine | None) -> bool:
-        if pl.is_vm_pod(self._pod)[0] and not pl.is_statefulset_pod(self._pod)[0]:
+        if pl.is_vm_pod(self._pod) is not None and pl.is_statefulset_pod(self._pod) is None:
             return pl.is_vm_pod_to_del(owner if isinstance(owner, VirtualMachine) else None)
         return pl.is_statefulset_pod_to_del(
             self._pod, owner if isinstance(owner, StatefulSet) else None

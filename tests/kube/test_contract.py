@@ -43,7 +43,7 @@ def test_patch_sets_only_given_keys_and_keeps_foreign_ones(harness: Harness) -> 
 def test_patch_creates_the_map_on_a_pod_without_annotations(harness: Harness) -> None:
     harness.seed("pods", pod("bare", namespace="ns1"))
 
-    harness.api.patch_pod_annotations("ns1", "bare", {"k": "v"}, op="add")
+    harness.api.patch_pod_annotations("ns1", "bare", {"k": "v"})
 
     assert _annotations(harness, "bare", "ns1") == {"k": "v"}
 
@@ -93,8 +93,6 @@ def test_delete_annotations_removes_keys_and_tolerates_absent_ones(harness: Harn
 def test_bad_annotation_input_is_a_clear_error(harness: Harness) -> None:
     # wrong types on purpose (hence the ignores)
     harness.seed("pods", pod("p1"))
-    with pytest.raises(ValueError, match="op"):
-        harness.api.patch_pod_annotations("default", "p1", {"a": "1"}, op="merge")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="string"):
         harness.api.patch_pod_annotations("default", "p1", {"a": 1})  # type: ignore[dict-item]
     with pytest.raises(ValueError):

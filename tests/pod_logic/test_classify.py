@@ -65,11 +65,11 @@ def test_is_pod_alive(fields: dict[str, Any], alive: bool) -> None:
 
 
 def test_owner_detection_and_names() -> None:
-    assert pl.is_statefulset_pod(sts_pod()) == (True, "web")
-    assert pl.is_statefulset_pod(pod(owner=("apps.example/v1", "StatefulSet", "x"))) == (False, "")
-    assert pl.is_statefulset_pod(pod(owner=("apps/v1", "ReplicaSet", "x"))) == (False, "")
-    assert pl.is_vm_pod(vm_pod()) == (True, "vm1")
-    assert pl.is_vm_pod(pod(owner=("v1", "VirtualMachineInstance", "x"))) == (False, "")
+    assert pl.is_statefulset_pod(sts_pod()) == "web"
+    assert pl.is_statefulset_pod(pod(owner=("apps.example/v1", "StatefulSet", "x"))) is None
+    assert pl.is_statefulset_pod(pod(owner=("apps/v1", "ReplicaSet", "x"))) is None
+    assert pl.is_vm_pod(vm_pod()) == "vm1"
+    assert pl.is_vm_pod(pod(owner=("v1", "VirtualMachineInstance", "x"))) is None
     assert pl.get_pod_type(sts_pod()) == "StatefulSet"
     assert pl.get_pod_type(vm_pod()) == "VirtualMachine"
     assert pl.get_pod_type(pod()) == ""
