@@ -1,6 +1,7 @@
 """client-go `tools/cache` for the controller: keys, indexed store, listers, reflector, RealFIFO,
 shared informers. See each module's docstring for its contract."""
 
+from controller.cache.backoff import Backoff
 from controller.cache.errors import (
     CacheError,
     IndexerConflictError,
@@ -32,7 +33,7 @@ from controller.cache.listwatch import (
     WatchEvent,
     WatchOptions,
 )
-from controller.cache.reflector import Backoff, Reflector
+from controller.cache.reflector import Reflector
 from controller.cache.shared_informer import (
     FilteringResourceEventHandler,
     ResourceEventHandler,
