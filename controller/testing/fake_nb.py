@@ -425,25 +425,9 @@ class FakeNbClient:
     def apply_routing(self, router: str, change: RoutingChange) -> None:
         if change.empty():
             return
-        policies = [
-            (p, *logic.policy_args(p.priority, p.match, p.action, p.nexthops))
-            for p in change.policies
-        ]
-        drops = [(priority, match.strip()) for priority, match in change.delete_policies]
-        sets = [
-            (
-                c,
-                logic.check_address_set_name(c.name),
-                logic.address_set_entries(c.add),
-                set(logic.address_set_entries(c.remove)),
-            )
-            for c in change.sets
-        ]
-        nats = [
-            (n, *logic.nat_rule_args(n.type, n.logical_ip, n.external_ip, n.logical_mac, n.port))
-            for n in change.nats
-        ]
-        routes = [p for prefix in change.delete_src_routes for p in logic.route_prefixes(prefix)]
+        checked = logic.check_routing_change(change)
+        policies, drops, sets = checked.policies, checked.drops, checked.sets
+        nats, routes = checked.nats, checked.routes
 
         def nothing_to_do() -> bool:
             lr = self.state.routers.get(router)
