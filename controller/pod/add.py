@@ -41,8 +41,9 @@ from controller.core.errors import (
     InvalidPodNetworkError,
     ResourceNotReadyError,
 )
-from controller.core.model import FrozenDict, Pod, PodNet, ProviderType, Subnet
+from controller.core.model import Pod, PodNet, ProviderType, Subnet
 from controller.core.naming import pod_name_to_port_name
+from controller.core.object_fields import FrozenDict
 from controller.ipam.errors import IPAMError
 from controller.kube.api import KubeObject
 from controller.ovn import external_ids as ext

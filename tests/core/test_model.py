@@ -10,7 +10,6 @@ import pytest
 
 from controller.core.errors import MalformedObjectError
 from controller.core.model import (
-    FrozenDict,
     Namespace,
     NetworkAttachmentDefinition,
     Node,
@@ -20,9 +19,8 @@ from controller.core.model import (
     VirtualMachine,
     Vlan,
     Vpc,
-    format_time,
-    parse_time,
 )
+from controller.core.object_fields import FrozenDict, format_time, parse_time
 
 FULL_POD = {
     "apiVersion": "v1",
