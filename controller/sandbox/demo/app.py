@@ -193,29 +193,7 @@ class Demo:
         self.say(f"NB ovsdb-server ready at {nb_server.remote} (pid {nb_server.pid})")
         self.check_stop()
 
-        server: DemoApi
-        if opts.control_plane == "real":
-            server = RealDemoServer(workdir)
-            try:
-                server.start()
-            except SandboxError as exc:
-                server.stop()  # whatever part of it did start
-                raise DemoError(f"real control plane: {exc}") from exc
-            stack.callback(self.session.stop_step, "the real control plane", server.stop)
-            kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
-            admin = server.write_admin_kubeconfig(workdir / "admin.kubeconfig")
-            seed_cluster(server)
-            self.say(
-                f"real control plane at {server.url} (controller kubeconfig {kubeconfig}, "
-                f"admin {admin}, logs in {server.plane.workdir})"
-            )
-        else:
-            server = ApiServer(bookmark_interval=5.0)
-            stack.callback(self.session.stop_step, "API server emulator", server.stop)
-            server.start()
-            kubeconfig = admin = server.write_kubeconfig(workdir / "kubeconfig")
-            seed_cluster(server)
-            self.say(f"API server emulator at {server.url} (kubeconfig {kubeconfig})")
+        server, kubeconfig, admin = self._start_api(stack, workdir)
         self.check_stop()
 
         controller = ControllerProcess(
@@ -276,6 +254,33 @@ class Demo:
             self.session.check_alive(controller)
         self.say("stopping")
         return 0
+
+    def _start_api(self, stack: contextlib.ExitStack, workdir: Path) -> tuple[DemoApi, Path, Path]:
+        """The emulator or the real control plane, seeded; (server, kubeconfig, admin's)."""
+        server: DemoApi
+        if self.options.control_plane == "real":
+            server = RealDemoServer(workdir)
+            try:
+                server.start()
+            except SandboxError as exc:
+                server.stop()  # whatever part of it did start
+                raise DemoError(f"real control plane: {exc}") from exc
+            stack.callback(self.session.stop_step, "the real control plane", server.stop)
+            kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
+            admin = server.write_admin_kubeconfig(workdir / "admin.kubeconfig")
+            seed_cluster(server)
+            self.say(
+                f"real control plane at {server.url} (controller kubeconfig {kubeconfig}, "
+                f"admin {admin}, logs in {server.plane.workdir})"
+            )
+        else:
+            server = ApiServer(bookmark_interval=5.0)
+            stack.callback(self.session.stop_step, "API server emulator", server.stop)
+            server.start()
+            kubeconfig = admin = server.write_kubeconfig(workdir / "kubeconfig")
+            seed_cluster(server)
+            self.say(f"API server emulator at {server.url} (kubeconfig {kubeconfig})")
+        return server, kubeconfig, admin
 
     def serve_new_pods(
         self, stack: contextlib.ExitStack, server: ApiServer, wiring: CniWiring | None
