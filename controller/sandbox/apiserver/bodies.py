@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from controller.sandbox.apiserver import resources
+from controller.sandbox.apiserver.records import Stored, dumps
 from controller.sandbox.apiserver.resources import JsonDict, ResourceType
-from controller.sandbox.apiserver.store import Stored, dumps
 
 
 def list_body(

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from controller.sandbox.apiserver import openapi, resources
+from controller.sandbox.apiserver.records import dumps
 from controller.sandbox.apiserver.resources import JsonDict
 from controller.sandbox.apiserver.routes import method_not_allowed, not_found_path
-from controller.sandbox.apiserver.store import dumps
 
 SERVER_VERSION: JsonDict = {
     "major": "1",

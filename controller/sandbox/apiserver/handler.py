@@ -26,6 +26,8 @@ from controller.sandbox.apiserver.bodies import (
 )
 from controller.sandbox.apiserver.discovery import discovery_answer
 from controller.sandbox.apiserver.faults import RequestInfo
+from controller.sandbox.apiserver.patch import check_patch_type
+from controller.sandbox.apiserver.records import dumps
 from controller.sandbox.apiserver.resources import ApiError, ResourceType
 from controller.sandbox.apiserver.routes import (
     Route,
@@ -40,7 +42,7 @@ from controller.sandbox.apiserver.routes import (
 )
 from controller.sandbox.apiserver.scale import scale_answer
 from controller.sandbox.apiserver.selectors import Selector, build_selector
-from controller.sandbox.apiserver.store import Watcher, check_patch_type, dumps
+from controller.sandbox.apiserver.watch import Watcher
 
 if TYPE_CHECKING:
     from controller.sandbox.apiserver.server import HttpServer

@@ -24,9 +24,6 @@ deletes what it contains and removes the namespace once it is empty.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import bisect
 import json
 import logging
 import random
@@ -34,11 +31,19 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from controller.sandbox.apiserver import admission
 from controller.sandbox.apiserver import patch as patches
+from controller.sandbox.apiserver.listing import (
+    check_list_request,
+    list_snapshot,
+    page,
+    parse_rv,
+    snapshot_overlay,
+)
+from controller.sandbox.apiserver.patch import JSON_PATCH, MERGE_PATCH, check_patch_type
+from controller.sandbox.apiserver.records import Key, ListResult, Stored, dumps
 from controller.sandbox.apiserver.resources import (
     ApiError,
     JsonDict,
@@ -46,7 +51,6 @@ from controller.sandbox.apiserver.resources import (
     already_exists,
     bad_request,
     conflict,
-    gone,
     invalid,
     modified_conflict,
     namespace_not_found,
@@ -57,179 +61,15 @@ from controller.sandbox.apiserver.resources import (
     too_old,
 )
 from controller.sandbox.apiserver.selectors import Selector
+from controller.sandbox.apiserver.watch import Table, Watcher, WatchEvent
 
 LOG = logging.getLogger(__name__)
 
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 JsonList = list[JsonDict]  # an alias: ObjectStore.list shadows `list` inside the class
 
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """One version of one object: the dict (never mutated) and its JSON bytes."""
-
-    obj: JsonDict
-    raw: bytes
-    rv: int
-
-    @staticmethod
-    def of(obj: JsonDict) -> Stored:
-        # kind and apiVersion go first, so a list can cut them off its items by slicing bytes.
-        ordered = {"kind": obj["kind"], "apiVersion": obj["apiVersion"]}
-        ordered.update(obj)
-        return Stored(ordered, dumps(ordered), int(obj["metadata"]["resourceVersion"]))
-
-    def list_item(self, prefix: bytes) -> bytes:
-        """The JSON without its leading `"kind":..,"apiVersion":..,` (`prefix`), if present."""
-        if self.raw.startswith(prefix):
-            return b"{" + self.raw[len(prefix) :]
-        return self.raw
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    type: str  # ADDED | MODIFIED | DELETED
-    rv: int
-    key: Key
-    cur: Stored  # for DELETED: the last state, stamped with the deletion's resourceVersion
-    prev: Stored | None  # the state before this event (None for ADDED)
-
-
-@dataclass(slots=True)
-class _Table:
-    rt: ResourceType
-    cond: threading.Condition
-    objects: dict[Key, Stored] = field(default_factory=dict)
-    history: list[WatchEvent] = field(default_factory=list)
-    history_start: int = 0  # history[:history_start] is compacted away, pending a trim
-    trimmed_rv: int = 0  # the newest event dropped from history: watchers behind it are lost
-    sorted_keys: list[Key] | None = None
-    watchers: set[Watcher] = field(default_factory=set)
-
-    def keys_sorted(self) -> list[Key]:
-        if self.sorted_keys is None:
-            self.sorted_keys = sorted(self.objects)
-        return self.sorted_keys
-
-
-@dataclass(frozen=True, slots=True)
-class ListResult:
-    items: list[Stored]
-    resource_version: int
-    continue_token: str | None
-    remaining: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class WatchBatch:
-    """What a watcher got from one wait: events to send, or why the stream ends."""
-
-    events: list[tuple[str, bytes]]
-    progress_rv: int
-    error: ApiError | None = None  # send as an ERROR event, then end the stream
-    dropped: bool = False  # end the stream abruptly (fault injection, server stop)
-
-
-class Watcher:
-    """A server-side watch: a cursor into one resource's history plus a selector.
-
-    It holds no queue of its own: `next()` reads history past its cursor under the table's
-    condition, so a write costs one `notify_all` however many watchers there are.
-    """
-
-    def __init__(
-        self,
-        store: ObjectStore,
-        table: _Table,
-        selector: Selector,
-        cursor: int,
-        initial: list[Stored],
-    ) -> None:
-        self._store = store
-        self._table = table
-        self._selector = selector
-        self.cursor = cursor
-        self.initial = initial
-        self.dropped = False
-        self.forced_error: ApiError | None = None
-
-    @property
-    def progress_rv(self) -> int:
-        """Every event of this resource up to this version has been handed out."""
-        return self.cursor
-
-    def next(self, timeout: float | None) -> WatchBatch:
-        """Wait up to `timeout` seconds for events past the cursor (or a drop) and return them."""
-        table = self._table
-        store = self._store
-        with table.cond:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while True:
-                if self.dropped or store.closed:
-                    return WatchBatch([], self.cursor, dropped=True)
-                if self.forced_error is not None:
-                    return WatchBatch([], self.cursor, error=self.forced_error)
-                if self.cursor < table.trimmed_rv:
-                    # NOTE: a watcher that falls behind the history window has lost events it
-                    # can never get back; a real apiserver ends such a watch the same way.
-                    return WatchBatch([], self.cursor, error=too_old(self.cursor, table.trimmed_rv))
-                hist = table.history
-                if hist and hist[-1].rv > self.cursor:
-                    break
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    # Nothing of this resource happened up to the store's newest version.
-                    self.cursor = max(self.cursor, store.resource_version)
-                    return WatchBatch([], self.cursor)
-                table.cond.wait(remaining)
-            start = bisect.bisect_right(
-                hist, self.cursor, lo=table.history_start, key=lambda e: e.rv
-            )
-            out: list[tuple[str, bytes]] = []
-            for ev in hist[start:]:
-                converted = self._convert(ev)
-                if converted is not None:
-                    out.append(converted)
-            self.cursor = max(hist[-1].rv, store.resource_version)
-            return WatchBatch(out, self.cursor)
-
-    def _convert(self, ev: WatchEvent) -> tuple[str, bytes] | None:
-        sel = self._selector
-        if sel.is_everything:
-            return ev.type, ev.cur.raw
-        now = sel.matches(ev.cur.obj)
-        if ev.type != "MODIFIED":
-            return (ev.type, ev.cur.raw) if now else None
-        before = ev.prev is not None and sel.matches(ev.prev.obj)
-        if now:
-            return ("MODIFIED" if before else "ADDED"), ev.cur.raw
-        if before:
-            # The object left the selector: watchers see it deleted, at this event's version.
-            return "DELETED", ev.cur.raw
-        return None
-
-    def drop(self) -> None:
-        """End this watch abruptly (its client went away, or a fault says so)."""
-        with self._table.cond:
-            self.dropped = True
-            self._table.cond.notify_all()
-
-    def close(self) -> None:
-        with self._table.cond:
-            self._table.watchers.discard(self)
-            self._table.cond.notify_all()
 
 
 def _rfc3339(seconds: float) -> str:
@@ -251,39 +91,6 @@ def _uid_conflict(rt: ResourceType, name: str, uid: Any, stored_uid: str) -> Api
         name,
         f"Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
     )
-
-
-def check_patch_type(rt: ResourceType, patch_type: str) -> None:
-    """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
-    if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
-        raise ApiError(
-            415,
-            "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - accepted media "
-            f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}",
-        )
-    if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-        raise ApiError(
-            415,
-            "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - accepted media "
-            f"types include: {JSON_PATCH}, {MERGE_PATCH}"
-            + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""),
-        )
-
-
-def _encode_continue(rv: int, key: Key) -> str:
-    raw = json.dumps({"v": "emulator/v1", "rv": rv, "start": list(key)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_continue(token: str) -> tuple[int, Key]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        start = data["start"]
-        return int(data["rv"]), (str(start[0]), str(start[1]))
-    except (ValueError, KeyError, TypeError, IndexError, binascii.Error) as exc:
-        raise bad_request(f"continue key is not valid: {exc}") from None
 
 
 class ObjectStore:
@@ -309,7 +116,7 @@ class ObjectStore:
         self._lock = threading.RLock()
         self._rv = 0
         self._forced_compaction = 0
-        self._tables: dict[ResourceType, _Table] = {}
+        self._tables: dict[ResourceType, Table] = {}
         self.closed = False
         if create_default_namespaces:
             for ns in DEFAULT_NAMESPACES:
@@ -334,15 +141,15 @@ class ObjectStore:
                 self._trim(table)
                 table.cond.notify_all()
 
-    def _table(self, resource: ResourceType | str) -> _Table:
+    def _table(self, resource: ResourceType | str) -> Table:
         rt = resource if isinstance(resource, ResourceType) else resource_for(resource)
         table = self._tables.get(rt)
         if table is None:
             with self._lock:
-                table = self._tables.setdefault(rt, _Table(rt, threading.Condition(self._lock)))
+                table = self._tables.setdefault(rt, Table(rt, threading.Condition(self._lock)))
         return table
 
-    def _trim(self, table: _Table) -> None:
+    def _trim(self, table: Table) -> None:
         floor = self.compacted_rv()
         hist = table.history
         i = table.history_start
@@ -355,7 +162,7 @@ class ObjectStore:
             del hist[:i]
             table.history_start = 0
 
-    def _record(self, table: _Table, ev: WatchEvent) -> None:
+    def _record(self, table: Table, ev: WatchEvent) -> None:
         table.history.append(ev)
         self._trim(table)
         table.cond.notify_all()
@@ -399,7 +206,7 @@ class ObjectStore:
                 details={"name": namespace, "kind": "namespaces"},
             )
 
-    def _get_stored(self, table: _Table, key: Key) -> Stored:
+    def _get_stored(self, table: Table, key: Key) -> Stored:
         stored = table.objects.get(key)
         if stored is None:
             raise not_found(table.rt, key[1])
@@ -452,119 +259,17 @@ class ObjectStore:
         next page at the first page's version, 410 once that version is compacted.
         """
         table = self._table(resource)
-        if limit < 0:
-            raise bad_request("limit must not be negative")
-        if resource_version == "0" and not continue_token:
-            limit = 0
-        if resource_version_match and not resource_version and not continue_token:
-            raise bad_request(
-                "resourceVersionMatch is forbidden unless resourceVersion is provided"
-            )
-        if resource_version_match not in (None, "", "NotOlderThan", "Exact"):
-            raise bad_request(f"unsupported resourceVersionMatch {resource_version_match!r}")
+        limit = check_list_request(resource_version, resource_version_match, limit, continue_token)
         with self._lock:
-            current = self._rv
-            start: Key | None = None
-            if continue_token:
-                if resource_version not in (None, "", "0") or resource_version_match:
-                    raise bad_request(
-                        "specifying resource version is not allowed when using continue"
-                    )
-                snapshot, start = _decode_continue(continue_token)
-                if snapshot < self.compacted_rv():
-                    raise gone(
-                        "The provided continue parameter is too old to display a consistent "
-                        "list result. You can start a new list without the continue parameter, "
-                        "or use the continue token in this response to retrieve the remainder "
-                        "of the results. Continuing with the provided token results in an "
-                        "inconsistent list - objects that were created, modified, or deleted "
-                        "between the time the first chunk was returned and now may show up in "
-                        "the list.",
-                        continue_token=_encode_continue(current, start),
-                    )
-            elif resource_version in (None, "", "0"):
-                if resource_version == "0" and resource_version_match == "Exact":
-                    raise bad_request(
-                        "resourceVersionMatch Exact is forbidden for resourceVersion 0"
-                    )
-                snapshot = current
-            else:
-                requested = self._parse_rv(resource_version)
-                if requested > current:
-                    raise too_large(requested, current)
-                if resource_version_match == "Exact":
-                    if requested < self.compacted_rv():
-                        raise too_old(requested, self.compacted_rv())
-                    snapshot = requested
-                else:
-                    snapshot = current
-            objects = self._snapshot(table, snapshot)
-            return self._page(table, objects, selector, snapshot, start, limit)
-
-    @staticmethod
-    def _parse_rv(value: str) -> int:
-        try:
-            rv = int(value)
-        except ValueError:
-            raise bad_request(f"invalid resource version {value!r}") from None
-        if rv < 0:
-            raise bad_request(f"invalid resource version {value!r}")
-        return rv
-
-    def _snapshot(self, table: _Table, snapshot: int) -> dict[Key, Stored | None]:
-        """Overrides to apply to the current objects to see the state at `snapshot`."""
-        overlay: dict[Key, Stored | None] = {}
-        if snapshot >= self._rv:
-            return overlay
-        hist = table.history
-        first = bisect.bisect_right(hist, snapshot, lo=table.history_start, key=lambda e: e.rv)
-        for ev in reversed(hist[first:]):
-            overlay[ev.key] = None if ev.type == "ADDED" else ev.prev
-        return overlay
-
-    def _page(
-        self,
-        table: _Table,
-        overlay: dict[Key, Stored | None],
-        selector: Selector,
-        snapshot: int,
-        start: Key | None,
-        limit: int,
-    ) -> ListResult:
-        keys_list = sorted(set(table.objects) | set(overlay)) if overlay else table.keys_sorted()
-        ns = selector.namespace if table.rt.namespaced else None
-        lo, hi = 0, len(keys_list)
-        if ns is not None:
-            lo = bisect.bisect_left(keys_list, (ns, ""))
-            hi = bisect.bisect_left(keys_list, (ns + "\x00", ""))
-        if start is not None:
-            lo = max(lo, bisect.bisect_right(keys_list, start))
-        plain = not selector.labels and not selector.fields
-        objects = table.objects
-
-        def lookup(k: Key) -> Stored | None:
-            return overlay[k] if k in overlay else objects.get(k)
-
-        items: list[Stored] = []
-        next_index: int | None = None
-        for i in range(lo, hi):
-            stored = lookup(keys_list[i])
-            if stored is None or (not plain and not selector.matches(stored.obj)):
-                continue
-            if limit and len(items) == limit:
-                next_index = i
-                break
-            items.append(stored)
-        token = None
-        remaining = None
-        if next_index is not None:
-            last = items[-1].obj["metadata"]
-            token = _encode_continue(snapshot, (last.get("namespace", ""), last["name"]))
-            if plain and not overlay:
-                remaining = hi - next_index  # every key in range is a live object
-            elif plain:
-                remaining = sum(1 for k in keys_list[next_index:hi] if lookup(k) is not None)
-        return ListResult(items, snapshot, token, remaining)
+            snapshot, start = list_snapshot(
+                self._rv,
+                self.compacted_rv(),
+                resource_version,
+                resource_version_match,
+                continue_token,
+            )
+            overlay = snapshot_overlay(table, snapshot, self._rv)
+            return page(table, overlay, selector, snapshot, start, limit)
 
     # ------------------------------------------------------------------ writes
 
@@ -698,7 +403,7 @@ class ObjectStore:
 
     def _commit_update(
         self,
-        table: _Table,
+        table: Table,
         key: Key,
         old: Stored,
         new: JsonDict,
@@ -947,7 +652,7 @@ class ObjectStore:
         obj["metadata"].update(meta_updates)
         return Stored.of(obj)
 
-    def _mark_deleting(self, table: _Table, key: Key, old: Stored, grace: int) -> Stored:
+    def _mark_deleting(self, table: Table, key: Key, old: Stored, grace: int) -> Stored:
         old_meta = old.obj["metadata"]
         if (
             old_meta.get("deletionTimestamp")
@@ -967,14 +672,14 @@ class ObjectStore:
         self._record(table, WatchEvent("MODIFIED", stored.rv, key, stored, old))
         return stored
 
-    def _remove(self, table: _Table, key: Key, old: Stored, final: Stored) -> None:
+    def _remove(self, table: Table, key: Key, old: Stored, final: Stored) -> None:
         del table.objects[key]
         table.sorted_keys = None
         self._record(table, WatchEvent("DELETED", final.rv, key, final, old))
         if table.rt.namespaced:
             self._maybe_finish_namespace(key[0])
 
-    def _delete_namespace(self, table: _Table, key: Key, old: Stored) -> tuple[Stored, bool]:
+    def _delete_namespace(self, table: Table, key: Key, old: Stored) -> tuple[Stored, bool]:
         ns = key[1]
         if not old.obj["metadata"].get("deletionTimestamp"):
             obj = json.loads(old.raw)
@@ -999,7 +704,7 @@ class ObjectStore:
             return self._last_deleted(table, key), True
         return current, False
 
-    def _last_deleted(self, table: _Table, key: Key) -> Stored:
+    def _last_deleted(self, table: Table, key: Key) -> Stored:
         for ev in reversed(table.history):
             if ev.key == key and ev.type == "DELETED":
                 return ev.cur
@@ -1094,7 +799,7 @@ class ObjectStore:
             current = self._rv
             if resource_version in (None, "", "0") or send_initial_events:
                 if send_initial_events and resource_version not in (None, "", "0"):
-                    cursor = self._parse_rv(resource_version)
+                    cursor = parse_rv(resource_version)
                     if cursor > current:
                         raise too_large(cursor, current)
                 initial = [
@@ -1105,7 +810,7 @@ class ObjectStore:
                 initial.sort(key=lambda s: s.rv)
                 watcher = Watcher(self, table, selector, current, initial)
             else:
-                cursor = self._parse_rv(resource_version)
+                cursor = parse_rv(resource_version)
                 if cursor < self.compacted_rv():
                     raise too_old(cursor, self.compacted_rv())
                 if cursor > current:
@@ -1116,7 +821,7 @@ class ObjectStore:
             table.cond.notify_all()
             return watcher
 
-    def _tables_of(self, resource: ResourceType | str | None) -> Iterable[_Table]:
+    def _tables_of(self, resource: ResourceType | str | None) -> Iterable[Table]:
         return self._tables.values() if resource is None else [self._table(resource)]
 
     def _end_watches(
