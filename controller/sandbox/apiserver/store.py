@@ -52,7 +52,6 @@ from controller.sandbox.apiserver.resources import (
     bad_request,
     conflict,
     invalid,
-    modified_conflict,
     namespace_not_found,
     not_found,
     resource_for,
@@ -61,6 +60,7 @@ from controller.sandbox.apiserver.resources import (
     too_old,
 )
 from controller.sandbox.apiserver.selectors import Selector
+from controller.sandbox.apiserver.updates import uid_conflict, updated_object
 from controller.sandbox.apiserver.watch import Table, Watcher, WatchEvent
 
 LOG = logging.getLogger(__name__)
@@ -82,15 +82,6 @@ def _body_metadata(obj: Any) -> JsonDict:
         raise bad_request("the body of the request must be a JSON object")
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
-
-
-def _uid_conflict(rt: ResourceType, name: str, uid: Any, stored_uid: str) -> ApiError:
-    """The 409 for a write whose UID precondition names another incarnation of the object."""
-    return conflict(
-        rt,
-        name,
-        f"Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
-    )
 
 
 class ObjectStore:
@@ -410,64 +401,9 @@ class ObjectStore:
         subresource: str | None,
         dry_run: bool,
     ) -> Stored:
-        rt = table.rt
-        name = key[1]
-        meta = new.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise bad_request("metadata must be a JSON object")
+        new = updated_object(table.rt, key, old, new, subresource)
+        meta = new["metadata"]
         old_meta = old.obj["metadata"]
-        rv = meta.get("resourceVersion")
-        if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
-            raise modified_conflict(rt, name)
-        if meta.get("uid") not in (None, "", old_meta["uid"]):
-            raise _uid_conflict(rt, name, meta.get("uid"), old_meta["uid"])
-        if subresource == "status":
-            if not rt.has_status:
-                raise not_found(rt, name)
-            merged = json.loads(old.raw)
-            if "status" in new:
-                merged["status"] = new["status"]
-            else:
-                merged.pop("status", None)
-            new = merged
-            meta = new["metadata"]
-        elif subresource is not None:
-            raise not_found(rt, name)
-        else:
-            if rt.has_status:
-                if "status" in old.obj:
-                    new["status"] = json.loads(dumps(old.obj["status"]))
-                else:
-                    new.pop("status", None)
-            # Fields a client cannot change through an update.
-            for fld in (
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-            ):
-                if fld in old_meta:
-                    meta[fld] = old_meta[fld]
-                else:
-                    meta.pop(fld, None)
-            meta.pop("managedFields", None)
-            if rt.namespaced:
-                meta["namespace"] = key[0]
-            else:
-                meta.pop("namespace", None)
-            meta["name"] = name
-        new["kind"] = rt.kind
-        new["apiVersion"] = rt.api_version
-        if old_meta.get("deletionTimestamp") and (
-            set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
-        ):
-            raise invalid(
-                rt,
-                name,
-                "metadata.finalizers: Forbidden: no new finalizers can be "
-                "added if the object is being deleted",
-            )
         if admission.strip_volatile(new) == admission.strip_volatile(old.obj):
             return old  # a no-op write: no new version, no event
         if (
@@ -610,7 +546,7 @@ class ObjectStore:
             if preconditions:
                 uid = preconditions.get("uid")
                 if uid and uid != old_meta["uid"]:
-                    raise _uid_conflict(rt, name, uid, old_meta["uid"])
+                    raise uid_conflict(rt, name, uid, old_meta["uid"])
                 prv = preconditions.get("resourceVersion")
                 if prv and str(prv) != old_meta["resourceVersion"]:
                     raise conflict(
