@@ -426,86 +426,13 @@ class FakeNbClient:
         if change.empty():
             return
         checked = logic.check_routing_change(change)
-        policies, drops, sets = checked.policies, checked.drops, checked.sets
-        nats, routes = checked.nats, checked.routes
-
-        def nothing_to_do() -> bool:
-            lr = self.state.routers.get(router)
-            if lr is None:
-                return False
-            for p, match, hops in policies:
-                old = lr.policies.get((p.priority, match))
-                if (
-                    old is None
-                    or old.action != p.action
-                    or old.nexthops != hops
-                    or not logic.ids_match(old.external_ids, p.external_ids)
-                ):
-                    return False
-            if any(key in lr.policies for key in drops):
-                return False
-            for c, name, add, remove in sets:
-                have = self.state.address_sets.get(name)
-                if c.delete:
-                    if have is not None:
-                        return False
-                    continue
-                if have is None and not add:
-                    continue
-                if (
-                    have is None
-                    or not set(add) <= set(have)
-                    or remove & set(have)
-                    or not logic.ids_match(self.state.address_set_ids.get(name, {}), c.external_ids)
-                ):
-                    return False
-            for n, lip, eip in nats:
-                found = [r for r in lr.nats if r.type == n.type and r.logical_ip == lip]
-                if not eip:
-                    if found:
-                        return False
-                    continue
-                if len(found) != 1 or found[0].external_ip != eip:
-                    return False
-                if n.port and (
-                    found[0].logical_port != n.port
-                    or found[0].external_mac != n.logical_mac.lower()
-                ):
-                    return False
-            return not any((prefix, "src-ip") in lr.routes for prefix in routes)
-
         with self._lock:
-            if nothing_to_do():
+            lr = self.state.routers.get(router)
+            if lr is not None and _routing_in_place(self.state, lr, checked):
                 return
 
         def run(st: _State, u: _Undo) -> None:
-            lr = _router(st, router)
-            for p, match, hops in policies:
-                cur = lr.policies.get((p.priority, match))
-                merged = {**(cur.external_ids if cur else {}), **p.external_ids}
-                u.put(
-                    lr.policies,
-                    (p.priority, match),
-                    RouterPolicy(router, p.priority, match, p.action, hops, merged),
-                )
-            for c, name, add, remove in sets:
-                if c.delete:
-                    u.pop(st.address_sets, name)
-                    u.pop(st.address_set_ids, name)
-                    continue
-                if name not in st.address_sets and not add:
-                    continue
-                have = st.address_sets.get(name, [])
-                u.put(st.address_sets, name, sorted((set(have) | set(add)) - remove))
-                u.put(
-                    st.address_set_ids, name, {**st.address_set_ids.get(name, {}), **c.external_ids}
-                )
-            for n, lip, eip in nats:
-                _set_nat(lr, u, n.type, lip, eip, n.logical_mac, n.port)
-            for key in drops:
-                u.pop(lr.policies, key)
-            for prefix in routes:
-                u.pop(lr.routes, (prefix, "src-ip"))
+            _write_routing(st, u, _router(st, router), checked)
 
         self._txn("apply_routing", run)
 
@@ -679,6 +606,93 @@ def _info(p: FakePort) -> PortInfo:
     return PortInfo(
         p.name, p.switch, tuple(p.addresses), tuple(p.port_security), dict(p.external_ids), p.type
     )
+
+
+def _policies_in_place(lr: FakeRouter, checked: logic.CheckedRoutingChange) -> bool:
+    for p, match, hops in checked.policies:
+        old = lr.policies.get((p.priority, match))
+        if (
+            old is None
+            or old.action != p.action
+            or old.nexthops != hops
+            or not logic.ids_match(old.external_ids, p.external_ids)
+        ):
+            return False
+    return not any(key in lr.policies for key in checked.drops)
+
+
+def _sets_in_place(st: _State, checked: logic.CheckedRoutingChange) -> bool:
+    for c, name, add, remove in checked.sets:
+        have = st.address_sets.get(name)
+        if c.delete:
+            if have is not None:
+                return False
+            continue
+        if have is None and not add:
+            continue
+        if (
+            have is None
+            or not set(add) <= set(have)
+            or remove & set(have)
+            or not logic.ids_match(st.address_set_ids.get(name, {}), c.external_ids)
+        ):
+            return False
+    return True
+
+
+def _nats_in_place(lr: FakeRouter, checked: logic.CheckedRoutingChange) -> bool:
+    for n, lip, eip in checked.nats:
+        found = [r for r in lr.nats if r.type == n.type and r.logical_ip == lip]
+        if not eip:
+            if found:
+                return False
+            continue
+        if len(found) != 1 or found[0].external_ip != eip:
+            return False
+        if n.port and (
+            found[0].logical_port != n.port or found[0].external_mac != n.logical_mac.lower()
+        ):
+            return False
+    return True
+
+
+def _routing_in_place(st: _State, lr: FakeRouter, checked: logic.CheckedRoutingChange) -> bool:
+    """Every part of the change is already in the state: apply_routing writes nothing."""
+    return (
+        _policies_in_place(lr, checked)
+        and _sets_in_place(st, checked)
+        and _nats_in_place(lr, checked)
+        and not any((prefix, "src-ip") in lr.routes for prefix in checked.routes)
+    )
+
+
+def _write_routing(
+    st: _State, u: _Undo, lr: FakeRouter, checked: logic.CheckedRoutingChange
+) -> None:
+    for p, match, hops in checked.policies:
+        cur = lr.policies.get((p.priority, match))
+        merged = {**(cur.external_ids if cur else {}), **p.external_ids}
+        u.put(
+            lr.policies,
+            (p.priority, match),
+            RouterPolicy(lr.name, p.priority, match, p.action, hops, merged),
+        )
+    for c, name, add, remove in checked.sets:
+        if c.delete:
+            u.pop(st.address_sets, name)
+            u.pop(st.address_set_ids, name)
+            continue
+        if name not in st.address_sets and not add:
+            continue
+        have = st.address_sets.get(name, [])
+        u.put(st.address_sets, name, sorted((set(have) | set(add)) - remove))
+        u.put(st.address_set_ids, name, {**st.address_set_ids.get(name, {}), **c.external_ids})
+    for n, lip, eip in checked.nats:
+        _set_nat(lr, u, n.type, lip, eip, n.logical_mac, n.port)
+    for key in checked.drops:
+        u.pop(lr.policies, key)
+    for prefix in checked.routes:
+        u.pop(lr.routes, (prefix, "src-ip"))
 
 
 def _set_nat(
