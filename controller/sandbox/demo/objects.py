@@ -145,6 +145,15 @@ def _name_suffix(rng: random.Random, length: int) -> str:
     return "".join(rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(length))
 
 
+def _pod(name: str, spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": object_meta(name, DEMO_NAMESPACE, **meta),
+        "spec": spec,
+    }
+
+
 def pod_objects(replicas: int, statefulset_uid: str, *, seed: int) -> list[dict[str, Any]]:
     """The demo pods, spread over the nodes. The Deployment-like pods are named as a Deployment
     names them (`<deployment>-<replicaset hash>-<suffix>`), from `seed` (deterministic)."""
@@ -155,51 +164,34 @@ def pod_objects(replicas: int, statefulset_uid: str, *, seed: int) -> list[dict[
     names: set[str] = set()
     while len(names) < replicas:
         names.add(f"{rs_name}-{_name_suffix(rng, 5)}")
-    pods: list[dict[str, Any]] = []
-    for i, name in enumerate(sorted(names)):
-        pods.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": object_meta(
-                    name,
-                    DEMO_NAMESPACE,
-                    labels=dict(rs_labels),
-                    ownerReferences=[_owner("ReplicaSet", rs_name, rs_uid)],
-                ),
-                "spec": pod_spec(NODES[i % len(NODES)][0]),
-            }
+    pods = [
+        _pod(
+            name,
+            pod_spec(NODES[i % len(NODES)][0]),
+            labels=dict(rs_labels),
+            ownerReferences=[_owner("ReplicaSet", rs_name, rs_uid)],
         )
+        for i, name in enumerate(sorted(names))
+    ]
     for i in range(STATEFULSET_REPLICAS):
         name = f"{STATEFULSET}-{i}"
-        labels = {"app": STATEFULSET, "statefulset.kubernetes.io/pod-name": name}
         spec = pod_spec(NODES[i % len(NODES)][0])
         spec.update(hostname=name, subdomain=STATEFULSET)
         pods.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": object_meta(
-                    name,
-                    DEMO_NAMESPACE,
-                    labels=labels,
-                    ownerReferences=[_owner("StatefulSet", STATEFULSET, statefulset_uid)],
-                ),
-                "spec": spec,
-            }
+            _pod(
+                name,
+                spec,
+                labels={"app": STATEFULSET, "statefulset.kubernetes.io/pod-name": name},
+                ownerReferences=[_owner("StatefulSet", STATEFULSET, statefulset_uid)],
+            )
         )
     pods.append(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": object_meta(
-                DUAL_POD,
-                DEMO_NAMESPACE,
-                labels={"app": DUAL_POD},
-                annotations={LOGICAL_SWITCH_ANNOTATION: DUAL_SUBNET},
-            ),
-            "spec": pod_spec(NODES[-1][0]),
-        }
+        _pod(
+            DUAL_POD,
+            pod_spec(NODES[-1][0]),
+            labels={"app": DUAL_POD},
+            annotations={LOGICAL_SWITCH_ANNOTATION: DUAL_SUBNET},
+        )
     )
     return pods
 
