@@ -48,3 +48,11 @@ class ListResult:
     resource_version: int
     continue_token: str | None
     remaining: int | None
+
+
+def stamped(old: Stored, rv: int, **meta_updates: Any) -> Stored:
+    """`old` at resourceVersion `rv`, with these metadata fields set."""
+    obj = json.loads(old.raw)
+    obj["metadata"]["resourceVersion"] = str(rv)
+    obj["metadata"].update(meta_updates)
+    return Stored.of(obj)

@@ -1,4 +1,5 @@
-"""What an update (PUT) may change, as kube-apiserver's update strategy decides it.
+"""What a write may change: a request body's metadata, an update (PUT), and the preconditions
+and grace period of a delete, as kube-apiserver's strategies decide them.
 
 `updated_object` checks the request's preconditions (resourceVersion, UID), then builds the
 object to store: for the status subresource the stored object with the new status; otherwise
@@ -41,6 +42,14 @@ def uid_conflict(rt: ResourceType, name: str, uid: Any, stored_uid: str) -> ApiE
         name,
         f"Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
     )
+
+
+def body_metadata(obj: Any) -> JsonDict:
+    """The metadata of a request body ({} when absent or not an object); 400 for a non-object."""
+    if not isinstance(obj, dict):
+        raise bad_request("the body of the request must be a JSON object")
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
 
 
 def _check_preconditions(rt: ResourceType, name: str, meta: JsonDict, old_meta: JsonDict) -> None:
@@ -112,3 +121,43 @@ def updated_object(
             "added if the object is being deleted",
         )
     return new
+
+
+def check_delete_preconditions(
+    rt: ResourceType, name: str, preconditions: JsonDict | None, old_meta: JsonDict
+) -> None:
+    """A 409 when a delete's UID or resourceVersion precondition names another version."""
+    if not preconditions:
+        return
+    uid = preconditions.get("uid")
+    if uid and uid != old_meta["uid"]:
+        raise uid_conflict(rt, name, uid, old_meta["uid"])
+    prv = preconditions.get("resourceVersion")
+    if prv and str(prv) != old_meta["resourceVersion"]:
+        raise conflict(
+            rt,
+            name,
+            "Precondition failed: ResourceVersion in "
+            f"precondition: {prv}, ResourceVersion in object meta: "
+            f"{old_meta['resourceVersion']}",
+        )
+
+
+def pod_grace_period(old: Stored, requested: int | None) -> int:
+    """The seconds a pod's graceful delete waits: the request's, else its spec's (30 s by
+    default), never longer than a delete already under way."""
+    if requested is not None:
+        grace = requested
+    else:
+        spec = old.obj.get("spec") or {}
+        grace = int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+    # As kube-apiserver's pod strategy: a pod no node runs (unscheduled, or finished) has
+    # nothing to wait for and goes at once.
+    if not (old.obj.get("spec") or {}).get("nodeName") or (
+        (old.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    ):
+        grace = 0
+    current_grace = old.obj["metadata"].get("deletionGracePeriodSeconds")
+    if current_grace is not None:
+        grace = min(grace, int(current_grace))
+    return grace

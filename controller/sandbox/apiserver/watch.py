@@ -18,7 +18,7 @@ from controller.sandbox.apiserver.resources import ApiError, ResourceType, too_o
 from controller.sandbox.apiserver.selectors import Selector
 
 if TYPE_CHECKING:
-    from controller.sandbox.apiserver.store import ObjectStore
+    from controller.sandbox.apiserver.revisions import VersionedTables
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ class Watcher:
 
     def __init__(
         self,
-        store: ObjectStore,
+        store: VersionedTables,
         table: Table,
         selector: Selector,
         cursor: int,
