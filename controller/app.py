@@ -1,13 +1,9 @@
 """Composition root: the only module that builds concrete adapters and wires the controller.
 
-`main(argv)` is `python -m cmd.controller` / `kube-ovn-controller`: parse the flags (a bad one
-prints "error: ..." and exits 2), set up logging, then run a `Controller` until SIGTERM/SIGINT
-(exit 0, the lease handed back) or until the leadership is lost or start-up fails (exit 1).
-`kube-ovn-controller check` audits the cluster once instead (`controller.audit.check.run_check`).
-
 `Controller(config)` owns every component, so tests and the sandbox run the real thing
 in-process: `start()` returns at once, `stop()` shuts everything down, `wait()` gives the exit
-code; `run_controller(argv, environ)` parses and starts one.
+code. `controller.process` runs one as the process (`main`: flags, logging, signals, exit
+codes).
 
 What `start()` builds: the `kubernetes` ApiClient (kubeconfig or in-cluster) behind `KubeClient`
 (also the `ClusterApi`); the OVN NB client (`OvsdbappNbClient`); one Prometheus registry with
@@ -17,28 +13,15 @@ recorder; then, through `controller.wiring`, the informers (all cached, nothing 
 pod), the four pod queues named as kube-ovn's, the pod controller and the minimal subnet /
 namespace / node controllers (each switchable off by its flag).
 
-Start-up order, as kube-ovn's `Controller.Run` (v1.8.18 pkg/controller/controller.go). Before
-it, every replica fetches the NB schema (an unreachable NB is waited out then) and receives the
-NB's initial dump on its own thread, alongside the steps below until the bootstrap needs it; a
-dump that does not come within `--ovn-timeout` ends the process (exit 1).
-
-1. leader election on Lease `--leader-elect-resource-name` together with kube-ovn v1.8's
-   ConfigMap `ovn-config` (`controller.runtime.locks.BothLocks`) in KUBE_NAMESPACE, identity
-   POD_NAME;
-   a follower starts nothing else (no informer runs, so it enqueues nothing; every informer
-   callback also checks `is_leader`). Losing the lease ends the process with exit code 1.
-2. informers started; caches synced (failure: exit 1).
-3. bootstrap: default Vpc, cluster router, join and default subnets
-   (`controller.controllers.bootstrap`).
-4. IPAM rebuilt (`init_ipam`), then the start-up gc (`GarbageCollector.run_startup_gc`: what
-   pods deleted while no controller ran left behind); each pod version is parsed once for the
-   informer adds, the rebuild and the gc (`CacheView.all_pod_models_kept`). Steps 2-4 run in
-   `load_scope()` when one is given: `main()` passes `controller.runtime.pygc.loading` (no
-   garbage collections during the load, the loaded heap frozen after it).
-5. workers: subnet and namespace first; wait (bounded) until the namespace queue drained and the
-   join / default switches exist; node workers; wait (bounded) until every node is allocated;
-   then the pod workers and the periodic loops (pod inspection every `--inspect-interval`,
-   garbage collection every `--gc-interval`, subnet status every 30 s).
+Before the election, every replica fetches the NB schema (an unreachable NB is waited out then)
+and receives the NB's initial dump on its own thread, alongside the start-up until the
+bootstrap needs it; a dump that does not come within `--ovn-timeout` ends the process (exit 1).
+Then leader election on Lease `--leader-elect-resource-name` together with kube-ovn v1.8's
+ConfigMap `ovn-config` (`controller.runtime.locks.BothLocks`) in KUBE_NAMESPACE, identity
+POD_NAME: a follower starts nothing else (no informer runs, so it enqueues nothing; every
+informer callback also checks `is_leader`), and losing the lease ends the process with exit
+code 1. The leader runs `controller.leading.LeaderStartup` (caches, bootstrap, IPAM, start-up
+gc, then the workers in kube-ovn's order).
 
 `/readyz` is 200 once the election loop runs and, when this replica leads, once the workers
 started (caches synced, IPAM rebuilt) and while its caches stay synced; a standing-by follower is
@@ -52,28 +35,18 @@ wedged controller. Start-up waits for an unreachable API server and NB with back
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
-import signal
-import socket
-import sys
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from types import FrameType
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import prometheus_client
 from prometheus_client import CollectorRegistry
 
-from controller.apiclient.errors import KubeApiError, KubeConfigError
-from controller.audit.check import run_check
-from controller.cache import Indexer, SharedIndexInformer, SharedInformerFactory
-from controller.config import COMMAND_CHECK, Config, parse_args
-from controller.config import build_parser as build_config_parser
-from controller.controllers.bootstrap import init_default_vpc, init_ipam, init_ovn
+from controller.cache import SharedIndexInformer, SharedInformerFactory
+from controller.config import Config
 from controller.controllers.gc import GarbageCollector
 from controller.controllers.namespace import NamespaceController
 from controller.controllers.node import NodeController
@@ -86,46 +59,40 @@ from controller.core.constants import (
     NAD_GROUP,
     NAD_VERSION,
 )
-from controller.core.errors import ConfigError
-from controller.core.model import Pod
 from controller.ipam import IPAM
 from controller.kube.client import KubeClient, load_api_client
 from controller.kube.cluster import ClusterApi
 from controller.kube.events import BackgroundEventRecorder
-from controller.ovn.api import OvnError
+from controller.leading import LeaderStartup
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod.controller import PodController, PodQueues
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.routing import RoutingReconciler
-from controller.runtime import pygc
 from controller.runtime.health import OutageTracker, stuck_worker
 from controller.runtime.keymutex import KeyMutex
 from controller.runtime.leaderelection import LeaderCallbacks, LeaderElector
-from controller.runtime.log import LogOutputs, set_verbosity, setup_logging
+from controller.runtime.log import set_verbosity
 from controller.runtime.metrics import ControllerMetrics, MetricsServer
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
-from controller.runtime.startup import StartupError, wait_until_reachable
-from controller.view import CacheView, ParseCache
-from controller.wiring import add_informers, leader_elector, nb_ssl_kwargs, wire_controllers
+from controller.runtime.startup import wait_until_reachable
+from controller.view import CacheView
+from controller.wiring import (
+    Components,
+    add_informers,
+    leader_elector,
+    nb_ssl_kwargs,
+    wire_controllers,
+)
 
 LOG = logging.getLogger(__name__)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 NB_DB = "ovn-nb"  # kube-ovn's `db` label value of ovs_client_request_latency_milliseconds
 CACHE_SYNC_TIMEOUT = 60.0
 STARTUP_WAIT = 30.0  # bound of each "wait until ..." step before the pod workers start
-SUBNET_STATUS_RESYNC = 30.0  # kube-ovn resyncSubnetMetrics
-# every routing key re-diffed (the events keep it converged; this is the proof)
-ROUTING_RESYNC = 60.0
 JOIN_TIMEOUT = 10.0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command line parser (`--help`); see `controller.config`."""
-    return build_config_parser()
 
 
 class Controller:
@@ -158,6 +125,7 @@ class Controller:
         self.gc: GarbageCollector
         self.routing: RoutingReconciler
         self.view: CacheView
+        self.components: Components
         self.queue_metrics = PrometheusMetricsProvider(self.registry)
         self.ipam = IPAM()
         # NOTE: kube-ovn sizes its striped mutex max(2*NumCPU, 2*WorkerNum); fewer stripes make
@@ -226,9 +194,6 @@ class Controller:
         if self.metrics_server is None:
             raise RuntimeError("controller not started")
         return self.metrics_server.port
-
-    def indexer(self, name: str) -> Indexer:
-        return self.informers[name].get_indexer()
 
     def ready(self) -> tuple[bool, str]:
         if self._stop.is_set():
@@ -394,7 +359,7 @@ class Controller:
             nad_served=nad_served,
             kubevirt_served=kubevirt_served,
         )
-        wired = wire_controllers(
+        self.components = wired = wire_controllers(
             cfg=cfg,
             inf=self.informers,
             kube=kube,
@@ -425,14 +390,6 @@ class Controller:
             if not self._stop.is_set():
                 LOG.error("start-up failed: the OVN NB's initial dump: %s", exc)
                 self.stop(EXIT_FAILURE)
-
-    def _wait_nb_synced(self) -> bool:
-        """Until the NB's initial dump is in; False when stopping instead."""
-        assert self.nb is not None
-        while not self.nb.wait_synced(0.05):
-            if self._stop.is_set():
-                return False
-        return not self._stop.is_set()
 
     def _queue(self, name: str) -> RateLimitingQueue[str]:
         queue = RateLimitingQueue[str](
@@ -482,187 +439,28 @@ class Controller:
         """Everything after winning the election; any failure ends the process (exit 1)."""
         self.leading.set()
         LOG.info("leading: starting informers")
+        assert self.nb is not None
+        startup = LeaderStartup(
+            config=self.config,
+            factories=self._factories,
+            components=self.components,
+            cluster=self.cluster,
+            kube=self.kube,
+            nb=self.nb,
+            ipam=self.ipam,
+            stop=self._stop,
+            workers_started=self.workers_started,
+            threads=self._threads,
+            spawn=self._spawn,
+            fail=lambda: self.stop(EXIT_FAILURE),
+            is_leader=self.is_leader,
+            cache_sync_timeout=self._cache_sync_timeout,
+            startup_wait=self._startup_wait,
+            load_scope=self._load_scope,
+        )
         try:
-            self._run_startup(lost)
+            startup.run(lost)
         except Exception:
             if not self._stop.is_set():
                 LOG.exception("start-up failed")
                 self.stop(EXIT_FAILURE)
-
-    def _run_startup(self, lost: threading.Event) -> None:
-        # Every pod is read by its informer add, the IPAM rebuild and the start-up gc: each
-        # version is parsed once for all three, and the models are not kept past the start-up.
-        scope = self._load_scope() if self._load_scope is not None else nullcontext()
-        with scope, self.view.all_pod_models_kept() as pod_models:
-            if not self._load(lost, pod_models):
-                return
-        if self._stop.is_set():
-            return
-        self._start_workers(self._stop)
-
-    def _load(self, lost: threading.Event, pod_models: ParseCache[Pod]) -> bool:
-        """Caches synced, bootstrap, IPAM rebuilt, start-up gc run; False if not to go on."""
-        cfg = self.config
-        stop = self._stop
-        for factory in self._factories:
-            factory.start(stop)
-        synced = [f.wait_for_cache_sync(stop, self._cache_sync_timeout) for f in self._factories]
-        failed = [rid for result in synced for rid, ok in result.items() if not ok]
-        if failed:
-            if not stop.is_set():
-                LOG.error("caches did not sync within %ss: %s", self._cache_sync_timeout, failed)
-                self.stop(EXIT_FAILURE)
-            return False
-        if lost.is_set() or stop.is_set():
-            return False
-        init_default_vpc(cfg, self.cluster)
-        if not self._wait_nb_synced():
-            return False
-        assert self.nb is not None
-        bootstrapped = init_ovn(cfg, self.kube, self.view, self.nb)
-        init_ipam(
-            config=cfg,
-            ipam=self.ipam,
-            kube=self.kube,
-            view=self.view,
-            bootstrapped=bootstrapped,
-            parse_pod=pod_models.get,
-        )
-        self.gc.run_startup_gc(pod_models)
-        return True
-
-    def _start_workers(self, stop: threading.Event) -> None:
-        cfg = self.config
-        threads = self._threads
-        if self.subnet_controller is not None:
-            threads += self.subnet_controller.run_workers(cfg.worker_num, stop)
-        if self.namespace_controller is not None:
-            threads += self.namespace_controller.run_workers(stop)
-            queue = self.namespace_controller.queue
-            switches = {cfg.default_logical_switch, cfg.node_switch}
-            assert self.nb is not None
-            nb = self.nb
-            self._wait(
-                "namespaces annotated and the default/join switches created",
-                lambda: len(queue) == 0 and switches <= set(nb.list_logical_switches()),
-            )
-        if self.node_controller is not None:
-            threads += self.node_controller.run_workers(cfg.worker_num, stop)
-            self._wait("every node allocated", self.node_controller.all_allocated)
-        if stop.is_set():
-            return
-        if self.sg_controller is not None:
-            threads += self.sg_controller.run_workers(cfg.worker_num, stop)
-        threads += self.routing.run_workers(cfg.worker_num, stop)
-        assert self.pod_controller is not None
-        threads += self.pod_controller.run_workers(cfg.worker_num, stop)
-        self._spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)
-        self._spawn("gc", self.gc.run, stop)
-        self._spawn("routing-resync", self._every, ROUTING_RESYNC, self.routing.resync)
-        if self.subnet_controller is not None:
-            self._spawn(
-                "subnet-status-resync",
-                self._every,
-                SUBNET_STATUS_RESYNC,
-                self.subnet_controller.resync_status,
-            )
-        self.workers_started.set()
-        LOG.info("controller started: %d workers per pod queue", cfg.worker_num)
-        # routed pods still carrying a v1.8 src-ip route are moved to router policies at once
-        # (after readiness: the scan reads every pod, the inspection repeats it later)
-        self.pod_controller.migrate_static_routes()
-
-    def _wait(self, what: str, cond: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self._startup_wait
-        # short polls first: these conditions usually hold within milliseconds of the start
-        poll = 0.005
-        while not cond():
-            if self._stop.wait(poll):
-                return
-            poll = min(poll * 2, 0.1)
-            if time.monotonic() > deadline:
-                LOG.warning("still waiting for %s after %ss; going on", what, self._startup_wait)
-                return
-
-    def _inspect(self) -> None:
-        if self.pod_controller is not None and self.is_leader():
-            self.pod_controller.inspect_pods()
-
-    def _every(self, interval: float, fn: Callable[[], None]) -> None:
-        while not self._stop.wait(interval):
-            try:
-                fn()
-            except Exception:
-                LOG.exception("periodic %s failed", getattr(fn, "__name__", fn))
-
-
-def run_controller(
-    argv: Sequence[str], environ: Mapping[str, str] | None = None, **kwargs: Any
-) -> Controller:
-    """Parse `argv` (ConfigError on bad flags) and start a `Controller` in this process."""
-    config = parse_args(list(argv), os.environ if environ is None else environ)
-    return Controller(config, **kwargs).start()
-
-
-def _log_level_given(args: Sequence[str]) -> bool:
-    """Did the command line choose a log level (`--log-level`, `-v` / `--v`)?"""
-    return any(arg.split("=", 1)[0] in ("--log-level", "--v") for arg in args)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    pygc.tune()
-    args = list(sys.argv[1:] if argv is None else argv)
-    # The leader-election identity is POD_NAME, else the host name (a pod's is its name).
-    environ = {"HOSTNAME": socket.gethostname(), **os.environ}
-    try:
-        config = parse_args(args, environ)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    level = config.log_level
-    if config.command == COMMAND_CHECK and not _log_level_given(args):
-        # check's output is its report: the connection chatter waits for -v / --log-level
-        level = "warning"
-    try:
-        setup_logging(
-            level,
-            config.log_format,
-            outputs=LogOutputs(
-                logtostderr=config.logtostderr,
-                alsologtostderr=config.alsologtostderr,
-                log_file=config.log_file,
-                log_dir=config.log_dir,
-                log_file_max_size=config.log_file_max_size,
-                stderrthreshold=config.stderrthreshold,
-            ),
-            skip_headers=config.skip_headers,
-        )
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if config.command == COMMAND_CHECK:
-        return run_check(config, strict=config.strict)
-    LOG.info("kube-ovn-controller starting on %s", socket.gethostname())
-    controller = Controller(config, load_scope=pygc.loading)
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        LOG.info("received %s, shutting down", signal.Signals(signum).name)
-        threading.Thread(target=controller.stop, name="stop-signal", daemon=True).start()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        try:
-            controller.start()
-        except (StartupError, KubeConfigError, KubeApiError, OvnError, OSError, ValueError) as exc:
-            # One line where the operator looks: the log too only when it is not on stderr.
-            print(f"error: {exc}", file=sys.stderr)
-            if not config.logtostderr:
-                LOG.error("start-up failed: %s", exc)
-            return EXIT_FAILURE
-        while True:
-            code = controller.wait(1.0)
-            if code is not None:
-                return code
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

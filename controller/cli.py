@@ -1,6 +1,6 @@
 """The command line's entry point (`kube-ovn-controller`, `python -m controller`,
 `python -m cmd.controller`): parses the flags before anything heavy is imported, so `--help`,
-`--version` and a bad flag answer at once, then hands over to `controller.app.main`, which
+`--version` and a bad flag answer at once, then hands over to `controller.process.main`, which
 imports the Kubernetes and OVN clients and runs the controller or the `check` audit.
 """
 
@@ -25,6 +25,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from controller import app  # noqa: PLC0415 - the clients: heavy, needed from here on
+    from controller import process  # noqa: PLC0415 - the clients: heavy, needed from here on
 
-    return app.main(args)
+    return process.main(args)

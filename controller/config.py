@@ -46,7 +46,7 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.config_flags import (
+from controller.config_flags.declarations import (
     COMMAND_CHECK,
     COMMAND_RUN,
     COMMANDS,
@@ -59,20 +59,21 @@ from controller.config_flags import (
     LOG_FORMATS,
     LOG_LEVELS,
     UNSUPPORTED,
-    build_parser,
+    parse_duration,
+)
+from controller.config_flags.parser import build_parser, normalize_bool_flags, strip_start_script
+from controller.config_flags.values import (
     check_dataplane_remotes,
     check_positive,
     check_supported,
-    normalize_bool_flags,
-    parse_duration,
     parse_exclude_ips,
     parse_gateway,
     parse_networks,
     parse_stderr_threshold,
     resolve_log_level,
     resolve_nb_addr,
-    strip_start_script,
 )
+from controller.core.address import IPNetwork
 from controller.core.constants import (
     DEFAULT_CIDR,
     DEFAULT_CLUSTER_ROUTER,
@@ -203,22 +204,30 @@ def _version() -> str:
         return "unknown"
 
 
-def _check_flags(ns: argparse.Namespace) -> None:
-    """The checks of single flags and of pairs of them, in the order the flags are documented."""
+def _check_logging(ns: argparse.Namespace) -> None:
     if ns.v is not None and ns.v < 0:
         raise ConfigError(f"--v must be >= 0, got {ns.v}")
     if ns.log_file_max_size < 0:
         raise ConfigError(f"--log_file_max_size must be >= 0, got {ns.log_file_max_size}")
     check_positive("--nb-unreachable-timeout", ns.nb_unreachable_timeout)
     check_positive("--worker-stuck-timeout", ns.worker_stuck_timeout)
+
+
+def _check_command(ns: argparse.Namespace) -> None:
     if ns.strict and ns.command != COMMAND_CHECK:
         raise ConfigError("--strict only applies to the check command")
     check_dataplane_remotes(ns)
+
+
+def _check_loops(ns: argparse.Namespace) -> None:
     if ns.worker_num < 1:
         raise ConfigError(f"--worker-num must be >= 1, got {ns.worker_num}")
     check_positive("--ovn-timeout", ns.ovn_timeout)
     check_positive("--inspect-interval", ns.inspect_interval)
     check_positive("--gc-interval", ns.gc_interval)
+
+
+def _check_leader_election(ns: argparse.Namespace) -> None:
     check_positive("--leader-elect-lease-duration", ns.leader_elect_lease_duration)
     check_positive("--leader-elect-renew-deadline", ns.leader_elect_renew_deadline)
     check_positive("--leader-elect-retry-period", ns.leader_elect_retry_period)
@@ -230,12 +239,18 @@ def _check_flags(ns: argparse.Namespace) -> None:
         raise ConfigError(
             "--leader-elect-renew-deadline must exceed 1.2 x --leader-elect-retry-period"
         )
+
+
+def _check_metrics(ns: argparse.Namespace) -> None:
     if not 0 <= ns.metrics_port <= 65535:
         raise ConfigError(f"--metrics-port must be in 0..65535, got {ns.metrics_port}")
     try:
         ipaddress.ip_address(ns.metrics_addr)
     except ValueError:
         raise ConfigError(f"--metrics-addr: {ns.metrics_addr!r} is not an IP address") from None
+
+
+def _check_network_names(ns: argparse.Namespace) -> None:
     if not 1 <= ns.default_vlan_id <= 4095:
         raise ConfigError(f"--default-vlan-id must be in 1..4095, got {ns.default_vlan_id}")
     if ns.network_type == NETWORK_TYPE_VLAN and not ns.default_interface_name:
@@ -249,6 +264,30 @@ def _check_flags(ns: argparse.Namespace) -> None:
             raise ConfigError(f"{flag} must not be empty")
     if ns.default_ls == ns.node_switch:
         raise ConfigError("--default-ls and --node-switch must differ")
+
+
+#: The checks of single flags and of pairs of them, in the order the flags are documented (the
+#: first failing one is the error reported).
+_FLAG_CHECKS = (
+    check_supported,
+    _check_logging,
+    _check_command,
+    _check_loops,
+    _check_leader_election,
+    _check_metrics,
+    _check_network_names,
+)
+
+
+def _networks(ns: argparse.Namespace) -> tuple[list[IPNetwork], list[IPNetwork]]:
+    """The default subnet's and the join subnet's CIDR blocks, which must not overlap."""
+    default_nets = parse_networks("--default-cidr", ns.default_cidr)
+    node_nets = parse_networks("--node-switch-cidr", ns.node_switch_cidr)
+    for a in default_nets:
+        for b in node_nets:
+            if a.version == b.version and a.overlaps(b):
+                raise ConfigError(f"--default-cidr {a} overlaps --node-switch-cidr {b}")
+    return default_nets, node_nets
 
 
 def _nb_tls_files(
@@ -278,15 +317,10 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         raise SystemExit(0)
     ns = build_parser().parse_args(normalize_bool_flags(strip_start_script(argv)))
 
-    check_supported(ns)
-    _check_flags(ns)
+    for check in _FLAG_CHECKS:
+        check(ns)
 
-    default_nets = parse_networks("--default-cidr", ns.default_cidr)
-    node_nets = parse_networks("--node-switch-cidr", ns.node_switch_cidr)
-    for a in default_nets:
-        for b in node_nets:
-            if a.version == b.version and a.overlaps(b):
-                raise ConfigError(f"--default-cidr {a} overlaps --node-switch-cidr {b}")
+    default_nets, node_nets = _networks(ns)
     default_gw = parse_gateway(
         "--default-gateway", ns.default_gateway, default_nets, "--default-cidr"
     )

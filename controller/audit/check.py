@@ -44,16 +44,8 @@ from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.constants import VENDOR
 from controller.core.errors import MalformedObjectError
-from controller.core.model import (
-    Namespace,
-    Node,
-    Pod,
-    StatefulSet,
-    Subnet,
-    VirtualMachine,
-    Vpc,
-    parse_time,
-)
+from controller.core.model import Namespace, Node, Pod, StatefulSet, Subnet, VirtualMachine, Vpc
+from controller.core.object_fields import parse_time
 from controller.kube.api import ClusterLister, KubeObject
 from controller.ovn.api import (
     AddressSetInfo,

@@ -1,6 +1,8 @@
 """client-go `tools/cache` for the controller: keys, indexed store, listers, reflector, RealFIFO,
 shared informers. See each module's docstring for its contract."""
 
+from controller.cache.backoff import Backoff
+from controller.cache.cache_sync import named_wait_for_cache_sync, wait_for_cache_sync
 from controller.cache.errors import (
     CacheError,
     IndexerConflictError,
@@ -10,6 +12,11 @@ from controller.cache.errors import (
     UnknownIndexError,
 )
 from controller.cache.fifo import Delta, DeltaType, FIFOClosedError, RealFIFO
+from controller.cache.handlers import (
+    FilteringResourceEventHandler,
+    ResourceEventHandler,
+    ResourceEventHandlerFuncs,
+)
 from controller.cache.informer_factory import SharedInformerFactory
 from controller.cache.keys import (
     DeletedFinalStateUnknown,
@@ -32,17 +39,9 @@ from controller.cache.listwatch import (
     WatchEvent,
     WatchOptions,
 )
-from controller.cache.reflector import Backoff, Reflector
-from controller.cache.shared_informer import (
-    FilteringResourceEventHandler,
-    ResourceEventHandler,
-    ResourceEventHandlerFuncs,
-    ResourceEventHandlerRegistration,
-    SharedIndexInformer,
-    named_wait_for_cache_sync,
-    strip_managed_fields,
-    wait_for_cache_sync,
-)
+from controller.cache.processor_listener import ResourceEventHandlerRegistration
+from controller.cache.reflector import Reflector
+from controller.cache.shared_informer import SharedIndexInformer, strip_managed_fields
 from controller.cache.store import (
     NAMESPACE_INDEX,
     Indexer,

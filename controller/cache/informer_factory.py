@@ -13,8 +13,9 @@ import random
 import threading
 from typing import Any
 
+from controller.cache.cache_sync import wait_for_cache_sync
 from controller.cache.listwatch import ListWatch
-from controller.cache.shared_informer import SharedIndexInformer, wait_for_cache_sync
+from controller.cache.shared_informer import SharedIndexInformer
 from controller.cache.store import Indexers
 from controller.queues.clock import REAL_CLOCK, Clock
 

@@ -33,14 +33,18 @@ All waits go through the injected `Clock` and all randomness through the injecte
 from __future__ import annotations
 
 import logging
-import math
 import random
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controller.apiclient.errors import KubeApiError, StatusError
+from controller.cache.backoff import (
+    INTERNAL_ERROR_RESET_PERIOD,
+    Backoff,
+    DelayWithReset,
+    RetryWithDeadline,
+)
 from controller.cache.errors import (
     CacheError,
     is_connection_refused,
@@ -62,14 +66,13 @@ from controller.cache.listwatch import (
     Watcher,
     WatchOptions,
 )
+from controller.cache.stop_callbacks import ON_STOP
 from controller.queues.clock import REAL_CLOCK, Clock
 
 LOG = logging.getLogger(__name__)
 
 DEFAULT_PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT = 300.0
-BACKOFF_RESET_INTERVAL = 120.0
-INTERNAL_ERROR_RESET_PERIOD = 60.0
 
 
 class ReflectorStore(Protocol):
@@ -91,90 +94,6 @@ class VeryShortWatchError(CacheError):
     """The watch closed within a second without delivering anything."""
 
 
-@dataclass
-class Backoff:
-    """apimachinery `wait.Backoff`: `step()` returns the next jittered delay."""
-
-    duration: float = 0.8
-    factor: float = 2.0
-    jitter: float = 1.0
-    steps: int = math.ceil(30.0 / 0.8)
-    cap: float = 30.0
-
-    def step(self, rng: random.Random) -> float:
-        if self.steps < 1:
-            return self._jittered(self.duration, rng)
-        self.steps -= 1
-        current = self.duration
-        nxt = current * self.factor
-        if self.cap > 0 and nxt > self.cap:
-            nxt = self.cap
-            self.steps = 0
-        self.duration = nxt
-        return self._jittered(current, rng)
-
-    def _jittered(self, d: float, rng: random.Random) -> float:
-        return d + rng.random() * self.jitter * d if self.jitter > 0 else d
-
-
-class DelayWithReset:
-    """`Backoff.DelayWithReset`: the backoff restarts from scratch every `reset_interval`."""
-
-    def __init__(
-        self,
-        initial: Backoff,
-        clock: Clock,
-        rng: random.Random,
-        reset_interval: float = BACKOFF_RESET_INTERVAL,
-    ) -> None:
-        self._initial = initial
-        self._clock = clock
-        self._rng = rng
-        self._reset_interval = reset_interval
-        self._lock = threading.Lock()
-        self._backoff = Backoff(**vars(initial))
-        self._last_start = clock.now()
-
-    def __call__(self) -> float:
-        with self._lock:
-            now = self._clock.now()
-            # NOTE: the reset clock only moves on reset, so the sequence restarts every
-            # reset_interval of time, failures or not (apimachinery backoffManager).
-            if now - self._last_start > self._reset_interval:
-                self._backoff = Backoff(**vars(self._initial))
-                self._last_start = now
-            return self._backoff.step(self._rng)
-
-
-class RetryWithDeadline:
-    """client-go `retryWithDeadline` for watch InternalErrors."""
-
-    def __init__(self, max_duration: float, reset_period: float, clock: Clock) -> None:
-        self._max = max_duration
-        self._reset = reset_period
-        self._clock = clock
-        self._first: float | None = None
-        self._last: float | None = None
-
-    def after(self, err: BaseException) -> None:
-        if not is_internal_error(err):
-            return
-        now = self._clock.now()
-        if self._last is not None and now - self._last >= self._reset:
-            self._first = None
-        if self._first is None:
-            self._first = now
-        self._last = now
-
-    def should_retry(self) -> bool:
-        if self._max <= 0 or self._first is None:
-            return False
-        if self._clock.now() - self._first <= self._max:
-            return True
-        self._first = self._last = None
-        return False
-
-
 def log_watch_error(name: str, err: BaseException) -> None:
     """client-go's DefaultWatchErrorHandler: an expired watch is routine, anything else is not."""
     if is_expired(err):
@@ -194,58 +113,6 @@ class _ResyncFailure:
 
     def __init__(self) -> None:
         self.error: BaseException | None = None
-
-
-class _StopCallbacks:
-    """Calls registered functions once a stop event is set.
-
-    One waiting thread per stop event, however many `list_and_watch` calls register on it: `run`
-    calls `list_and_watch` after every relist with the same long-lived event, and a thread per
-    call blocked in `stop.wait()` would pile up until the stop. A function registered after the
-    event is set still runs (from a fresh waiter thread, at once).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # id(event) -> (event, {token: callback}); the entry keeps the event alive, so its id
-        # cannot be reused while registered.
-        self._entries: dict[int, tuple[threading.Event, dict[int, Callable[[], None]]]] = {}
-        self._tokens = 0
-
-    def register(self, stop: threading.Event, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run `callback` when `stop` is set; the returned function cancels the registration."""
-        with self._lock:
-            entry = self._entries.get(id(stop))
-            if entry is None:
-                entry = (stop, {})
-                self._entries[id(stop)] = entry
-                threading.Thread(
-                    target=self._wait, args=(stop,), name="reflector-stop", daemon=True
-                ).start()
-            token = self._tokens
-            self._tokens += 1
-            entry[1][token] = callback
-
-        def cancel() -> None:
-            with self._lock:
-                current = self._entries.get(id(stop))
-                if current is not None and current[0] is stop:
-                    current[1].pop(token, None)
-
-        return cancel
-
-    def _wait(self, stop: threading.Event) -> None:
-        stop.wait()
-        with self._lock:
-            _, callbacks = self._entries.pop(id(stop))
-        for callback in callbacks.values():
-            try:
-                callback()
-            except Exception:  # one failing callback must not keep the others from running
-                LOG.exception("stop callback failed")
-
-
-_ON_STOP = _StopCallbacks()
 
 
 class Reflector:
@@ -324,7 +191,7 @@ class Reflector:
         """
         if stop.is_set():
             return
-        unlink = _ON_STOP.register(stop, self.interrupt)
+        unlink = ON_STOP.register(stop, self.interrupt)
         try:
             self._list()
             if stop.is_set():
@@ -437,25 +304,13 @@ class Reflector:
         while not stop.is_set():
             if self._resync_failed(failure):
                 return
-            timeout = int(
-                self._min_watch_timeout
-                + self._rng.random() * (self._max_watch_timeout - self._min_watch_timeout)
-            )
             rv = self.last_sync_resource_version()
-            options = WatchOptions(
-                resource_version=rv, timeout_seconds=timeout, allow_watch_bookmarks=True
-            )
             started = self._clock.now()
-            self.watch_count += 1
-            try:
-                watcher = self._lw.watch(options)
-            except Exception as start_err:
-                if is_connection_refused(start_err) or is_too_many_requests(start_err):
-                    LOG.info("%s: watch start failed (%s), backing off", self.name, start_err)
-                    if self._clock.sleep(self._delay(), stop):
-                        return
-                    continue
-                raise
+            watcher = self._start_watch(rv, stop)
+            if watcher is None:
+                if stop.is_set():
+                    return
+                continue
             with self._lock:
                 self._watcher = watcher
             if stop.is_set() or failure.error is not None:
@@ -474,24 +329,47 @@ class Reflector:
                     self._watcher = None
             if self._resync_failed(failure):
                 return
-            if err is None:
-                continue  # normal close: re-watch from the last RV, no relist, no delay
-            if stop.is_set():
+            if err is not None and not self._rewatch_after(err, stop):
                 return
-            if is_expired(err):
-                LOG.info("%s: watch closed with %s, will relist", self.name, err)
-                return
-            if is_too_many_requests(err):
-                if self._clock.sleep(self._delay(), stop):
-                    return
-                continue
-            if is_internal_error(err):
-                self._internal_retry.after(err)
-                if self._internal_retry.should_retry():
-                    LOG.info("%s: retrying watch after internal error: %s", self.name, err)
-                    continue
-            LOG.warning("%s: watch ended with error: %s", self.name, err)
-            return
+            # else a normal close: re-watch from the last RV, no relist, no delay
+
+    def _start_watch(self, rv: str, stop: threading.Event) -> Watcher | None:
+        """A watch from `rv` with a random timeout in [min, 2·min); None after backing off
+        from a refused connection or a 429 (the caller re-watches unless `stop` was set)."""
+        timeout = int(
+            self._min_watch_timeout
+            + self._rng.random() * (self._max_watch_timeout - self._min_watch_timeout)
+        )
+        options = WatchOptions(
+            resource_version=rv, timeout_seconds=timeout, allow_watch_bookmarks=True
+        )
+        self.watch_count += 1
+        try:
+            return self._lw.watch(options)
+        except Exception as start_err:
+            if is_connection_refused(start_err) or is_too_many_requests(start_err):
+                LOG.info("%s: watch start failed (%s), backing off", self.name, start_err)
+                self._clock.sleep(self._delay(), stop)
+                return None
+            raise
+
+    def _rewatch_after(self, err: BaseException, stop: threading.Event) -> bool:
+        """Whether the watch loop re-watches after a watch ended with `err` (after a backoff
+        for a 429; at once for an InternalError within its retry window); else it relists."""
+        if stop.is_set():
+            return False
+        if is_expired(err):
+            LOG.info("%s: watch closed with %s, will relist", self.name, err)
+            return False
+        if is_too_many_requests(err):
+            return not self._clock.sleep(self._delay(), stop)
+        if is_internal_error(err):
+            self._internal_retry.after(err)
+            if self._internal_retry.should_retry():
+                LOG.info("%s: retrying watch after internal error: %s", self.name, err)
+                return True
+        LOG.warning("%s: watch ended with error: %s", self.name, err)
+        return False
 
     def _handle_watch(
         self,

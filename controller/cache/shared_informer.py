@@ -1,11 +1,11 @@
 """SharedIndexInformer: one list/watch, one indexed cache, many event handlers (client-go).
 
 Pipeline: `Reflector` → `RealFIFO` → this informer's delta processing (update the indexer first,
-then notify) → one `_ProcessorListener` per registered handler, each with its own unbounded buffer
+then notify) → one `ProcessorListener` per registered handler, each with its own unbounded buffer
 and thread, so a slow handler delays only itself.
 
 Handler-visible contract (client-go 0.36 with RealFIFO in atomic mode; see fifo.py; the handler
-types are in handlers.py, re-exported here):
+types are in handlers.py, the per-handler buffers in processor_listener.py):
 
 * `on_add(obj, is_in_initial_list)`, `on_update(old, new)`, `on_delete(obj)` run on the
   handler's own thread, one at a time, in event order. The indexer already reflects the event.
@@ -30,9 +30,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from controller.cache.errors import InformerStoppedError
@@ -45,7 +43,6 @@ from controller.cache.fifo import (
     Transformer,
 )
 from controller.cache.handlers import (
-    FilteringResourceEventHandler,
     ResourceEventHandler,
     ResourceEventHandlerFuncs,
 )
@@ -57,6 +54,14 @@ from controller.cache.keys import (
 )
 from controller.cache.listers import Lister
 from controller.cache.listwatch import ListerWatcher
+from controller.cache.processor_listener import (
+    NOTIFY_ADD,
+    NOTIFY_DELETE,
+    NOTIFY_UPDATE,
+    Notification,
+    ProcessorListener,
+    ResourceEventHandlerRegistration,
+)
 from controller.cache.reflector import Reflector
 from controller.cache.store import NAMESPACE_INDEX, Indexer, Indexers, meta_namespace_index_func
 from controller.queues.clock import REAL_CLOCK, Clock
@@ -64,7 +69,6 @@ from controller.queues.clock import REAL_CLOCK, Clock
 LOG = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0
-HANDLER_ERROR_PAUSE = 1.0
 REFLECTOR_JOIN_GRACE = 5.0
 
 
@@ -74,128 +78,6 @@ def strip_managed_fields(obj: Any) -> Any:
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
     return obj
-
-
-# Notifications are tuples for speed: (kind, a, b). kind: 0 add (a=obj, b=initial),
-# 1 update (a=old, b=new), 2 delete (a=obj).
-_ADD, _UPDATE, _DELETE = 0, 1, 2
-_Notification = tuple[int, Any, Any]
-
-
-class _ProcessorListener:
-    """One handler's buffer and thread (client-go processorListener)."""
-
-    def __init__(
-        self,
-        handler: ResourceEventHandler,
-        requested_resync_period: float,
-        resync_period: float,
-        upstream_synced: Callable[[], bool],
-        clock: Clock,
-        name: str,
-    ) -> None:
-        self.handler = handler
-        self.requested_resync_period = requested_resync_period
-        self.resync_period = resync_period
-        self.next_resync = 0.0
-        self.syncing = True
-        self._upstream_synced = upstream_synced
-        self._clock = clock
-        self._name = name
-        self._cond = threading.Condition()
-        self._buffer: deque[_Notification] = deque()
-        self._pending_initial = 0
-        self._closed = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def add(self, n: _Notification) -> None:
-        with self._cond:
-            if self._closed.is_set():
-                return
-            if n[0] == _ADD and n[2]:
-                self._pending_initial += 1
-            self._buffer.append(n)
-            self._cond.notify()
-
-    def add_many(self, ns: list[_Notification]) -> None:
-        with self._cond:
-            if self._closed.is_set():
-                return
-            self._pending_initial += sum(1 for n in ns if n[0] == _ADD and n[2])
-            self._buffer.extend(ns)
-            self._cond.notify()
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-            self._thread.start()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._closed.set()
-            self._buffer.clear()
-            self._cond.notify_all()
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def pending(self) -> int:
-        with self._cond:
-            return len(self._buffer)
-
-    def has_synced(self) -> bool:
-        with self._cond:
-            pending = self._pending_initial
-        return pending == 0 and self._upstream_synced()
-
-    def determine_next_resync(self, now: float) -> None:
-        self.next_resync = now + self.resync_period
-
-    def should_resync(self, now: float) -> bool:
-        self.syncing = self.resync_period != 0 and now >= self.next_resync
-        if self.syncing:
-            self.next_resync = now + self.resync_period
-        return self.syncing
-
-    def _run(self) -> None:
-        handler = self.handler
-        while True:
-            with self._cond:
-                while not self._buffer and not self._closed.is_set():
-                    self._cond.wait()
-                if self._closed.is_set():
-                    return
-                kind, a, b = self._buffer.popleft()
-            try:
-                if kind == _ADD:
-                    handler.on_add(a, b)
-                elif kind == _UPDATE:
-                    handler.on_update(a, b)
-                else:
-                    handler.on_delete(a)
-            except Exception:
-                LOG.exception("%s: event handler failed", self._name)
-                self._clock.sleep(HANDLER_ERROR_PAUSE, self._closed)
-                continue
-            if kind == _ADD and b:
-                with self._cond:
-                    self._pending_initial -= 1
-
-
-class ResourceEventHandlerRegistration:
-    """The handle `add_event_handler` returns; pass it to `remove_event_handler`."""
-
-    def __init__(self, informer: SharedIndexInformer, listener: _ProcessorListener) -> None:
-        self._informer = informer
-        self._listener = listener
-
-    def has_synced(self) -> bool:
-        return self._listener.has_synced()
-
-    @property
-    def handler(self) -> ResourceEventHandler:
-        return self._listener.handler
 
 
 def _determine_resync_period(requested: float, check: float) -> float:
@@ -242,7 +124,7 @@ class SharedIndexInformer:
         # NOTE: held while a delta is applied and notified, and while a handler joins late, so a
         # late handler's replay of the cache and the live events never interleave.
         self._block_deltas = threading.RLock()
-        self._listeners: list[_ProcessorListener] = []
+        self._listeners: list[ProcessorListener] = []
         self._started = False
         self._stopped = False
         self._fifo: RealFIFO | None = None
@@ -312,7 +194,7 @@ class SharedIndexInformer:
                                 other.resync_period = _determine_resync_period(
                                     other.requested_resync_period, requested
                                 )
-                listener = _ProcessorListener(
+                listener = ProcessorListener(
                     handler,
                     requested,
                     _determine_resync_period(requested, self._resync_check_period),
@@ -328,7 +210,7 @@ class SharedIndexInformer:
                 # happen under block_deltas, so they cannot interleave).
                 listener.start()
                 for obj in self._indexer.list():
-                    listener.add((_ADD, obj, True))
+                    listener.add((NOTIFY_ADD, obj, True))
         return ResourceEventHandlerRegistration(self, listener)
 
     def remove_event_handler(self, registration: ResourceEventHandlerRegistration) -> None:
@@ -457,15 +339,15 @@ class SharedIndexInformer:
                     self._on_update(old, obj)
                 else:
                     indexer.add(obj)
-                    self._distribute((_ADD, obj, is_in_initial_list), False)
+                    self._distribute((NOTIFY_ADD, obj, is_in_initial_list), False)
             elif dtype == DeltaType.DELETED:
                 indexer.delete(obj)
-                self._distribute((_DELETE, obj, None), False)
+                self._distribute((NOTIFY_DELETE, obj, None), False)
             elif dtype == DeltaType.REPLACED_ALL:
                 self._replace_all(delta.obj, is_in_initial_list)
             elif dtype == DeltaType.SYNC_ALL:
                 for cached in indexer.list():
-                    self._distribute((_UPDATE, cached, cached), True)
+                    self._distribute((NOTIFY_UPDATE, cached, cached), True)
             elif dtype == DeltaType.BOOKMARK:
                 indexer.bookmark(obj)
 
@@ -479,12 +361,12 @@ class SharedIndexInformer:
         ]
         indexer.replace_keyed(new_items, info.resource_version)
         for tombstone in deletions:
-            self._distribute((_DELETE, tombstone, None), False)
-        adds: list[_Notification] = []
+            self._distribute((NOTIFY_DELETE, tombstone, None), False)
+        adds: list[Notification] = []
         for key, obj in new_items.items():
             old = old_items.get(key)
             if old is None:
-                adds.append((_ADD, obj, is_in_initial_list))
+                adds.append((NOTIFY_ADD, obj, is_in_initial_list))
                 continue
             if adds:  # keep list order: flush the adds queued before this update
                 self._distribute_many(adds)
@@ -497,14 +379,14 @@ class SharedIndexInformer:
         is_sync = (
             has_meta(old) and has_meta(new) and (resource_version(old) == resource_version(new))
         )
-        self._distribute((_UPDATE, old, new), is_sync)
+        self._distribute((NOTIFY_UPDATE, old, new), is_sync)
 
-    def _distribute_many(self, ns: list[_Notification]) -> None:
+    def _distribute_many(self, ns: list[Notification]) -> None:
         """Non-sync notifications in bulk (one lock round trip per listener)."""
         for listener in self._listeners:
             listener.add_many(ns)
 
-    def _distribute(self, n: _Notification, sync: bool) -> None:
+    def _distribute(self, n: Notification, sync: bool) -> None:
         for listener in self._listeners:
             if not sync or listener.syncing:
                 listener.add(n)
@@ -522,64 +404,3 @@ class SharedIndexInformer:
         """Notifications buffered across all handlers (observability, benchmarks)."""
         with self._block_deltas:
             return sum(listener.pending() for listener in self._listeners)
-
-
-Syncable = SharedIndexInformer | ResourceEventHandlerRegistration | Callable[[], bool]
-
-
-def wait_for_cache_sync(
-    *targets: Syncable,
-    stop: threading.Event | None = None,
-    timeout: float | None = None,
-    poll_interval: float = 0.1,
-) -> bool:
-    """True once every informer / registration / predicate reports synced; False if `stop` is
-    set or `timeout` seconds pass first (client-go WaitForCacheSync, checked every 100 ms)."""
-    checks = [
-        t.has_synced if isinstance(t, SharedIndexInformer | ResourceEventHandlerRegistration) else t
-        for t in targets
-    ]
-    stop = stop or threading.Event()
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        if all(check() for check in checks):
-            return True
-        if stop.is_set():
-            return False
-        wait = poll_interval
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            wait = min(wait, remaining)
-        if stop.wait(wait):
-            return all(check() for check in checks)
-
-
-def named_wait_for_cache_sync(
-    controller_name: str,
-    targets: Iterable[Syncable],
-    stop: threading.Event | None = None,
-    timeout: float | None = None,
-) -> bool:
-    """`wait_for_cache_sync` with client-go's WaitForNamedCacheSync log lines."""
-    LOG.info("Waiting for caches to sync for %s", controller_name)
-    ok = wait_for_cache_sync(*targets, stop=stop, timeout=timeout)
-    if ok:
-        LOG.info("Caches are synced for %s", controller_name)
-    else:
-        LOG.error("Unable to sync caches for %s", controller_name)
-    return ok
-
-
-__all__ = [
-    "FilteringResourceEventHandler",
-    "ResourceEventHandler",
-    "ResourceEventHandlerFuncs",
-    "ResourceEventHandlerRegistration",
-    "SharedIndexInformer",
-    "Syncable",
-    "named_wait_for_cache_sync",
-    "strip_managed_fields",
-    "wait_for_cache_sync",
-]

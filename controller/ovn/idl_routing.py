@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from controller.ovn import logic
+from controller.ovn import idl_routing_change, logic
 from controller.ovn.api import (
     AddressSetInfo,
     NatRule,
@@ -128,11 +128,7 @@ class RoutingVerbs:
     # -- router policies -------------------------------------------------------------------
 
     def _policy_rows(self, lr: Row, priority: int, match: str) -> list[Row]:
-        return [
-            r
-            for r in self._index.rows(POLICY, ("policy", priority, match))
-            if has_ref(lr, "policies", r)
-        ]
+        return idl_routing_change.policy_rows(self._index, lr, priority, match)
 
     def add_router_policy(
         self,
@@ -149,7 +145,7 @@ class RoutingVerbs:
         def same() -> bool:
             lr = self._index.first(LR, ("name", router))
             rows = self._policy_rows(lr, priority, match) if lr is not None else []
-            return len(rows) == 1 and _policy_is(rows[0], action, hops, ids)
+            return len(rows) == 1 and idl_routing_change.policy_is(rows[0], action, hops, ids)
 
         if self._read(same):
             return
@@ -329,7 +325,9 @@ class RoutingVerbs:
             return
 
         def run(ctx: VerbContext) -> None:
-            _set_nat(ctx, router_row(ctx, router), policy, lip, eip, logical_mac, port)
+            idl_routing_change.set_nat(
+                ctx, router_row(ctx, router), policy, lip, eip, logical_mac, port
+            )
 
         keys = frozenset({("nat", router, policy, lip), ("nat-eip", router, policy, eip)})
         self._transact("update_nat_rule", run, keys)
@@ -360,169 +358,22 @@ class RoutingVerbs:
     def apply_routing(self, router: str, change: RoutingChange) -> None:
         if change.empty():
             return
-        policies = [
-            (p, *logic.policy_args(p.priority, p.match, p.action, p.nexthops))
-            for p in change.policies
-        ]
-        drops = [(priority, match.strip()) for priority, match in change.delete_policies]
-        sets = [
-            (
-                c,
-                logic.check_address_set_name(c.name),
-                logic.address_set_entries(c.add),
-                set(logic.address_set_entries(c.remove)),
-            )
-            for c in change.sets
-        ]
-        nats = [
-            (n, *logic.nat_rule_args(n.type, n.logical_ip, n.external_ip, n.logical_mac, n.port))
-            for n in change.nats
-        ]
-        routes = [p for prefix in change.delete_src_routes for p in logic.route_prefixes(prefix)]
-
-        def pending() -> tuple[list[Any], ...] | None:
-            """The parts that would change something (None: the router is missing)."""
-            lr = self._index.first(LR, ("name", router))
-            if lr is None:
-                return None
-            todo_policies = [
-                item
-                for item in policies
-                if len(rows := self._policy_rows(lr, item[0].priority, item[1])) != 1
-                or not _policy_is(rows[0], item[0].action, item[2], item[0].external_ids)
-            ]
-            todo_drops = [d for d in drops if self._policy_rows(lr, *d)]
-            todo_sets = []
-            missing: set[str] = set()
-            for set_item in sets:
-                c, name, add, remove = set_item
-                row = self._index.first(AS, ("name", name))
-                if c.delete:
-                    if row is not None:
-                        todo_sets.append(set_item)
-                    continue
-                if row is None:
-                    if add:
-                        todo_sets.append(set_item)
-                        missing.add(name)
-                    continue
-                if (
-                    not logic.ids_match(committed(row, "external_ids"), c.external_ids)
-                    or not all(has_string(row, "addresses", e) for e in add)
-                    or any(has_string(row, "addresses", e) for e in remove)
-                ):
-                    todo_sets.append(set_item)
-            todo_nats = []
-            for nat_item in nats:
-                n, lip, eip = nat_item
-                rows = [
-                    r for r in self._index.rows(NAT, ("lip", n.type, lip)) if has_ref(lr, "nat", r)
-                ]
-                same = (
-                    not rows
-                    if not eip
-                    else len(rows) == 1
-                    and rows[0].external_ip == eip
-                    and (
-                        not n.port
-                        or (
-                            opt_value(rows[0].logical_port) == n.port
-                            and opt_value(rows[0].external_mac) == n.logical_mac.lower()
-                        )
-                    )
-                )
-                if not same:
-                    todo_nats.append(nat_item)
-            todo_routes = [
-                prefix
-                for prefix in routes
-                if any(
-                    has_ref(lr, "static_routes", r)
-                    for r in self._index.rows(ROUTE, ("route", prefix, "src-ip"))
-                )
-            ]
-            return todo_policies, todo_drops, todo_sets, todo_nats, todo_routes, [missing]
-
-        found = self._read(pending)
+        todo = logic.check_routing_change(change)
+        found = self._read(lambda: idl_routing_change.pending(self._index, router, todo))
+        missing = None
         if found is not None:
-            if not any(found[:5]):
+            todo, missing = found
+            if todo.empty():
                 # NOTE: a pod's rows are usually in place already (its add wrote them); an
                 # empty transaction would still cost a round trip through the IDL thread.
                 return
-            policies, drops, sets, nats, routes, (missing,) = found
-
-        keys: set[Hashable] = set()
-        for p, match, _ in policies:
-            keys.add(("policy", router, p.priority, match))
-        for priority, match in drops:
-            keys.add(("policy", router, priority, match))
-        for c, name, add, remove in sets:
-            keys.update((AS, name, e) for e in (*add, *remove))
-            if c.delete or found is None or name in missing:
-                keys.add((AS, name))  # creates or deletes the set: alone on it
-        for n, lip, eip in nats:
-            keys.update({("nat", router, n.type, lip), ("nat-eip", router, n.type, eip)})
-        for prefix in routes:
-            keys.add(("route", router, prefix, "src-ip"))
 
         def run(ctx: VerbContext) -> None:
-            lr = router_row(ctx, router)
-            # writes first, removals after: one transaction either way, but a reader of a
-            # half-applied change (there is none) would still find a way out
-            for p, match, hops in policies:
-                rows = [r for r in self._policy_rows(lr, p.priority, match)]
-                rows = [r for r in rows if r.uuid not in ctx.deleted]
-                for extra in rows[1:]:
-                    ctx.delete(extra, lr, "policies")
-                if not rows:
-                    row = ctx.insert(
-                        POLICY,
-                        priority=p.priority,
-                        match=match,
-                        action=p.action,
-                        nexthops=list(hops),
-                        external_ids=dict(p.external_ids),
-                    )
-                    ctx.add_ref(lr, "policies", row)
-                    continue
-                row = rows[0]
-                if row.action != p.action:
-                    row.action = p.action
-                if tuple(row.nexthops) != hops:
-                    row.nexthops = list(hops)
-                ctx.set_keys(row, "external_ids", p.external_ids)
-            for c, name, add, remove in sets:
-                row = ctx.named(AS, name)
-                if c.delete:
-                    if row is not None:
-                        row.delete()
-                        ctx.deleted.add(row.uuid)
-                    continue
-                if row is None:
-                    if add:
-                        ctx.insert(AS, name=name, addresses=add, external_ids=dict(c.external_ids))
-                    continue
-                for entry in add:
-                    if row._data is None or not has_string(row, "addresses", entry):
-                        row.addvalue("addresses", entry)
-                for entry in sorted(remove):
-                    if row._data is not None and has_string(row, "addresses", entry):
-                        row.delvalue("addresses", entry)
-                ctx.set_keys(row, "external_ids", c.external_ids)
-            for n, lip, eip in nats:
-                _set_nat(ctx, lr, n.type, lip, eip, n.logical_mac, n.port)
-            for priority, match in drops:
-                for r in self._policy_rows(lr, priority, match):
-                    if r.uuid not in ctx.deleted:
-                        ctx.delete(r, lr, "policies")
-            for prefix in routes:
-                for r in ctx.index.rows(ROUTE, ("route", prefix, "src-ip")):
-                    if has_ref(lr, "static_routes", r) and r.uuid not in ctx.deleted:
-                        ctx.delete(r, lr, "static_routes")
+            idl_routing_change.write(ctx, router, todo)
 
         # NOTE: the rows are looked up through the indexes by these keys, so the changes of
         # pods of one node (different entries) may share a transaction (group commit).
-        self._transact("apply_routing", run, frozenset(keys))
+        self._transact("apply_routing", run, idl_routing_change.lock_keys(router, todo, missing))
 
     def list_nat_rules(self, router: str) -> list[NatRule]:
         def read() -> list[NatRule]:
@@ -546,44 +397,3 @@ class RoutingVerbs:
 
         result: list[NatRule] = self._read(read)
         return result
-
-
-def _set_nat(
-    ctx: VerbContext, lr: Row, policy: str, lip: str, eip: str, logical_mac: str, port: str
-) -> None:
-    """The router's `policy` NAT of `lip` made to translate to `eip` ("" removes it)."""
-    rows = [r for r in ctx.index.rows(NAT, ("lip", policy, lip)) if has_ref(lr, "nat", r)]
-    rows = [r for r in rows if r.uuid not in ctx.deleted]
-    keep = None
-    for r in rows:
-        if eip and r.external_ip == eip and keep is None:
-            keep = r
-        else:
-            ctx.delete(r, lr, "nat")
-    if not eip:
-        return
-    if keep is None:
-        clash = [
-            r.logical_ip
-            for r in ctx.index.rows(NAT, ("eip", policy, eip))
-            if has_ref(lr, "nat", r) and r.uuid not in ctx.deleted
-        ]
-        logic.check_nat_clash(lr.name, policy, eip, clash)
-        extra = {"logical_port": [port], "external_mac": [logical_mac.lower()]}
-        keep = ctx.insert(
-            NAT, type=policy, external_ip=eip, logical_ip=lip, **(extra if port else {})
-        )
-        ctx.add_ref(lr, "nat", keep)
-    elif port:
-        if opt_value(keep.logical_port) != port:
-            keep.logical_port = [port]
-        if opt_value(keep.external_mac) != logical_mac.lower():
-            keep.external_mac = [logical_mac.lower()]
-
-
-def _policy_is(row: Row, action: str, hops: tuple[str, ...], ids: Mapping[str, str]) -> bool:
-    return (
-        committed(row, "action") == action
-        and tuple(committed(row, "nexthops")) == hops
-        and logic.ids_match(committed(row, "external_ids"), ids)
-    )

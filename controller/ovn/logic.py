@@ -35,8 +35,12 @@ from controller.ovn import external_ids as ext
 from controller.ovn.api import (
     DuplicateAddressError,
     InvalidRequestError,
+    NatChange,
     OvnConflictError,
     PortSpec,
+    RouterPolicy,
+    RoutingChange,
+    SetChange,
 )
 
 ROUTE_POLICIES = (POLICY_DST_IP, POLICY_SRC_IP)
@@ -364,3 +368,46 @@ def address_set_entries(addresses: Iterable[str]) -> list[str]:
 
 def ids_match(have: Mapping[str, str], want: Mapping[str, str]) -> bool:
     return all(have.get(k) == v for k, v in want.items())
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedRoutingChange:
+    """A `RoutingChange` checked, each part with its arguments in their stored form."""
+
+    #: (policy, match, nexthops)
+    policies: tuple[tuple[RouterPolicy, str, tuple[str, ...]], ...]
+    #: (priority, match) of the policies to remove
+    drops: tuple[tuple[int, str], ...]
+    #: (change, set name, entries to add, entries to remove)
+    sets: tuple[tuple[SetChange, str, list[str], set[str]], ...]
+    #: (change, logical IP, external IP or "")
+    nats: tuple[tuple[NatChange, str, str], ...]
+    #: src-ip static route prefixes to remove
+    routes: tuple[str, ...]
+
+    def empty(self) -> bool:
+        return not (self.policies or self.drops or self.sets or self.nats or self.routes)
+
+
+def check_routing_change(change: RoutingChange) -> CheckedRoutingChange:
+    """`apply_routing`'s request checked whole before anything is written."""
+    return CheckedRoutingChange(
+        policies=tuple(
+            (p, *policy_args(p.priority, p.match, p.action, p.nexthops)) for p in change.policies
+        ),
+        drops=tuple((priority, match.strip()) for priority, match in change.delete_policies),
+        sets=tuple(
+            (
+                c,
+                check_address_set_name(c.name),
+                address_set_entries(c.add),
+                set(address_set_entries(c.remove)),
+            )
+            for c in change.sets
+        ),
+        nats=tuple(
+            (n, *nat_rule_args(n.type, n.logical_ip, n.external_ip, n.logical_mac, n.port))
+            for n in change.nats
+        ),
+        routes=tuple(p for prefix in change.delete_src_routes for p in route_prefixes(prefix)),
+    )

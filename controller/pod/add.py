@@ -29,7 +29,8 @@ from controller.core.constants import (
     ROUTED_ANNOTATION,
 )
 from controller.core.errors import ControllerError, InvalidPodNetworkError, ResourceNotReadyError
-from controller.core.model import FrozenDict, Pod, PodNet, Subnet
+from controller.core.model import Pod, PodNet, Subnet
+from controller.core.object_fields import FrozenDict
 from controller.kube.api import KubeObject
 from controller.ovn.api import OvnError
 from controller.pod.allocate import AddRollback, NetAllocator

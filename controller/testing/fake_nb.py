@@ -1,11 +1,9 @@
 """`FakeNbClient`: an in-memory NbClient with the real client's semantics, for fast unit tests.
 
-It keeps NB-like rows in dicts and applies the same rules (controller/ovn/logic.py) and raises the
-same errors as `OvsdbappNbClient`; tests/ovn/test_contract.py runs one suite against both so they
-cannot drift. Each verb is atomic, like one OVSDB transaction: it writes the state in place
-through an undo log (`_Undo`) and, if it raises, the log puts back every value it overwrote. So a
-verb costs what it touches, not the size of the NB state; the duplicate-address check looks IPs up
-in a per-switch index instead of parsing every port of the switch. Thread-safe (one lock).
+It keeps NB-like rows in dicts (fake_nb_rows.py) and applies the same rules
+(controller/ovn/logic.py) and raises the same errors as `OvsdbappNbClient`;
+tests/ovn/test_contract.py runs one suite against both so they cannot drift. Each verb is atomic
+through an undo log and costs what it touches, not the size of the NB state. Thread-safe.
 
 Test hooks: `fail_next(method, error)` makes the next call of `method` raise `error` without
 changing anything; `requests` counts calls per method (for "was NB touched at all" checks).
@@ -15,9 +13,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from controller.core.constants import VENDOR
 from controller.core.security_group import acl_sort_key
@@ -29,7 +26,6 @@ from controller.ovn.api import (
     InvalidRequestError,
     NatRule,
     NbClient,
-    OvnConflictError,
     OvnError,
     OvnNotFoundError,
     PortGroupInfo,
@@ -40,130 +36,29 @@ from controller.ovn.api import (
     SecurityGroupRows,
     StaticRoute,
 )
+from controller.testing.fake_nb_rows import (
+    FakePort,
+    FakeRouter,
+    FakeRouterPort,
+    FakeSwitch,
+    NbState,
+    Undo,
+    add_port,
+    drop_port,
+    ensure_pg,
+    named_router,
+    port_info,
+    remove_switch,
+    routing_in_place,
+    set_addresses,
+    set_memberships,
+    set_nat,
+    sync_deny_all,
+    sync_sg,
+    write_routing,
+)
 
 T = TypeVar("T")
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-@dataclass
-class FakePort:
-    name: str
-    switch: str
-    addresses: list[str]
-    port_security: list[str]
-    external_ids: dict[str, str]
-    type: str = ""
-    options: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class FakeSwitch:
-    name: str
-    # An insertion-ordered set of port names (O(1) removal).
-    ports: dict[str, None] = field(default_factory=dict)
-    external_ids: dict[str, str] = field(default_factory=dict)
-    other_config: dict[str, str] = field(default_factory=dict)
-    # IP -> the port holding it: the duplicate-address check without parsing every port.
-    ips: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class FakeRouterPort:
-    name: str
-    mac: str
-    networks: list[str]
-
-
-@dataclass
-class FakeRouter:
-    name: str
-    ports: dict[str, FakeRouterPort] = field(default_factory=dict)
-    # (ip_prefix, policy) -> route: a router holds one route per prefix and policy.
-    routes: dict[tuple[str, str], StaticRoute] = field(default_factory=dict)
-    nats: list[NatRule] = field(default_factory=list)
-    external_ids: dict[str, str] = field(default_factory=dict)
-    # (priority, match) -> policy: a router holds one policy per priority and match.
-    policies: dict[tuple[int, str], RouterPolicy] = field(default_factory=dict)
-
-
-@dataclass
-class FakePortGroup:
-    name: str
-    ports: set[str] = field(default_factory=set)
-    external_ids: dict[str, str] = field(default_factory=dict)
-    acls: list[logic.AclSpec] = field(default_factory=list)
-
-
-@dataclass
-class _State:
-    switches: dict[str, FakeSwitch] = field(default_factory=dict)
-    ports: dict[str, FakePort] = field(default_factory=dict)
-    routers: dict[str, FakeRouter] = field(default_factory=dict)
-    port_groups: dict[str, FakePortGroup] = field(default_factory=dict)
-    address_sets: dict[str, list[str]] = field(default_factory=dict)
-    address_set_ids: dict[str, dict[str, str]] = field(default_factory=dict)
-    # address set name -> the security group its external_ids name (sg=<name>)
-    address_set_sgs: dict[str, str] = field(default_factory=dict)
-    # pod key -> names of the ports whose external_ids name that pod (list_pod_ports).
-    pod_ports: dict[str, dict[str, None]] = field(default_factory=dict)
-
-
-_MISSING: Any = object()
-
-
-class _Undo:
-    """The undo log of one verb: every write to the state goes through it.
-
-    Each write records how to put the old value back; `rollback` replays them newest first, so a
-    verb that raises half-way leaves the state as it found it (the all-or-nothing of an OVSDB
-    transaction) without copying anything it did not touch.
-    """
-
-    def __init__(self) -> None:
-        self._log: list[Callable[[], None]] = []
-
-    def put(self, d: MutableMapping[K, V], key: K, value: V) -> None:
-        old = d.get(key, _MISSING)
-        self._log.append(lambda: _restore(d, key, old))
-        d[key] = value
-
-    def update(self, d: MutableMapping[K, V], items: Mapping[K, V]) -> None:
-        for key, value in items.items():
-            self.put(d, key, value)
-
-    def pop(self, d: MutableMapping[K, V], key: K) -> V | None:
-        old = d.pop(key, _MISSING)
-        if old is _MISSING:
-            return None
-        self._log.append(lambda: d.__setitem__(key, old))
-        return old  # type: ignore[no-any-return]
-
-    def add(self, s: set[str], item: str) -> None:
-        if item not in s:
-            s.add(item)
-            self._log.append(lambda: s.discard(item))
-
-    def discard(self, s: set[str], item: str) -> None:
-        if item in s:
-            s.discard(item)
-            self._log.append(lambda: s.add(item))
-
-    def set(self, obj: object, attr: str, value: object) -> None:
-        old = getattr(obj, attr)
-        self._log.append(lambda: setattr(obj, attr, old))
-        setattr(obj, attr, value)
-
-    def rollback(self) -> None:
-        while self._log:
-            self._log.pop()()
-
-
-def _restore(d: MutableMapping[Any, Any], key: Any, old: Any) -> None:
-    if old is _MISSING:
-        d.pop(key, None)
-    else:
-        d[key] = old
 
 
 class FakeNbClient:
@@ -171,7 +66,7 @@ class FakeNbClient:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self.state = _State()
+        self.state = NbState()
         self.requests: Counter[str] = Counter()
         self._failures: dict[str, list[OvnError]] = {}
 
@@ -181,13 +76,13 @@ class FakeNbClient:
         with self._lock:
             self._failures.setdefault(method, []).append(error)
 
-    def _txn(self, method: str, fn: Callable[[_State, _Undo], T]) -> T:
+    def _txn(self, method: str, fn: Callable[[NbState, Undo], T]) -> T:
         with self._lock:
             self.requests[method] += 1
             pending = self._failures.get(method)
             if pending:
                 raise pending.pop(0)
-            undo = _Undo()
+            undo = Undo()
             try:
                 return fn(self.state, undo)
             except BaseException:
@@ -208,9 +103,9 @@ class FakeNbClient:
         if len({s.name for s, _ in prepared}) != len(prepared):
             raise InvalidRequestError("the same port appears twice in one batch")
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             for spec, cols in prepared:
-                _create_port(st, u, spec, cols)
+                add_port(st, u, spec, cols)
 
         self._txn(method, run)
 
@@ -222,16 +117,16 @@ class FakeNbClient:
             self._delete("delete_ports" if len(names) > 1 else "delete_port", names)
 
     def _delete(self, method: str, names: Sequence[str]) -> None:
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             for name in names:
-                _drop_port(st, u, name)
+                drop_port(st, u, name)
 
         self._txn(method, run)
 
     def get_port(self, name: str) -> PortInfo | None:
         with self._lock:
             p = self.state.ports.get(name)
-            return None if p is None else _info(p)
+            return None if p is None else port_info(p)
 
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
         key = ext.pod_key(pod_namespace, pod_name)
@@ -241,7 +136,7 @@ class FakeNbClient:
     def list_ports(self, vendor: str = VENDOR) -> list[PortInfo]:
         with self._lock:
             return [
-                _info(p)
+                port_info(p)
                 for p in sorted(self.state.ports.values(), key=lambda p: p.name)
                 if p.external_ids.get(ext.VENDOR_KEY) == vendor
             ]
@@ -251,8 +146,8 @@ class FakeNbClient:
     def add_static_route(self, policy: str, cidr: str, nexthop: str, router: str) -> None:
         policy, pairs = logic.route_pairs(policy, cidr, nexthop)
 
-        def run(st: _State, u: _Undo) -> None:
-            lr = _router(st, router)
+        def run(st: NbState, u: Undo) -> None:
+            lr = named_router(st, router)
             for prefix, hop in pairs:
                 u.put(lr.routes, (prefix, policy), StaticRoute(router, prefix, hop, policy))
 
@@ -268,7 +163,7 @@ class FakeNbClient:
             if lr is None or not any((p, q) in lr.routes for p in prefixes for q in policies):
                 return  # nothing to delete: no transaction, as the real client
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             lr = st.routers.get(router)
             if lr is not None:
                 for prefix in prefixes:
@@ -307,8 +202,8 @@ class FakeNbClient:
             ):
                 return
 
-        def run(st: _State, u: _Undo) -> None:
-            lr = _router(st, router)
+        def run(st: NbState, u: Undo) -> None:
+            lr = named_router(st, router)
             cur = lr.policies.get((priority, match))
             merged = {**(cur.external_ids if cur else {}), **ids}
             u.put(
@@ -326,8 +221,8 @@ class FakeNbClient:
             if lr is None or (priority, match) not in lr.policies:
                 return
 
-        def run(st: _State, u: _Undo) -> None:
-            u.pop(_router(st, router).policies, (priority, match))
+        def run(st: NbState, u: Undo) -> None:
+            u.pop(named_router(st, router).policies, (priority, match))
 
         self._txn("delete_router_policy", run)
 
@@ -354,7 +249,7 @@ class FakeNbClient:
             ):
                 return
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             have = st.address_sets.get(name, [])
             u.put(st.address_sets, name, sorted(set(have) | set(entries)))
             u.put(st.address_set_ids, name, {**st.address_set_ids.get(name, {}), **ids})
@@ -367,7 +262,7 @@ class FakeNbClient:
             if not entries & set(self.state.address_sets.get(name, ())):
                 return
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             have = st.address_sets.get(name, [])
             u.put(st.address_sets, name, [a for a in have if a not in entries])
 
@@ -378,7 +273,7 @@ class FakeNbClient:
             if name not in self.state.address_sets:
                 return
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             u.pop(st.address_sets, name)
             u.pop(st.address_set_ids, name)
 
@@ -405,15 +300,15 @@ class FakeNbClient:
     ) -> None:
         lip, eip = logic.nat_rule_args(policy, logical_ip, external_ip, logical_mac, port)
 
-        def run(st: _State, u: _Undo) -> None:
-            _set_nat(_router(st, router), u, policy, lip, eip, logical_mac, port)
+        def run(st: NbState, u: Undo) -> None:
+            set_nat(named_router(st, router), u, policy, lip, eip, logical_mac, port)
 
         self._txn("update_nat_rule", run)
 
     def delete_nat_rule(self, logical_ip: str, router: str) -> None:
         lip = logic.canonical_prefix(logical_ip)
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             lr = st.routers.get(router)
             if lr is not None:
                 u.set(lr, "nats", [n for n in lr.nats if n.logical_ip != lip])
@@ -425,103 +320,14 @@ class FakeNbClient:
     def apply_routing(self, router: str, change: RoutingChange) -> None:
         if change.empty():
             return
-        policies = [
-            (p, *logic.policy_args(p.priority, p.match, p.action, p.nexthops))
-            for p in change.policies
-        ]
-        drops = [(priority, match.strip()) for priority, match in change.delete_policies]
-        sets = [
-            (
-                c,
-                logic.check_address_set_name(c.name),
-                logic.address_set_entries(c.add),
-                set(logic.address_set_entries(c.remove)),
-            )
-            for c in change.sets
-        ]
-        nats = [
-            (n, *logic.nat_rule_args(n.type, n.logical_ip, n.external_ip, n.logical_mac, n.port))
-            for n in change.nats
-        ]
-        routes = [p for prefix in change.delete_src_routes for p in logic.route_prefixes(prefix)]
-
-        def nothing_to_do() -> bool:
-            lr = self.state.routers.get(router)
-            if lr is None:
-                return False
-            for p, match, hops in policies:
-                old = lr.policies.get((p.priority, match))
-                if (
-                    old is None
-                    or old.action != p.action
-                    or old.nexthops != hops
-                    or not logic.ids_match(old.external_ids, p.external_ids)
-                ):
-                    return False
-            if any(key in lr.policies for key in drops):
-                return False
-            for c, name, add, remove in sets:
-                have = self.state.address_sets.get(name)
-                if c.delete:
-                    if have is not None:
-                        return False
-                    continue
-                if have is None and not add:
-                    continue
-                if (
-                    have is None
-                    or not set(add) <= set(have)
-                    or remove & set(have)
-                    or not logic.ids_match(self.state.address_set_ids.get(name, {}), c.external_ids)
-                ):
-                    return False
-            for n, lip, eip in nats:
-                found = [r for r in lr.nats if r.type == n.type and r.logical_ip == lip]
-                if not eip:
-                    if found:
-                        return False
-                    continue
-                if len(found) != 1 or found[0].external_ip != eip:
-                    return False
-                if n.port and (
-                    found[0].logical_port != n.port
-                    or found[0].external_mac != n.logical_mac.lower()
-                ):
-                    return False
-            return not any((prefix, "src-ip") in lr.routes for prefix in routes)
-
+        checked = logic.check_routing_change(change)
         with self._lock:
-            if nothing_to_do():
+            lr = self.state.routers.get(router)
+            if lr is not None and routing_in_place(self.state, lr, checked):
                 return
 
-        def run(st: _State, u: _Undo) -> None:
-            lr = _router(st, router)
-            for p, match, hops in policies:
-                cur = lr.policies.get((p.priority, match))
-                merged = {**(cur.external_ids if cur else {}), **p.external_ids}
-                u.put(
-                    lr.policies,
-                    (p.priority, match),
-                    RouterPolicy(router, p.priority, match, p.action, hops, merged),
-                )
-            for c, name, add, remove in sets:
-                if c.delete:
-                    u.pop(st.address_sets, name)
-                    u.pop(st.address_set_ids, name)
-                    continue
-                if name not in st.address_sets and not add:
-                    continue
-                have = st.address_sets.get(name, [])
-                u.put(st.address_sets, name, sorted((set(have) | set(add)) - remove))
-                u.put(
-                    st.address_set_ids, name, {**st.address_set_ids.get(name, {}), **c.external_ids}
-                )
-            for n, lip, eip in nats:
-                _set_nat(lr, u, n.type, lip, eip, n.logical_mac, n.port)
-            for key in drops:
-                u.pop(lr.policies, key)
-            for prefix in routes:
-                u.pop(lr.routes, (prefix, "src-ip"))
+        def run(st: NbState, u: Undo) -> None:
+            write_routing(st, u, named_router(st, router), checked)
 
         self._txn("apply_routing", run)
 
@@ -535,18 +341,18 @@ class FakeNbClient:
 
     def create_sg_port_group(self, sg: str) -> None:
         logic.check_name(sg, "security group")
-        self._txn("create_sg_port_group", lambda st, u: _ensure_pg(st, u, sg) and None)
+        self._txn("create_sg_port_group", lambda st, u: ensure_pg(st, u, sg) and None)
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]:
         new = list(dict.fromkeys(logic.check_name(s, "security group") for s in security_groups))
 
-        def run(st: _State, u: _Undo) -> list[str]:
+        def run(st: NbState, u: Undo) -> list[str]:
             p = st.ports.get(port)
             if p is None:
                 raise OvnNotFoundError(f"logical switch port {port} not found")
             change = logic.sg_change(p.external_ids, p.port_security, new)
             u.update(p.external_ids, change.external_ids)
-            _set_memberships(st, u, port, change.stale, change.groups)
+            set_memberships(st, u, port, change.stale, change.groups)
             return change.changed
 
         return self._txn("reconcile_port_sg", run)
@@ -554,10 +360,10 @@ class FakeNbClient:
     def sync_sg_ports(self, sg: str) -> None:
         logic.check_name(sg, "security group")
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             if sg != ext.DENY_ALL_SG:
-                _sync_sg(st, u, sg)
-            _sync_deny_all(st, u)
+                sync_sg(st, u, sg)
+            sync_deny_all(st, u)
 
         self._txn("sync_sg_ports", run)
 
@@ -579,8 +385,8 @@ class FakeNbClient:
     ) -> None:
         wanted, remotes = sgv.check_apply(sg, acls, remote_groups)
 
-        def run(st: _State, u: _Undo) -> None:
-            pg = _ensure_pg(st, u, sg)
+        def run(st: NbState, u: Undo) -> None:
+            pg = ensure_pg(st, u, sg)
             u.update(pg.external_ids, ext.sg_port_group_ids(sg))
             for group in (sg, *remotes):
                 for name in sgv.address_set_names(group):
@@ -595,7 +401,7 @@ class FakeNbClient:
     def delete_security_group(self, sg: str) -> None:
         sgv.check_group(sg)
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             u.pop(st.port_groups, ext.sg_port_group_name(sg))
             for name in sgv.address_set_names(sg):
                 if st.address_set_sgs.get(name) == sg:
@@ -623,7 +429,7 @@ class FakeNbClient:
     def ensure_logical_router(self, name: str) -> None:
         logic.check_name(name, "logical router")
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             if name not in st.routers:
                 u.put(st.routers, name, FakeRouter(name, external_ids={ext.VENDOR_KEY: VENDOR}))
 
@@ -637,7 +443,7 @@ class FakeNbClient:
         ids = {**dict(external_ids), ext.VENDOR_KEY: VENDOR}
         networks = logic.router_port_networks(cidr, gateway) if router else []
 
-        def run(st: _State, u: _Undo) -> None:
+        def run(st: NbState, u: Undo) -> None:
             ls = st.switches.get(name)
             if ls is None:
                 ls = FakeSwitch(name)
@@ -646,7 +452,7 @@ class FakeNbClient:
             u.update(ls.other_config, other)
             if not router:
                 return
-            lr = _router(st, router)
+            lr = named_router(st, router)
             lsp_name, lrp_name = ext.router_port_names(name, router)
             lrp = lr.ports.get(lrp_name)
             if lrp is None:
@@ -663,190 +469,18 @@ class FakeNbClient:
                 u.put(st.ports, lsp_name, p)
                 u.put(ls.ports, lsp_name, None)
             u.set(p, "type", "router")
-            _set_addresses(st, u, p, ["router"])
+            set_addresses(st, u, p, ["router"])
             u.put(p.options, "router-port", lrp_name)
             u.update(p.external_ids, {ext.VENDOR_KEY: VENDOR, ext.LS_KEY: name})
 
         self._txn("ensure_logical_switch", run)
 
     def delete_logical_switch(self, name: str) -> None:
-        def run(st: _State, u: _Undo) -> None:
-            ls = u.pop(st.switches, name)
-            if ls is None:
-                return
-            for pname in ls.ports:
-                p = st.ports[pname]
-                _unindex_pod(st, u, p)
-                u.pop(st.ports, pname)
-                for pg in st.port_groups.values():
-                    u.discard(pg.ports, pname)
-                if p.type == "router":
-                    for lr in st.routers.values():
-                        u.pop(lr.ports, p.options.get("router-port", ""))
-
-        self._txn("delete_logical_switch", run)
+        self._txn("delete_logical_switch", lambda st, u: remove_switch(st, u, name))
 
     def list_logical_switches(self) -> list[str]:
         with self._lock:
             return sorted(self.state.switches)
-
-
-def _info(p: FakePort) -> PortInfo:
-    return PortInfo(
-        p.name, p.switch, tuple(p.addresses), tuple(p.port_security), dict(p.external_ids), p.type
-    )
-
-
-def _set_nat(
-    lr: FakeRouter, u: _Undo, policy: str, lip: str, eip: str, logical_mac: str, port: str
-) -> None:
-    keep: NatRule | None = None
-    rest = []
-    for n in lr.nats:
-        if n.type == policy and n.logical_ip == lip:
-            if eip and n.external_ip == eip and keep is None:
-                keep = n
-            continue
-        rest.append(n)
-    if eip and keep is None:
-        clash = [n.logical_ip for n in rest if n.type == policy and n.external_ip == eip]
-        logic.check_nat_clash(lr.name, policy, eip, clash)
-        keep = NatRule(lr.name, policy, eip, lip)
-    if keep is not None:
-        if port:
-            keep = NatRule(lr.name, policy, eip, lip, port, logical_mac.lower())
-        rest.append(keep)
-    u.set(lr, "nats", rest)
-
-
-def _router(st: _State, name: str) -> FakeRouter:
-    lr = st.routers.get(name)
-    if lr is None:
-        raise OvnNotFoundError(f"logical router {name} not found")
-    return lr
-
-
-def _ensure_pg(st: _State, u: _Undo, sg: str) -> FakePortGroup:
-    name = ext.sg_port_group_name(sg)
-    pg = st.port_groups.get(name)
-    if pg is None:
-        pg = FakePortGroup(name, external_ids=ext.sg_port_group_ids(sg))
-        u.put(st.port_groups, name, pg)
-    if sg == ext.DENY_ALL_SG:
-        missing = [acl for acl in logic.deny_all_acls(name) if acl not in pg.acls]
-        if missing:
-            u.set(pg, "acls", [*pg.acls, *missing])
-    return pg
-
-
-def _sync_sg(st: _State, u: _Undo, sg: str) -> None:
-    pg = _ensure_pg(st, u, sg)
-    members = [
-        p
-        for p in st.ports.values()
-        if sg in ext.associated_sgs(p.external_ids) and logic.sg_eligible(p.port_security)
-    ]
-    u.set(pg, "ports", {p.name for p in members})
-    for family, addresses in logic.sg_address_sets(p.port_security for p in members).items():
-        name = ext.sg_address_set_name(sg, family)
-        u.put(st.address_sets, name, addresses)
-        if name not in st.address_set_sgs:
-            u.put(st.address_set_sgs, name, sg)
-
-
-def _sync_deny_all(st: _State, u: _Undo) -> None:
-    pg = _ensure_pg(st, u, ext.DENY_ALL_SG)
-    eligible = {
-        p.name
-        for p in st.ports.values()
-        if logic.deny_all_eligible(p.external_ids, p.port_security)
-    }
-    u.set(pg, "ports", eligible)
-
-
-def _set_memberships(st: _State, u: _Undo, port: str, old: set[str], new: list[str]) -> None:
-    for sg in old - set(new):
-        pg = st.port_groups.get(ext.sg_port_group_name(sg))
-        if pg is not None:
-            u.discard(pg.ports, port)
-    for sg in new:
-        u.add(_ensure_pg(st, u, sg).ports, port)
-
-
-def _set_addresses(st: _State, u: _Undo, p: FakePort, addresses: list[str]) -> None:
-    """Write a port's `addresses`, keeping its switch's IP index in step."""
-    ls = st.switches.get(p.switch)
-    if ls is not None:
-        for ip in logic.address_ips(p.addresses):
-            if ls.ips.get(ip) == p.name:
-                u.pop(ls.ips, ip)
-        for ip in logic.address_ips(addresses):
-            u.put(ls.ips, ip, p.name)
-    u.set(p, "addresses", addresses)
-
-
-def _index_pod(st: _State, u: _Undo, p: FakePort) -> None:
-    key = p.external_ids.get(ext.POD_KEY)
-    if key is not None:
-        ports = st.pod_ports.get(key)
-        if ports is None:
-            ports = {}
-            u.put(st.pod_ports, key, ports)
-        u.put(ports, p.name, None)
-
-
-def _unindex_pod(st: _State, u: _Undo, p: FakePort) -> None:
-    key = p.external_ids.get(ext.POD_KEY)
-    ports = st.pod_ports.get(key) if key is not None else None
-    if key is not None and ports is not None:
-        u.pop(ports, p.name)
-        if not ports:
-            u.pop(st.pod_ports, key)
-
-
-def _drop_port(st: _State, u: _Undo, name: str) -> None:
-    p = st.ports.get(name)
-    if p is None:
-        return
-    _set_addresses(st, u, p, [])
-    _unindex_pod(st, u, p)
-    u.pop(st.ports, name)
-    ls = st.switches.get(p.switch)
-    if ls is not None:
-        u.pop(ls.ports, name)
-    for pg in st.port_groups.values():
-        u.discard(pg.ports, name)
-
-
-def _create_port(st: _State, u: _Undo, spec: PortSpec, cols: logic.PortColumns) -> None:
-    ls = st.switches.get(spec.switch)
-    if ls is None:
-        raise OvnNotFoundError(f"logical switch {spec.switch} not found (port {spec.name})")
-    existing = st.ports.get(spec.name)
-    if existing is not None and existing.switch != spec.switch:
-        raise OvnConflictError(
-            f"logical switch port {spec.name} already exists on switch {existing.switch}"
-        )
-    for ip in cols.ips:
-        other = ls.ips.get(ip)
-        if other is not None and other != spec.name:
-            raise logic.duplicate_address(spec.switch, ip, other)
-    if existing is None:
-        existing = FakePort(spec.name, spec.switch, [], [], {})
-        u.put(st.ports, spec.name, existing)
-        u.put(ls.ports, spec.name, None)
-        old_sgs: set[str] = set()
-    else:
-        old_sgs = ext.associated_sgs(existing.external_ids)
-    _set_addresses(st, u, existing, list(cols.addresses))
-    u.set(existing, "port_security", list(cols.port_security))
-    _unindex_pod(st, u, existing)
-    u.update(existing.external_ids, cols.external_ids)
-    _index_pod(st, u, existing)
-    if cols.security_groups:
-        for sg in old_sgs - set(cols.security_groups):
-            u.put(existing.external_ids, ext.associated_sg_key(sg), "false")
-        _set_memberships(st, u, spec.name, old_sgs, list(cols.security_groups))
 
 
 def _conforms(client: FakeNbClient) -> NbClient:

@@ -1,4 +1,4 @@
-"""`controller.app.main` exit codes: 2 for a bad command line, 1 when start-up cannot connect."""
+"""`controller.process.main` exit codes: 2 for a bad command line, 1 when start-up can't connect."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.app import EXIT_FAILURE, EXIT_USAGE, main
+from controller.app import EXIT_FAILURE
+from controller.process import EXIT_USAGE, main
 from controller.sandbox.apiserver.kubeconfig import write_kubeconfig
 from tests.fixtures.logging_state import preserved_logging
 

@@ -15,15 +15,8 @@ from controller.audit.audit import ClusterSnapshot
 from controller.controllers.node import node_ip_cr
 from controller.core import router_policy as rp
 from controller.core.constants import VENDOR
-from controller.core.model import (
-    FrozenDict,
-    Node,
-    OwnerReference,
-    Pod,
-    StatefulSet,
-    Subnet,
-    VirtualMachine,
-)
+from controller.core.model import Node, OwnerReference, Pod, StatefulSet, Subnet, VirtualMachine
+from controller.core.object_fields import FrozenDict
 from controller.ovn.api import AddressSetInfo, NatRule, PortInfo, RouterPolicy, StaticRoute
 from controller.pod_logic import build_ip_cr
 

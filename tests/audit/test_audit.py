@@ -39,14 +39,8 @@ from controller.audit.audit import (
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.constants import VENDOR
-from controller.core.model import (
-    FrozenDict,
-    OwnerReference,
-    Pod,
-    StatefulSet,
-    Subnet,
-    VirtualMachine,
-)
+from controller.core.model import OwnerReference, Pod, StatefulSet, Subnet, VirtualMachine
+from controller.core.object_fields import FrozenDict
 from controller.ovn.api import NatRule, PortInfo, RouterPolicy, StaticRoute
 from tests.audit.helpers import DEFAULT, NOW, ROUTER, Cluster, clean_cluster, mac
 

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from controller.apiclient.errors import KubeUnavailableError
-from controller.app import main
 from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNAVAILABLE, check, run_check
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.ovn.api import PortSpec
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod_logic import build_ip_cr
+from controller.process import main
 from controller.sandbox.apiserver.server import ApiServer
 from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing import builders

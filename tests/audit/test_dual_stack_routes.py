@@ -10,7 +10,8 @@ from __future__ import annotations
 from controller.audit.audit import KIND_ROUTE_MISSING, audit
 from controller.config import Config
 from controller.core import router_policy as rp
-from controller.core.model import FrozenDict, Node, Subnet
+from controller.core.model import Node, Subnet
+from controller.core.object_fields import FrozenDict
 from tests.audit.helpers import ROUTER, Cluster, clean_cluster, mac
 
 DUAL = Subnet("dual", "10.40.0.0/16,fd00:40::/112", "10.40.0.1,fd00:40::1", protocol="Dual")

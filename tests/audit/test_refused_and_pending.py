@@ -25,7 +25,8 @@ from controller.audit.audit import (
 )
 from controller.audit.check import EXIT_CLEAN, EXIT_FINDINGS, check, exit_code
 from controller.config import Config
-from controller.core.model import FrozenDict, Pod
+from controller.core.model import Pod
+from controller.core.object_fields import FrozenDict
 from controller.testing.fake_kube import FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
 from tests.audit.helpers import NOW, Cluster, clean_cluster

@@ -6,7 +6,7 @@ import dataclasses
 
 from controller.audit.audit import KIND_SG_MISMATCH, AuditReport, audit
 from controller.config import Config
-from controller.core.model import FrozenDict
+from controller.core.object_fields import FrozenDict
 from controller.ovn.api import PortGroupInfo
 from tests.audit.helpers import Cluster, clean_cluster, mac
 

@@ -9,7 +9,7 @@ import pytest
 
 from controller.apiclient.errors import ConnectionFailedError, StatusError
 from controller.cache import Backoff, ListOptions, Reflector, WatchEvent
-from controller.cache.reflector import DelayWithReset
+from controller.cache.backoff import DelayWithReset
 from controller.testing.wait import wait_for
 from tests.cache.fakes import FakeClock, FakeListerWatcher, make_pod
 

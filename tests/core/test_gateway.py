@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from controller.core.gateway import active_gateway, gateway_node_names, join_ips
-from controller.core.model import FrozenDict, Node
+from controller.core.model import Node
+from controller.core.object_fields import FrozenDict
 
 
 def _node(name: str, *, ready: bool = True, join: str = "100.64.0.2") -> Node:

@@ -12,7 +12,6 @@ import pytest
 
 from controller.core.errors import MalformedObjectError
 from controller.core.model import (
-    FrozenDict,
     Namespace,
     NetworkAttachmentDefinition,
     Node,
@@ -22,9 +21,8 @@ from controller.core.model import (
     VirtualMachine,
     Vlan,
     Vpc,
-    format_time,
-    parse_time,
 )
+from controller.core.object_fields import FrozenDict, format_time, parse_time
 
 FULL_POD: dict[str, Any] = {
     "apiVersion": "v1",

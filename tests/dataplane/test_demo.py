@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from controller.sandbox.ovn.dataplane import list_netns
+from controller.sandbox.ovn.runs import list_netns
 from tests.demo.conftest import StartDemo, start_demo
 from tests.demo.helpers import parse_rows
 

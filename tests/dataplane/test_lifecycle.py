@@ -10,8 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from controller.sandbox.ovn.dataplane import OWNER_DIR, list_netns, sweep_dead_runs
 from controller.sandbox.ovn.ovsdb import NbServer
+from controller.sandbox.ovn.runs import OWNER_DIR, list_netns, sweep_dead_runs
 from tests.dataplane.helpers import Net
 from tests.e2e.helpers import wait_for
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.ovn.dataplane import NETNS_PREFIX
+from controller.sandbox.ovn.runs import NETNS_PREFIX
 from controller.testing.wait import wait_for
 from tests.demo.conftest import StartDemo
 from tests.demo.helpers import SERVING_LINE, WORKDIR_LINE

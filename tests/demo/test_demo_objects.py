@@ -6,7 +6,22 @@ from typing import Any
 
 import pytest
 
-from controller.sandbox.demo import app as demo
+from controller.sandbox.demo.objects import (
+    NODES,
+    kubelet_status,
+    pod_objects,
+    statefulset_object,
+    subnet_objects,
+)
+from controller.sandbox.demo.options import parse_args
+from controller.sandbox.demo.table import (
+    COLUMNS,
+    PodRow,
+    column_widths,
+    format_line,
+    format_row,
+    pod_row,
+)
 
 STS_UID = "0b7e6c55-6f3c-4c1e-9d2a-3f1f2f3c4d5e"
 
@@ -16,7 +31,7 @@ def by_name(pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_pods_look_like_a_deployment_a_statefulset_and_a_dual_stack_pod() -> None:
-    pods = by_name(demo.pod_objects(4, STS_UID, seed=7))
+    pods = by_name(pod_objects(4, STS_UID, seed=7))
     assert len(pods) == 4 + 2 + 1
     app = [p for n, p in pods.items() if n.startswith("demo-app-")]
     assert len(app) == 4
@@ -43,26 +58,26 @@ def test_pods_look_like_a_deployment_a_statefulset_and_a_dual_stack_pod() -> Non
     assert pods["dual"]["metadata"]["annotations"] == {
         "ovn.kubernetes.io/logical_switch": "demo-dual"
     }
-    nodes = {name for name, _ in demo.NODES}
+    nodes = {name for name, _ in NODES}
     assert all(p["spec"]["nodeName"] in nodes for p in pods.values())
     assert all(p["metadata"]["namespace"] == "demo" for p in pods.values())
 
 
 def test_pod_names_are_deterministic_per_seed_and_unique() -> None:
-    first = [p["metadata"]["name"] for p in demo.pod_objects(50, STS_UID, seed=1)]
-    assert first == [p["metadata"]["name"] for p in demo.pod_objects(50, STS_UID, seed=1)]
-    assert first != [p["metadata"]["name"] for p in demo.pod_objects(50, STS_UID, seed=2)]
+    first = [p["metadata"]["name"] for p in pod_objects(50, STS_UID, seed=1)]
+    assert first == [p["metadata"]["name"] for p in pod_objects(50, STS_UID, seed=1)]
+    assert first != [p["metadata"]["name"] for p in pod_objects(50, STS_UID, seed=2)]
     assert len(set(first)) == len(first)
 
 
 def test_statefulset_and_subnets() -> None:
-    sts = demo.statefulset_object()
+    sts = statefulset_object()
     assert (sts["apiVersion"], sts["kind"], sts["spec"]["replicas"]) == (
         "apps/v1",
         "StatefulSet",
         2,
     )
-    subnets = {s["metadata"]["name"]: s["spec"] for s in demo.subnet_objects()}
+    subnets = {s["metadata"]["name"]: s["spec"] for s in subnet_objects()}
     assert subnets["demo-subnet"]["namespaces"] == ["demo"]
     assert subnets["demo-dual"]["cidrBlock"] == "10.101.0.0/24,fd00:101::/120"
     assert subnets["demo-dual"]["protocol"] == "Dual"
@@ -85,24 +100,24 @@ def allocated(ips: str, **extra: str) -> dict[str, Any]:
 
 
 def test_kubelet_status_follows_the_allocation() -> None:
-    status = demo.kubelet_status(allocated("10.101.0.2,fd00:101::2"), dict(demo.NODES))
+    status = kubelet_status(allocated("10.101.0.2,fd00:101::2"), dict(NODES))
     assert status is not None
     assert status["hostIP"] == "172.18.0.3"
     assert status["podIP"] == "10.101.0.2"
     assert status["podIPs"] == [{"ip": "10.101.0.2"}, {"ip": "fd00:101::2"}]
     unallocated = {"metadata": {"name": "p"}, "spec": {"nodeName": "demo-node-1"}}
-    assert demo.kubelet_status(unallocated, dict(demo.NODES)) is None
+    assert kubelet_status(unallocated, dict(NODES)) is None
     unscheduled = allocated("10.100.0.2")
     unscheduled["spec"] = {}
-    assert demo.kubelet_status(unscheduled, dict(demo.NODES)) is None
+    assert kubelet_status(unscheduled, dict(NODES)) is None
 
 
 def test_a_row_needs_allocation_route_and_port() -> None:
     pod = allocated("10.101.0.2,fd00:101::2", **{"ovn.kubernetes.io/routed": "true"})
-    assert demo.pod_row(pod, None, 0.1) is None  # no LSP in the NB
-    assert demo.pod_row(allocated("10.101.0.2"), "demo-dual", 0.1) is None  # not routed
-    row = demo.pod_row(pod, "demo-dual", 0.125)
-    assert row == demo.PodRow(
+    assert pod_row(pod, None, 0.1) is None  # no LSP in the NB
+    assert pod_row(allocated("10.101.0.2"), "demo-dual", 0.1) is None  # not routed
+    row = pod_row(pod, "demo-dual", 0.125)
+    assert row == PodRow(
         "demo/dual",
         ("10.101.0.2", "fd00:101::2"),
         "00:00:00:0a:7b:fd",
@@ -112,9 +127,9 @@ def test_a_row_needs_allocation_route_and_port() -> None:
         True,
         0.125,
     )
-    widths = demo.column_widths(["dual"])
-    header = demo.format_line(demo.COLUMNS, widths)
-    line = demo.format_row(row, widths)
+    widths = column_widths(["dual"])
+    header = format_line(COLUMNS, widths)
+    line = format_row(row, widths)
     assert line.split() == [
         "demo/dual",
         "10.101.0.2,fd00:101::2",
@@ -133,13 +148,13 @@ def test_a_row_needs_allocation_route_and_port() -> None:
 )
 def test_bad_flags_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        demo.parse_args(argv)
+        parse_args(argv)
     assert exc.value.code == 2
     assert "error:" in capsys.readouterr().err
 
 
 def test_flags_parse() -> None:
-    opts = demo.parse_args(["--pods", "0", "--metrics-port", "0", "--once", "--workdir", "/x"])
+    opts = parse_args(["--pods", "0", "--metrics-port", "0", "--once", "--workdir", "/x"])
     assert (opts.pods, opts.metrics_port, opts.once, str(opts.workdir)) == (0, 0, True, "/x")
     assert opts.dataplane is True
-    assert demo.parse_args(["--no-dataplane"]).dataplane is False
+    assert parse_args(["--no-dataplane"]).dataplane is False

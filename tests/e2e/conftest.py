@@ -35,8 +35,9 @@ from typing import Any
 
 import pytest
 
-from controller.app import Controller, run_controller
+from controller.app import Controller
 from controller.ovn.impl_idl import OvsdbappNbClient
+from controller.process import run_controller
 from controller.sandbox.apiserver.server import ApiServer
 from controller.sandbox.ovn.ovsdb import NbServer
 from tests.e2e import backstop

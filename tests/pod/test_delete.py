@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown
-from controller.core.model import format_time
+from controller.core.object_fields import format_time
 from tests.pod.env import NODE, NODE_JOIN_IP, Env, cached, raw_pod
 
 EIP = "ovn.kubernetes.io/eip"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from controller.core.model import format_time
+from controller.core.object_fields import format_time
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.queue_metrics import PrometheusMetricsProvider
 from tests.pod.env import NODE, Env, raw_pod, standard_env

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from controller.sandbox.cluster.controlplane import ENV_BIN
-from controller.sandbox.demo.app import Demo, StopFlag, parse_args
+from controller.sandbox.demo.app import Demo
+from controller.sandbox.demo.options import parse_args
+from controller.sandbox.demo.supervision import StopFlag
 
 pytestmark = pytest.mark.server  # an ovsdb-server
 

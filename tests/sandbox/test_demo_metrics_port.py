@@ -13,7 +13,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from controller.runtime.metrics import MetricsServer
-from controller.sandbox.demo import app as demo
+from controller.sandbox.demo.supervision import metrics_port_is_free
 from controller.testing.wait import wait_for
 
 TIME_WAIT = "06"  # the state column of /proc/net/tcp
@@ -63,7 +63,7 @@ def test_port_with_only_time_wait_connections_is_free_for_the_demo_and_the_serve
             pass
         else:
             raise AssertionError("no TIME-WAIT effect on a plain bind: the test proves nothing")
-    assert demo._port_is_free(port)
+    assert metrics_port_is_free(port)
     server = MetricsServer(CollectorRegistry(), port, host="127.0.0.1")
     server.start()
     try:
@@ -76,4 +76,4 @@ def test_port_with_a_listener_is_still_in_use() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        assert not demo._port_is_free(busy.getsockname()[1])
+        assert not metrics_port_is_free(busy.getsockname()[1])

@@ -21,7 +21,33 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controller.sandbox.apiserver.resources import ApiError, ResourceType
+
 Json = Any
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def check_patch_type(rt: ResourceType, patch_type: str) -> None:
+    """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
+    if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media "
+            f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}",
+        )
+    if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media "
+            f"types include: {JSON_PATCH}, {MERGE_PATCH}"
+            + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""),
+        )
 
 
 class PatchError(Exception):

@@ -33,14 +33,10 @@ from urllib.parse import quote, urlencode
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from controller.sandbox.apiserver.resources import RESOURCES, ApiError, ResourceType
+from controller.sandbox.apiserver.patch import MERGE_PATCH
+from controller.sandbox.apiserver.resources import RESOURCES, ApiError, JsonDict, ResourceType
 from controller.sandbox.apiserver.selectors import Selector
 
-JsonDict = dict[str, Any]
-
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
 _TIMEOUT = (5.0, 30.0)
 _BY_PLURAL = {rt.plural: rt for rt in RESOURCES}
 

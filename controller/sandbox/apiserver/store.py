@@ -1,19 +1,14 @@
 """A thread-safe, versioned object store with watch history: the etcd + watch cache of the emulator.
 
-Contract:
+Contract (the revision log, reads and watches are `VersionedTables`', revisions.py):
 
 * One global, monotonically increasing resourceVersion (like etcd's revision) stamps every write
-  of every resource. Reads never bump it; a write that changes nothing (a no-op update or patch)
-  returns the stored object unchanged and bumps nothing.
-* Every write appends a watch event (ADDED, MODIFIED, DELETED) to its resource's history. History
-  older than `history_window` revisions behind the newest (or older than an explicit `compact()`)
-  is dropped: watching from, listing at, or continuing a list at such a version raises a 410
-  `ApiError`, as a compacted etcd does.
-* Each stored object keeps its JSON serialization, built once at write time, so the HTTP layer
-  assembles list bodies and watch events by joining bytes.
-* Stored dicts are never mutated after they are stored; accessors hand out fresh copies, so
-  callers may modify what they get.
-* All failures are `ApiError`s carrying the Status a real apiserver would answer.
+  of every resource. A write that changes nothing (a no-op update or patch) returns the stored
+  object unchanged and bumps nothing. Every write appends a watch event (ADDED, MODIFIED,
+  DELETED) to its resource's history; history past `history_window` (or a `compact()`) answers
+  410, as a compacted etcd does.
+* Stored dicts are never mutated after they are stored (records.py); accessors hand out fresh
+  copies. All failures are `ApiError`s carrying the Status a real apiserver would answer.
 
 Deletion: an object with finalizers gets `deletionTimestamp` and stays until an update removes the
 last finalizer. A pod is removed at once when `immediate_pod_delete` is set (the default) or the
@@ -24,269 +19,49 @@ deletes what it contains and removes the namespace once it is empty.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import bisect
 import json
-import logging
 import random
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from controller.sandbox.apiserver import admission
 from controller.sandbox.apiserver import patch as patches
+from controller.sandbox.apiserver.manifests import manifest_objects
+from controller.sandbox.apiserver.patch import JSON_PATCH, MERGE_PATCH, check_patch_type
+from controller.sandbox.apiserver.records import Key, Stored, dumps, stamped
 from controller.sandbox.apiserver.resources import (
     ApiError,
     JsonDict,
     ResourceType,
     already_exists,
     bad_request,
-    conflict,
-    gone,
     invalid,
-    modified_conflict,
-    namespace_not_found,
     not_found,
-    resource_for,
-    resource_for_kind,
-    too_large,
-    too_old,
 )
+from controller.sandbox.apiserver.revisions import VersionedTables
 from controller.sandbox.apiserver.selectors import Selector
+from controller.sandbox.apiserver.updates import (
+    body_metadata,
+    check_delete_preconditions,
+    pod_grace_period,
+    updated_object,
+)
+from controller.sandbox.apiserver.watch import Table, WatchEvent
 
-LOG = logging.getLogger(__name__)
-
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 JsonList = list[JsonDict]  # an alias: ObjectStore.list shadows `list` inside the class
 
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """One version of one object: the dict (never mutated) and its JSON bytes."""
-
-    obj: JsonDict
-    raw: bytes
-    rv: int
-
-    @staticmethod
-    def of(obj: JsonDict) -> Stored:
-        # kind and apiVersion go first, so a list can cut them off its items by slicing bytes.
-        ordered = {"kind": obj["kind"], "apiVersion": obj["apiVersion"]}
-        ordered.update(obj)
-        return Stored(ordered, dumps(ordered), int(obj["metadata"]["resourceVersion"]))
-
-    def list_item(self, prefix: bytes) -> bytes:
-        """The JSON without its leading `"kind":..,"apiVersion":..,` (`prefix`), if present."""
-        if self.raw.startswith(prefix):
-            return b"{" + self.raw[len(prefix) :]
-        return self.raw
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    type: str  # ADDED | MODIFIED | DELETED
-    rv: int
-    key: Key
-    cur: Stored  # for DELETED: the last state, stamped with the deletion's resourceVersion
-    prev: Stored | None  # the state before this event (None for ADDED)
-
-
-@dataclass(slots=True)
-class _Table:
-    rt: ResourceType
-    cond: threading.Condition
-    objects: dict[Key, Stored] = field(default_factory=dict)
-    history: list[WatchEvent] = field(default_factory=list)
-    history_start: int = 0  # history[:history_start] is compacted away, pending a trim
-    trimmed_rv: int = 0  # the newest event dropped from history: watchers behind it are lost
-    sorted_keys: list[Key] | None = None
-    watchers: set[Watcher] = field(default_factory=set)
-
-    def keys_sorted(self) -> list[Key]:
-        if self.sorted_keys is None:
-            self.sorted_keys = sorted(self.objects)
-        return self.sorted_keys
-
-
-@dataclass(frozen=True, slots=True)
-class ListResult:
-    items: list[Stored]
-    resource_version: int
-    continue_token: str | None
-    remaining: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class WatchBatch:
-    """What a watcher got from one wait: events to send, or why the stream ends."""
-
-    events: list[tuple[str, bytes]]
-    progress_rv: int
-    error: ApiError | None = None  # send as an ERROR event, then end the stream
-    dropped: bool = False  # end the stream abruptly (fault injection, server stop)
-
-
-class Watcher:
-    """A server-side watch: a cursor into one resource's history plus a selector.
-
-    It holds no queue of its own: `next()` reads history past its cursor under the table's
-    condition, so a write costs one `notify_all` however many watchers there are.
-    """
-
-    def __init__(
-        self,
-        store: ObjectStore,
-        table: _Table,
-        selector: Selector,
-        cursor: int,
-        initial: list[Stored],
-    ) -> None:
-        self._store = store
-        self._table = table
-        self._selector = selector
-        self.cursor = cursor
-        self.initial = initial
-        self.dropped = False
-        self.forced_error: ApiError | None = None
-
-    @property
-    def progress_rv(self) -> int:
-        """Every event of this resource up to this version has been handed out."""
-        return self.cursor
-
-    def next(self, timeout: float | None) -> WatchBatch:
-        """Wait up to `timeout` seconds for events past the cursor (or a drop) and return them."""
-        table = self._table
-        store = self._store
-        with table.cond:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while True:
-                if self.dropped or store.closed:
-                    return WatchBatch([], self.cursor, dropped=True)
-                if self.forced_error is not None:
-                    return WatchBatch([], self.cursor, error=self.forced_error)
-                if self.cursor < table.trimmed_rv:
-                    # NOTE: a watcher that falls behind the history window has lost events it
-                    # can never get back; a real apiserver ends such a watch the same way.
-                    return WatchBatch([], self.cursor, error=too_old(self.cursor, table.trimmed_rv))
-                hist = table.history
-                if hist and hist[-1].rv > self.cursor:
-                    break
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    # Nothing of this resource happened up to the store's newest version.
-                    self.cursor = max(self.cursor, store.resource_version)
-                    return WatchBatch([], self.cursor)
-                table.cond.wait(remaining)
-            start = bisect.bisect_right(
-                hist, self.cursor, lo=table.history_start, key=lambda e: e.rv
-            )
-            out: list[tuple[str, bytes]] = []
-            for ev in hist[start:]:
-                converted = self._convert(ev)
-                if converted is not None:
-                    out.append(converted)
-            self.cursor = max(hist[-1].rv, store.resource_version)
-            return WatchBatch(out, self.cursor)
-
-    def _convert(self, ev: WatchEvent) -> tuple[str, bytes] | None:
-        sel = self._selector
-        if sel.is_everything:
-            return ev.type, ev.cur.raw
-        now = sel.matches(ev.cur.obj)
-        if ev.type != "MODIFIED":
-            return (ev.type, ev.cur.raw) if now else None
-        before = ev.prev is not None and sel.matches(ev.prev.obj)
-        if now:
-            return ("MODIFIED" if before else "ADDED"), ev.cur.raw
-        if before:
-            # The object left the selector: watchers see it deleted, at this event's version.
-            return "DELETED", ev.cur.raw
-        return None
-
-    def drop(self) -> None:
-        """End this watch abruptly (its client went away, or a fault says so)."""
-        with self._table.cond:
-            self.dropped = True
-            self._table.cond.notify_all()
-
-    def close(self) -> None:
-        with self._table.cond:
-            self._table.watchers.discard(self)
-            self._table.cond.notify_all()
 
 
 def _rfc3339(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-def _body_metadata(obj: Any) -> JsonDict:
-    """The metadata of a request body ({} when absent or not an object); 400 for a non-object."""
-    if not isinstance(obj, dict):
-        raise bad_request("the body of the request must be a JSON object")
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-def _uid_conflict(rt: ResourceType, name: str, uid: Any, stored_uid: str) -> ApiError:
-    """The 409 for a write whose UID precondition names another incarnation of the object."""
-    return conflict(
-        rt,
-        name,
-        f"Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
-    )
-
-
-def check_patch_type(rt: ResourceType, patch_type: str) -> None:
-    """A 415 `ApiError` unless `rt` accepts patches of `patch_type` (a media type)."""
-    if patch_type == STRATEGIC_MERGE_PATCH and not rt.builtin:
-        raise ApiError(
-            415,
-            "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - accepted media "
-            f"types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}",
-        )
-    if patch_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-        raise ApiError(
-            415,
-            "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - accepted media "
-            f"types include: {JSON_PATCH}, {MERGE_PATCH}"
-            + (f", {STRATEGIC_MERGE_PATCH}" if rt.builtin else ""),
-        )
-
-
-def _encode_continue(rv: int, key: Key) -> str:
-    raw = json.dumps({"v": "emulator/v1", "rv": rv, "start": list(key)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_continue(token: str) -> tuple[int, Key]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        start = data["start"]
-        return int(data["rv"]), (str(start[0]), str(start[1]))
-    except (ValueError, KeyError, TypeError, IndexError, binascii.Error) as exc:
-        raise bad_request(f"continue key is not valid: {exc}") from None
-
-
-class ObjectStore:
+class ObjectStore(VersionedTables):
     """The versioned store behind the emulator; safe to call from any thread.
 
     Methods take a resource as a ResourceType or a name (`"pods"`, `"subnets"`,
@@ -301,270 +76,16 @@ class ObjectStore:
         clock: Callable[[], float] = time.time,
         create_default_namespaces: bool = True,
     ) -> None:
-        if history_window < 1:
-            raise ValueError("history_window must be at least 1")
-        self.history_window = history_window
+        super().__init__(history_window=history_window)
         self.immediate_pod_delete = immediate_pod_delete
         self._clock = clock
-        self._lock = threading.RLock()
-        self._rv = 0
-        self._forced_compaction = 0
-        self._tables: dict[ResourceType, _Table] = {}
-        self.closed = False
         if create_default_namespaces:
             for ns in DEFAULT_NAMESPACES:
                 self.create("namespaces", {"metadata": {"name": ns}})
 
-    # ------------------------------------------------------------------ bookkeeping
-
-    @property
-    def resource_version(self) -> int:
-        """The newest resourceVersion handed out (0 before the first write)."""
-        return self._rv
-
-    def compacted_rv(self) -> int:
-        """Versions strictly below this are gone: watching or listing at them answers 410."""
-        return max(self._forced_compaction, self._rv - self.history_window)
-
-    def compact(self, rv: int | None = None) -> None:
-        """Forget history up to `rv` (default: everything), like an etcd compaction."""
-        with self._lock:
-            self._forced_compaction = max(self._forced_compaction, self._rv if rv is None else rv)
-            for table in self._tables.values():
-                self._trim(table)
-                table.cond.notify_all()
-
-    def _table(self, resource: ResourceType | str) -> _Table:
-        rt = resource if isinstance(resource, ResourceType) else resource_for(resource)
-        table = self._tables.get(rt)
-        if table is None:
-            with self._lock:
-                table = self._tables.setdefault(rt, _Table(rt, threading.Condition(self._lock)))
-        return table
-
-    def _trim(self, table: _Table) -> None:
-        floor = self.compacted_rv()
-        hist = table.history
-        i = table.history_start
-        while i < len(hist) and hist[i].rv <= floor:
-            i += 1
-        if i > table.history_start:
-            table.trimmed_rv = hist[i - 1].rv
-        table.history_start = i
-        if i > 1024 and i * 2 > len(hist):
-            del hist[:i]
-            table.history_start = 0
-
-    def _record(self, table: _Table, ev: WatchEvent) -> None:
-        table.history.append(ev)
-        self._trim(table)
-        table.cond.notify_all()
-
-    def _next_rv(self) -> int:
-        self._rv += 1
-        return self._rv
-
-    def close(self) -> None:
-        """End every open watch (abruptly); the store stays readable."""
-        with self._lock:
-            self.closed = True
-            for table in self._tables.values():
-                table.cond.notify_all()
-
     # ------------------------------------------------------------------ helpers
 
-    def _key(self, rt: ResourceType, namespace: str | None, name: str) -> Key:
-        return ((namespace or "") if rt.namespaced else "", name)
-
-    def _require_namespace(self, rt: ResourceType, namespace: str | None) -> str:
-        if not rt.namespaced:
-            return ""
-        if not namespace:
-            raise bad_request(
-                f"the server could not find the requested resource: {rt.plural} need a namespace"
-            )
-        return namespace
-
-    def _check_namespace_exists(self, namespace: str) -> None:
-        ns_table = self._table("namespaces")
-        stored = ns_table.objects.get(("", namespace))
-        if stored is None:
-            raise namespace_not_found(namespace)
-        if stored.obj["metadata"].get("deletionTimestamp"):
-            raise ApiError(
-                403,
-                "Forbidden",
-                f"unable to create new content in namespace {namespace} because "
-                "it is being terminated",
-                details={"name": namespace, "kind": "namespaces"},
-            )
-
-    def _get_stored(self, table: _Table, key: Key) -> Stored:
-        stored = table.objects.get(key)
-        if stored is None:
-            raise not_found(table.rt, key[1])
-        return stored
-
-    @staticmethod
-    def _copy(stored: Stored) -> JsonDict:
-        result: JsonDict = json.loads(stored.raw)
-        return result
-
     # ------------------------------------------------------------------ reads
-
-    def get(self, resource: ResourceType | str, namespace: str | None, name: str) -> JsonDict:
-        """A copy of the current object, or a 404 `ApiError`."""
-        return self._copy(self.get_stored(resource, namespace, name))
-
-    def get_stored(self, resource: ResourceType | str, namespace: str | None, name: str) -> Stored:
-        table = self._table(resource)
-        with self._lock:
-            return self._get_stored(table, self._key(table.rt, namespace, name))
-
-    def list(
-        self,
-        resource: ResourceType | str,
-        namespace: str | None = None,
-        selector: Selector | None = None,
-    ) -> list[JsonDict]:
-        """Copies of every object (in one namespace, matching `selector`), in key order."""
-        table = self._table(resource)
-        sel = Selector(namespace if table.rt.namespaced else None) if selector is None else selector
-        result = self.list_page(table.rt, sel)
-        return [self._copy(s) for s in result.items]
-
-    def list_page(
-        self,
-        resource: ResourceType | str,
-        selector: Selector,
-        *,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-        limit: int = 0,
-        continue_token: str | None = None,
-    ) -> ListResult:
-        """One LIST request's worth of objects, with the semantics of a real apiserver.
-
-        `resource_version` "" or None: the newest state; "0": any state (the newest here),
-        whole (kube-apiserver serves it from its watch cache and ignores `limit`);
-        "N" with match NotOlderThan (or no match): the newest state, 504 if N is in the future;
-        "N" with match Exact: the state at N, 410 if compacted. A continue token serves the
-        next page at the first page's version, 410 once that version is compacted.
-        """
-        table = self._table(resource)
-        if limit < 0:
-            raise bad_request("limit must not be negative")
-        if resource_version == "0" and not continue_token:
-            limit = 0
-        if resource_version_match and not resource_version and not continue_token:
-            raise bad_request(
-                "resourceVersionMatch is forbidden unless resourceVersion is provided"
-            )
-        if resource_version_match not in (None, "", "NotOlderThan", "Exact"):
-            raise bad_request(f"unsupported resourceVersionMatch {resource_version_match!r}")
-        with self._lock:
-            current = self._rv
-            start: Key | None = None
-            if continue_token:
-                if resource_version not in (None, "", "0") or resource_version_match:
-                    raise bad_request(
-                        "specifying resource version is not allowed when using continue"
-                    )
-                snapshot, start = _decode_continue(continue_token)
-                if snapshot < self.compacted_rv():
-                    raise gone(
-                        "The provided continue parameter is too old to display a consistent "
-                        "list result. You can start a new list without the continue parameter, "
-                        "or use the continue token in this response to retrieve the remainder "
-                        "of the results. Continuing with the provided token results in an "
-                        "inconsistent list - objects that were created, modified, or deleted "
-                        "between the time the first chunk was returned and now may show up in "
-                        "the list.",
-                        continue_token=_encode_continue(current, start),
-                    )
-            elif resource_version in (None, "", "0"):
-                if resource_version == "0" and resource_version_match == "Exact":
-                    raise bad_request(
-                        "resourceVersionMatch Exact is forbidden for resourceVersion 0"
-                    )
-                snapshot = current
-            else:
-                requested = self._parse_rv(resource_version)
-                if requested > current:
-                    raise too_large(requested, current)
-                if resource_version_match == "Exact":
-                    if requested < self.compacted_rv():
-                        raise too_old(requested, self.compacted_rv())
-                    snapshot = requested
-                else:
-                    snapshot = current
-            objects = self._snapshot(table, snapshot)
-            return self._page(table, objects, selector, snapshot, start, limit)
-
-    @staticmethod
-    def _parse_rv(value: str) -> int:
-        try:
-            rv = int(value)
-        except ValueError:
-            raise bad_request(f"invalid resource version {value!r}") from None
-        if rv < 0:
-            raise bad_request(f"invalid resource version {value!r}")
-        return rv
-
-    def _snapshot(self, table: _Table, snapshot: int) -> dict[Key, Stored | None]:
-        """Overrides to apply to the current objects to see the state at `snapshot`."""
-        overlay: dict[Key, Stored | None] = {}
-        if snapshot >= self._rv:
-            return overlay
-        hist = table.history
-        first = bisect.bisect_right(hist, snapshot, lo=table.history_start, key=lambda e: e.rv)
-        for ev in reversed(hist[first:]):
-            overlay[ev.key] = None if ev.type == "ADDED" else ev.prev
-        return overlay
-
-    def _page(
-        self,
-        table: _Table,
-        overlay: dict[Key, Stored | None],
-        selector: Selector,
-        snapshot: int,
-        start: Key | None,
-        limit: int,
-    ) -> ListResult:
-        keys_list = sorted(set(table.objects) | set(overlay)) if overlay else table.keys_sorted()
-        ns = selector.namespace if table.rt.namespaced else None
-        lo, hi = 0, len(keys_list)
-        if ns is not None:
-            lo = bisect.bisect_left(keys_list, (ns, ""))
-            hi = bisect.bisect_left(keys_list, (ns + "\x00", ""))
-        if start is not None:
-            lo = max(lo, bisect.bisect_right(keys_list, start))
-        plain = not selector.labels and not selector.fields
-        objects = table.objects
-
-        def lookup(k: Key) -> Stored | None:
-            return overlay[k] if k in overlay else objects.get(k)
-
-        items: list[Stored] = []
-        next_index: int | None = None
-        for i in range(lo, hi):
-            stored = lookup(keys_list[i])
-            if stored is None or (not plain and not selector.matches(stored.obj)):
-                continue
-            if limit and len(items) == limit:
-                next_index = i
-                break
-            items.append(stored)
-        token = None
-        remaining = None
-        if next_index is not None:
-            last = items[-1].obj["metadata"]
-            token = _encode_continue(snapshot, (last.get("namespace", ""), last["name"]))
-            if plain and not overlay:
-                remaining = hi - next_index  # every key in range is a live object
-            elif plain:
-                remaining = sum(1 for k in keys_list[next_index:hi] if lookup(k) is not None)
-        return ListResult(items, snapshot, token, remaining)
 
     # ------------------------------------------------------------------ writes
 
@@ -598,7 +119,7 @@ class ObjectStore:
     ) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        body_meta = _body_metadata(obj)
+        body_meta = body_metadata(obj)
         namespace = namespace or body_meta.get("namespace")
         new = json.loads(dumps(admission.validate_identity(rt, obj, namespace)))
         meta = new["metadata"]
@@ -679,7 +200,7 @@ class ObjectStore:
     ) -> Stored:
         table = self._table(resource)
         rt = table.rt
-        meta_in = _body_metadata(obj)
+        meta_in = body_metadata(obj)
         body_name = meta_in.get("name")
         name = name or body_name
         if not name:
@@ -698,71 +219,16 @@ class ObjectStore:
 
     def _commit_update(
         self,
-        table: _Table,
+        table: Table,
         key: Key,
         old: Stored,
         new: JsonDict,
         subresource: str | None,
         dry_run: bool,
     ) -> Stored:
-        rt = table.rt
-        name = key[1]
-        meta = new.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise bad_request("metadata must be a JSON object")
+        new = updated_object(table.rt, key, old, new, subresource)
+        meta = new["metadata"]
         old_meta = old.obj["metadata"]
-        rv = meta.get("resourceVersion")
-        if rv not in (None, "") and str(rv) != old_meta["resourceVersion"]:
-            raise modified_conflict(rt, name)
-        if meta.get("uid") not in (None, "", old_meta["uid"]):
-            raise _uid_conflict(rt, name, meta.get("uid"), old_meta["uid"])
-        if subresource == "status":
-            if not rt.has_status:
-                raise not_found(rt, name)
-            merged = json.loads(old.raw)
-            if "status" in new:
-                merged["status"] = new["status"]
-            else:
-                merged.pop("status", None)
-            new = merged
-            meta = new["metadata"]
-        elif subresource is not None:
-            raise not_found(rt, name)
-        else:
-            if rt.has_status:
-                if "status" in old.obj:
-                    new["status"] = json.loads(dumps(old.obj["status"]))
-                else:
-                    new.pop("status", None)
-            # Fields a client cannot change through an update.
-            for fld in (
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-            ):
-                if fld in old_meta:
-                    meta[fld] = old_meta[fld]
-                else:
-                    meta.pop(fld, None)
-            meta.pop("managedFields", None)
-            if rt.namespaced:
-                meta["namespace"] = key[0]
-            else:
-                meta.pop("namespace", None)
-            meta["name"] = name
-        new["kind"] = rt.kind
-        new["apiVersion"] = rt.api_version
-        if old_meta.get("deletionTimestamp") and (
-            set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
-        ):
-            raise invalid(
-                rt,
-                name,
-                "metadata.finalizers: Forbidden: no new finalizers can be "
-                "added if the object is being deleted",
-            )
         if admission.strip_volatile(new) == admission.strip_volatile(old.obj):
             return old  # a no-op write: no new version, no event
         if (
@@ -902,52 +368,21 @@ class ObjectStore:
             key = (ns, name)
             old = self._get_stored(table, key)
             old_meta = old.obj["metadata"]
-            if preconditions:
-                uid = preconditions.get("uid")
-                if uid and uid != old_meta["uid"]:
-                    raise _uid_conflict(rt, name, uid, old_meta["uid"])
-                prv = preconditions.get("resourceVersion")
-                if prv and str(prv) != old_meta["resourceVersion"]:
-                    raise conflict(
-                        rt,
-                        name,
-                        "Precondition failed: ResourceVersion in "
-                        f"precondition: {prv}, ResourceVersion in object meta: "
-                        f"{old_meta['resourceVersion']}",
-                    )
+            check_delete_preconditions(rt, name, preconditions, old_meta)
             grace = 0
             if rt.plural == "pods" and not self.immediate_pod_delete:
-                if grace_period_seconds is not None:
-                    grace = grace_period_seconds
-                else:
-                    spec = old.obj.get("spec") or {}
-                    grace = int(spec.get("terminationGracePeriodSeconds", 30) or 0)
-                # As kube-apiserver's pod strategy: a pod no node runs (unscheduled, or
-                # finished) has nothing to wait for and goes at once.
-                if not (old.obj.get("spec") or {}).get("nodeName") or (
-                    (old.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-                ):
-                    grace = 0
-                current_grace = old_meta.get("deletionGracePeriodSeconds")
-                if current_grace is not None:
-                    grace = min(grace, int(current_grace))
+                grace = pod_grace_period(old, grace_period_seconds)
             if dry_run:
                 return old, not (old_meta.get("finalizers") or grace)
             if rt.plural == "namespaces":
                 return self._delete_namespace(table, key, old)
             if not old_meta.get("finalizers") and grace == 0:
-                stored = self._stamp(old, self._next_rv())
+                stored = stamped(old, self._next_rv())
                 self._remove(table, key, old, stored)
                 return stored, True
             return self._mark_deleting(table, key, old, grace), False
 
-    def _stamp(self, old: Stored, rv: int, **meta_updates: Any) -> Stored:
-        obj = json.loads(old.raw)
-        obj["metadata"]["resourceVersion"] = str(rv)
-        obj["metadata"].update(meta_updates)
-        return Stored.of(obj)
-
-    def _mark_deleting(self, table: _Table, key: Key, old: Stored, grace: int) -> Stored:
+    def _mark_deleting(self, table: Table, key: Key, old: Stored, grace: int) -> Stored:
         old_meta = old.obj["metadata"]
         if (
             old_meta.get("deletionTimestamp")
@@ -957,7 +392,7 @@ class ObjectStore:
         stamp = old_meta.get("deletionTimestamp")
         if not stamp or grace < old_meta.get("deletionGracePeriodSeconds", 0):
             stamp = _rfc3339(self._clock() + grace)
-        stored = self._stamp(
+        stored = stamped(
             old, self._next_rv(), deletionTimestamp=stamp, deletionGracePeriodSeconds=grace
         )
         if grace == 0 and not old_meta.get("finalizers"):
@@ -967,14 +402,14 @@ class ObjectStore:
         self._record(table, WatchEvent("MODIFIED", stored.rv, key, stored, old))
         return stored
 
-    def _remove(self, table: _Table, key: Key, old: Stored, final: Stored) -> None:
+    def _remove(self, table: Table, key: Key, old: Stored, final: Stored) -> None:
         del table.objects[key]
         table.sorted_keys = None
         self._record(table, WatchEvent("DELETED", final.rv, key, final, old))
         if table.rt.namespaced:
             self._maybe_finish_namespace(key[0])
 
-    def _delete_namespace(self, table: _Table, key: Key, old: Stored) -> tuple[Stored, bool]:
+    def _delete_namespace(self, table: Table, key: Key, old: Stored) -> tuple[Stored, bool]:
         ns = key[1]
         if not old.obj["metadata"].get("deletionTimestamp"):
             obj = json.loads(old.raw)
@@ -992,14 +427,14 @@ class ObjectStore:
                 if ostored.obj["metadata"].get("finalizers"):
                     self._mark_deleting(other, okey, ostored, 0)
                 else:
-                    self._remove(other, okey, ostored, self._stamp(ostored, self._next_rv()))
+                    self._remove(other, okey, ostored, stamped(ostored, self._next_rv()))
         self._maybe_finish_namespace(ns)
         current = table.objects.get(key)
         if current is None:
             return self._last_deleted(table, key), True
         return current, False
 
-    def _last_deleted(self, table: _Table, key: Key) -> Stored:
+    def _last_deleted(self, table: Table, key: Key) -> Stored:
         for ev in reversed(table.history):
             if ev.key == key and ev.type == "DELETED":
                 return ev.cur
@@ -1015,7 +450,7 @@ class ObjectStore:
         for other in self._tables.values():
             if other.rt.namespaced and any(k[0] == ns for k in other.objects):
                 return
-        self._remove(ns_table, ("", ns), ns_stored, self._stamp(ns_stored, self._next_rv()))
+        self._remove(ns_table, ("", ns), ns_stored, stamped(ns_stored, self._next_rv()))
 
     def finalize_delete(
         self, resource: ResourceType | str, namespace: str | None, name: str
@@ -1051,141 +486,9 @@ class ObjectStore:
 
     def load(self, documents: Iterable[Any]) -> int:
         """Create manifests (objects with apiVersion/kind, or `kind: List`); returns the count.
-
-        Namespaces are created first so namespaced objects can follow in any order; status is
-        kept, as for every in-process create.
-        """
-        objects: JsonList = []
-        for doc in documents:
-            if doc is None:
-                continue
-            if not isinstance(doc, dict):
-                raise bad_request(f"a manifest must be an object, got {type(doc).__name__}")
-            if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
-                objects.extend(doc["items"])
-            else:
-                objects.append(doc)
-        objects.sort(key=lambda o: o.get("kind") != "Namespace")
-        for obj in objects:
-            try:
-                rt = resource_for_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-            except KeyError as exc:
-                raise bad_request(str(exc.args[0])) from None
-            self.create_stored(rt, obj)
-        return len(objects)
-
-    # ------------------------------------------------------------------ watch
-
-    def watch(
-        self,
-        resource: ResourceType | str,
-        selector: Selector,
-        resource_version: str | None,
-        *,
-        send_initial_events: bool | None = None,
-    ) -> Watcher:
-        """Open a watch. rv "" / "0" (or send_initial_events) start with the current state.
-
-        Raises a 410 `ApiError` for a compacted version; the HTTP layer turns that into an
-        ERROR event, as a real apiserver does for an expired watch.
-        """
-        table = self._table(resource)
-        with self._lock:
-            current = self._rv
-            if resource_version in (None, "", "0") or send_initial_events:
-                if send_initial_events and resource_version not in (None, "", "0"):
-                    cursor = self._parse_rv(resource_version)
-                    if cursor > current:
-                        raise too_large(cursor, current)
-                initial = [
-                    s
-                    for s in table.objects.values()
-                    if selector.is_everything or selector.matches(s.obj)
-                ]
-                initial.sort(key=lambda s: s.rv)
-                watcher = Watcher(self, table, selector, current, initial)
-            else:
-                cursor = self._parse_rv(resource_version)
-                if cursor < self.compacted_rv():
-                    raise too_old(cursor, self.compacted_rv())
-                if cursor > current:
-                    # NOTE: a real apiserver first waits ~3 s for its cache to catch up.
-                    raise too_large(cursor, current)
-                watcher = Watcher(self, table, selector, cursor, [])
-            table.watchers.add(watcher)
-            table.cond.notify_all()
-            return watcher
-
-    def _tables_of(self, resource: ResourceType | str | None) -> Iterable[_Table]:
-        return self._tables.values() if resource is None else [self._table(resource)]
-
-    def _end_watches(
-        self, resource: ResourceType | str | None, end: Callable[[Watcher], None]
-    ) -> int:
-        """Apply `end` to every open watch (all, or one resource's) and wake them; how many."""
+        Namespaces come first; status is kept, as for every in-process create."""
         count = 0
-        with self._lock:
-            for table in self._tables_of(resource):
-                for w in table.watchers:
-                    end(w)
-                    count += 1
-                table.cond.notify_all()
+        for rt, obj in manifest_objects(documents):  # each kind resolved as it is created
+            self.create_stored(rt, obj)
+            count += 1
         return count
-
-    def drop_watches(self, resource: ResourceType | str | None = None) -> int:
-        """End open watches abruptly (all, or one resource's); returns how many."""
-
-        def drop(w: Watcher) -> None:
-            w.dropped = True
-
-        return self._end_watches(resource, drop)
-
-    def expire_watches(self, resource: ResourceType | str | None = None) -> int:
-        """Send a 410 ERROR to open watches (all, or one resource's); returns how many."""
-
-        def expire(w: Watcher) -> None:
-            w.forced_error = too_old(w.cursor, self._rv)
-
-        return self._end_watches(resource, expire)
-
-    def watcher_count(self, resource: ResourceType | str | None = None) -> int:
-        with self._lock:
-            return sum(len(t.watchers) for t in self._tables_of(resource))
-
-    def wait_for(
-        self,
-        resource: ResourceType | str,
-        namespace: str | None,
-        name: str,
-        predicate: Callable[[JsonDict | None], bool],
-        timeout: float = 10.0,
-    ) -> JsonDict | None:
-        """Block until `predicate(object or None when absent)` holds; return what it saw.
-
-        Woken by every write of `resource`, never by polling. Raises TimeoutError after
-        `timeout` seconds, with the last state in the message. The predicate gets a copy.
-        """
-        table = self._table(resource)
-        key = self._key(table.rt, namespace, name)
-        seen: list[JsonDict | None] = [None]
-
-        def check() -> bool:
-            stored = table.objects.get(key)
-            seen[0] = None if stored is None else self._copy(stored)
-            return predicate(seen[0])
-
-        with table.cond:
-            if table.cond.wait_for(check, timeout):
-                return seen[0]
-        raise TimeoutError(
-            f"{table.rt.group_resource} {'/'.join(k for k in key if k)}: "
-            f"condition not met within {timeout}s; last state: {seen[0]}"
-        )
-
-    def wait_for_watchers(
-        self, resource: ResourceType | str, count: int, timeout: float = 5.0
-    ) -> bool:
-        """Block until exactly `count` watches of `resource` are open (for tests)."""
-        table = self._table(resource)
-        with table.cond:
-            return table.cond.wait_for(lambda: len(table.watchers) == count, timeout)

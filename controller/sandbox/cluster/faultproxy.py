@@ -31,12 +31,9 @@ kube-apiserver's authenticator chain and turn every client into the proxy). With
 it speaks plain HTTP on both sides (the emulator). Only HTTP/1.1 is offered (ALPN), which is all
 the Python client speaks.
 
-Past the request headers it relays bytes as they are, both ways, without re-framing: requests
-are parsed only to find their boundaries (Content-Length; a chunked request body turns the rest
-of that connection into a plain relay), responses never, so watch streams, chunked encoding and
-keep-alive pass unchanged. HTTP/1.1 clients do not pipeline, so when the next request arrives
-the previous answer is complete, and an injected answer (with `Connection: close`) can close the
-connection cleanly.
+Past the request headers it relays bytes as they are (relay.py). HTTP/1.1 clients do not
+pipeline, so when the next request arrives the previous answer is complete, and an injected
+answer (with `Connection: close`) can close the connection cleanly.
 
 Bounds: loopback only (binding elsewhere is refused), at most `max_connections` open client
 connections (more are closed at once), request heads of at most 64 KiB, a connect timeout
@@ -50,22 +47,21 @@ import ipaddress
 import json
 import logging
 import re
-import select
 import selectors
 import socket
 import ssl
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from controller.sandbox.cluster.relay import Conn, RequestParser, pending, recv, send_all
+
 LOG = logging.getLogger(__name__)
 
-MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 5.0
-_BUF = 64 * 1024
 _REASONS = {
     429: "Too Many Requests",
     500: "Internal Server Error",
@@ -104,113 +100,6 @@ class _Rule:
         if self.watch is not None and watch != self.watch:
             return False
         return self.path is None or self.path.search(path) is not None
-
-
-class _Conn:
-    """One client connection and its upstream twin, served by one thread (see `_serve`)."""
-
-    def __init__(self, client: socket.socket, upstream: socket.socket) -> None:
-        self.client = client
-        self.upstream = upstream
-        self.watch = False
-        self.lose_answer = False  # the current request's answer is to be withheld
-        self.closed = threading.Event()
-
-    def cut(self) -> None:
-        """From any thread: end both directions. Only the raw descriptors are shut down (never
-        the TLS objects, which belong to the serving thread); that thread then sees EOF."""
-        self.closed.set()
-        for sock in (self.client, self.upstream):
-            with contextlib.suppress(OSError):
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.closed.set()
-        for sock in (self.client, self.upstream):
-            with contextlib.suppress(OSError):
-                sock.close()
-
-
-def _pending(sock: socket.socket) -> bool:
-    return isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
-
-
-def _recv(sock: socket.socket) -> bytes | None:
-    """Bytes read, b"" at EOF, None when nothing is readable yet (TLS wants more)."""
-    try:
-        return sock.recv(_BUF)
-    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
-        return None
-
-
-def _send(sock: socket.socket, data: bytes) -> None:
-    """All of `data` on a non-blocking socket, waiting for writability as needed."""
-    view = memoryview(data)
-    while view:
-        try:
-            sent = sock.send(view)
-        except (ssl.SSLWantWriteError, BlockingIOError):
-            select.select([], [sock], [], 5.0)
-            continue
-        except ssl.SSLWantReadError:
-            select.select([sock], [], [], 5.0)
-            continue
-        view = view[sent:]
-
-
-class _RequestParser:
-    """Splits the client byte stream into request heads and the bytes that follow them.
-
-    `feed(data)` yields, in order: `(method, path, head_bytes)` for each complete request head
-    (the caller forwards or answers it), `bytes` to forward as they are (bodies; everything
-    after a chunked request head), and `None` for a head it cannot parse."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self._body = 0
-        self._raw = False
-
-    def feed(self, data: bytes) -> Iterator[tuple[str, str, bytes] | bytes | None]:
-        if self._raw:
-            yield data
-            return
-        self._buf += data
-        while self._buf:
-            if self._body:
-                piece, self._buf = self._buf[: self._body], self._buf[self._body :]
-                self._body -= len(piece)
-                yield piece
-                continue
-            end = self._buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(self._buf) > MAX_HEAD:
-                    yield None
-                return
-            head, self._buf = self._buf[: end + 4], self._buf[end + 4 :]
-            lines = head[:-4].decode("latin-1").split("\r\n")
-            parts = lines[0].split(" ")
-            if len(parts) != 3:
-                yield None
-                return
-            length = 0
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                name = name.strip().lower()
-                if name == "content-length":
-                    try:
-                        length = int(value.strip())
-                    except ValueError:
-                        yield None
-                        return
-                elif name == "transfer-encoding" and "chunked" in value.lower():
-                    self._raw = True
-            yield parts[0].upper(), parts[1], head
-            if self._raw:
-                if self._buf:
-                    yield self._buf
-                self._buf = b""
-                return
-            self._body = length
 
 
 def _status_body(status: int, message: str) -> bytes:
@@ -279,7 +168,7 @@ class FaultProxy:
         self._max = max_connections
         self._lock = threading.Lock()
         self._rules: list[_Rule] = []
-        self._conns: set[_Conn] = set()
+        self._conns: set[Conn] = set()
         self._threads: set[threading.Thread] = set()
         self._refusing = False
         self.requests: deque[ProxiedRequest] = deque(maxlen=log_limit)
@@ -510,7 +399,7 @@ class FaultProxy:
             with contextlib.suppress(OSError):
                 client.close()
             return
-        conn = _Conn(client, upstream)
+        conn = Conn(client, upstream)
         with self._lock:
             self._conns.add(conn)
         try:
@@ -522,7 +411,7 @@ class FaultProxy:
             with self._lock:
                 self._conns.discard(conn)
 
-    def _relay(self, conn: _Conn) -> None:
+    def _relay(self, conn: Conn) -> None:
         """Both directions in this one thread: a TLS object is never used by two threads at
         once (OpenSSL forbids it). Sockets are non-blocking; reads drain TLS-buffered bytes."""
         for sock in (conn.client, conn.upstream):
@@ -530,15 +419,15 @@ class FaultProxy:
         sel = selectors.DefaultSelector()
         sel.register(conn.client, selectors.EVENT_READ, "client")
         sel.register(conn.upstream, selectors.EVENT_READ, "upstream")
-        parser = _RequestParser()
+        parser = RequestParser()
         try:
             while not conn.closed.is_set():
                 ready = [key.data for key, _ in sel.select(timeout=1.0)]
                 for side in ("upstream", "client"):
                     sock = conn.upstream if side == "upstream" else conn.client
-                    if side not in ready and not _pending(sock):
+                    if side not in ready and not pending(sock):
                         continue
-                    data = _recv(sock)
+                    data = recv(sock)
                     if data is None:
                         continue  # nothing decrypted yet
                     if not data:
@@ -546,17 +435,17 @@ class FaultProxy:
                     if side == "upstream":
                         if conn.lose_answer:
                             return  # the answer has begun: the server did the work
-                        _send(conn.client, data)
+                        send_all(conn.client, data)
                     elif not self._from_client(conn, parser, data):
                         return
         finally:
             sel.close()
 
-    def _from_client(self, conn: _Conn, parser: _RequestParser, data: bytes) -> bool:
+    def _from_client(self, conn: Conn, parser: RequestParser, data: bytes) -> bool:
         """Forward client bytes, deciding at each request head; False ends the connection."""
         for item in parser.feed(data):
             if isinstance(item, bytes):
-                _send(conn.upstream, item)
+                send_all(conn.upstream, item)
                 continue
             if item is None:
                 LOG.warning("fault proxy: unparsable request head, closing the connection")
@@ -572,7 +461,7 @@ class FaultProxy:
                 return False
             conn.watch = watch
             conn.lose_answer = lose
-            _send(conn.upstream, head)
+            send_all(conn.upstream, head)
         return True
 
     def _match(self, method: str, path: str, watch: bool) -> _Rule | None:
@@ -585,7 +474,7 @@ class FaultProxy:
                     return rule
         return None
 
-    def _answer(self, conn: _Conn, status: int, retry_after: int | None) -> None:
+    def _answer(self, conn: Conn, status: int, retry_after: int | None) -> None:
         body = _status_body(status, f"injected by the fault proxy ({status})")
         head = [
             f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
@@ -598,4 +487,4 @@ class FaultProxy:
         if retry_after is not None:
             head.append(f"Retry-After: {retry_after}")
         with contextlib.suppress(OSError, ssl.SSLError):
-            _send(conn.client, ("\r\n".join(head) + "\r\n\r\n").encode() + body)
+            send_all(conn.client, ("\r\n".join(head) + "\r\n\r\n").encode() + body)

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from controller.sandbox.apiserver.resources import ApiError
 from controller.sandbox.apiserver.selectors import build_selector
-from controller.sandbox.apiserver.store import ObjectStore, Watcher
+from controller.sandbox.apiserver.store import ObjectStore
+from controller.sandbox.apiserver.watch import Watcher
 
 LOG = logging.getLogger(__name__)
 

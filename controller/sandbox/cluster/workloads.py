@@ -21,7 +21,8 @@ from typing import Any
 
 from controller.sandbox.apiserver.resources import ApiError, JsonDict
 from controller.sandbox.apiserver.selectors import build_selector
-from controller.sandbox.apiserver.store import ObjectStore, Watcher
+from controller.sandbox.apiserver.store import ObjectStore
+from controller.sandbox.apiserver.watch import Watcher
 
 LOG = logging.getLogger(__name__)
 

@@ -16,12 +16,9 @@ Contract:
   (`kop-<run>-ovs`): the netdev datapath's tap devices (`br-int`, `ovs-netdev`) and the host ends
   of the pods' veths live there, never in the machine's own namespace, so two runs never collide
   and deleting the run's namespaces removes every interface it made.
-* Names: every namespace of a run is `kop-<run>-<tag>` (`<run>`: 4 characters, unique among the
-  live runs); interfaces are named by the caller (`cni.py` keeps them under IFNAMSIZ). A run
-  records its owner (pid and its start time) in `/run/kube-ovn-sandbox/<run>.owner` *before* it
-  creates a namespace. `start()` first sweeps what dead runs left: namespaces whose owner record
-  names a process that is gone (or that have no owner record) lose their processes (killed by
-  pid) and are deleted, together with the record.
+* Names: every namespace of a run is `kop-<run>-<tag>`, its owner recorded before it creates
+  one (runs.py); interfaces are named by the caller (`cni.py` keeps them under IFNAMSIZ).
+  `start()` first sweeps what dead runs left (`runs.sweep_dead_runs`).
 * `stop()` (idempotent, also after a failed `start()`) stops ovn-controller, deletes the run's
   pod and node namespaces, stops ovs-vswitchd, the conf.db server, ovn-northd and the SB server,
   deletes the OVS namespace and the owner record. The caller removes `workdir`.
@@ -41,36 +38,43 @@ import functools
 import logging
 import os
 import re
-import secrets
 import shutil
-import signal
-import string
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from controller.sandbox.ovn.daemon import Daemon
 from controller.sandbox.ovn.ovsdb import _ServerProcess
+from controller.sandbox.ovn.runs import (
+    NETNS_DIR,
+    NETNS_PREFIX,
+    OWNER_DIR,
+    claim_run_id,
+    delete_netns,
+    list_netns,
+    run_of,
+    sweep_dead_runs,
+)
 from controller.sandbox.processes import (
     SandboxError,
     can_connect_unix,
     die_with_parent,
     log_tail,
     run_tool,
-    spawn,
     stop_process,
     wait_ready,
 )
+
+# The CNI stand-in takes the bridge and the namespace directory from here, beside the DataPlane
+# it wires pods into.
+__all__ = ["BRIDGE", "NETNS_DIR", "DataPlane", "missing_requirements"]
 
 LOG = logging.getLogger(__name__)
 
 SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
 VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
-OWNER_DIR = Path("/run/kube-ovn-sandbox")
-NETNS_DIR = Path("/run/netns")
-NETNS_PREFIX = "kop-"
-RUN_ID_LEN = 4
 BRIDGE = "br-int"
 _TOOLS = (
     "ovsdb-tool",
@@ -86,7 +90,6 @@ _TOOLS = (
     "ethtool",
 )
 _RTT_RE = re.compile(r"time[=<]([\d.]+) ms")
-_RUN_ALPHABET = string.ascii_lowercase + string.digits
 
 
 def missing_requirements() -> str:
@@ -101,131 +104,6 @@ def missing_requirements() -> str:
             f"iputils-ping and ethtool (missing: {', '.join(missing)})"
         )
     return ""
-
-
-# --- run ownership and the sweep of dead runs ------------------------------------------------
-
-
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (field 22 of /proc/<pid>/stat), None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name (field 2) may hold spaces and parentheses: split after its last ")"
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _owner_alive(record: Path) -> bool:
-    try:
-        pid_text, start = record.read_text().split()[:2]
-        pid = int(pid_text)
-    except (OSError, ValueError):
-        return False
-    return _start_time(pid) == start
-
-
-def list_netns() -> list[str]:
-    try:
-        return sorted(p.name for p in NETNS_DIR.iterdir())
-    except FileNotFoundError:
-        return []
-
-
-def _run_of(netns: str) -> str | None:
-    if not netns.startswith(NETNS_PREFIX):
-        return None
-    run, sep, _ = netns[len(NETNS_PREFIX) :].partition("-")
-    return run if sep and len(run) == RUN_ID_LEN else None
-
-
-def delete_netns(name: str) -> None:
-    """Kill every process left in namespace `name` (by pid), then delete it; no-op if absent."""
-    if not (NETNS_DIR / name).exists():
-        return
-    with contextlib.suppress(SandboxError):
-        for pid_text in run_tool(["ip", "netns", "pids", name]).split():
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid_text), signal.SIGKILL)
-    run_tool(["ip", "netns", "delete", name])
-
-
-def sweep_dead_runs() -> list[str]:
-    """Delete the namespaces (and owner records) of runs whose owner process is gone."""
-    # Namespaces first, records second: a run writes its record before its first namespace, so
-    # every namespace listed here whose run has no live record by the time the records are read
-    # really is a leftover (a run starting meanwhile is in the records).
-    namespaces = [n for n in list_netns() if _run_of(n) is not None]
-    live: set[str] = set()
-    dead: set[str] = set()
-    for record in OWNER_DIR.glob("*.owner") if OWNER_DIR.is_dir() else []:
-        (live if _owner_alive(record) else dead).add(record.stem)
-    swept: set[str] = set()
-    for name in namespaces:
-        run = _run_of(name)
-        if run is not None and run not in live:
-            LOG.info("deleting namespace %s left by a dead run", name)
-            delete_netns(name)
-            swept.add(run)
-    for run in dead:
-        with contextlib.suppress(FileNotFoundError):
-            (OWNER_DIR / f"{run}.owner").unlink()
-        swept.add(run)
-    return sorted(swept)
-
-
-def _claim_run_id() -> str:
-    """A fresh run id, its owner record written (atomically: O_EXCL) for this process."""
-    OWNER_DIR.mkdir(parents=True, exist_ok=True)
-    start = _start_time(os.getpid())
-    for _ in range(100):
-        run = "".join(secrets.choice(_RUN_ALPHABET) for _ in range(RUN_ID_LEN))
-        if any(_run_of(n) == run for n in list_netns()):
-            continue
-        try:
-            fd = os.open(OWNER_DIR / f"{run}.owner", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()} {start}\n")
-        return run
-    raise SandboxError("could not find a free data-plane run id")
-
-
-# --- the daemons ------------------------------------------------------------------------------
-
-
-class _Daemon:
-    """One OVS/OVN daemon as our foreground child, with its pid, log and control socket."""
-
-    def __init__(self, workdir: Path, name: str, args: Sequence[str], netns: str = "") -> None:
-        self.name = name
-        self.log = workdir / f"{name}.log"
-        self.pidfile = workdir / f"{name}.pid"
-        self.args = list(args)
-        self.netns = netns
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-        argv = [
-            *self.args,
-            f"--log-file={self.log}",
-            f"--pidfile={self.pidfile}",
-            "--no-chdir",
-            "-vconsole:off",
-            "-vfile:info",
-        ]
-        if self.netns:
-            argv = ["ip", "netns", "exec", self.netns, *argv]
-        # `ip netns exec` execs the daemon in place: the pid (and PDEATHSIG) are the daemon's.
-        self.proc = spawn(argv, env=env)
-        return self.proc
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            stop_process(proc, signal.SIGTERM, timeout=10.0)
 
 
 class DataPlane:
@@ -247,7 +125,7 @@ class DataPlane:
         self.startup_seconds = 0.0
         self._sb: _ServerProcess | None = None
         self._conf: _ServerProcess | None = None
-        self._daemons: dict[str, _Daemon] = {}
+        self._daemons: dict[str, Daemon] = {}
         self._env: dict[str, str] = {}
 
     # --- names ----------------------------------------------------------------------------------
@@ -276,7 +154,7 @@ class DataPlane:
         t0 = time.monotonic()
         sweep_dead_runs()
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.run_id = _claim_run_id()
+        self.run_id = claim_run_id()
         self.chassis = self.chassis or f"kop-{self.run_id}"
         try:
             self._start()
@@ -384,13 +262,13 @@ class DataPlane:
             raise SandboxError(f"data plane not up after {self.timeout}s")
         return left
 
-    def _daemon(self, name: str, args: Sequence[str], netns: str = "") -> _Daemon:
-        daemon = _Daemon(self.workdir, name, args, netns)
+    def _daemon(self, name: str, args: Sequence[str], netns: str = "") -> Daemon:
+        daemon = Daemon(self.workdir, name, args, netns)
         self._daemons[name] = daemon
         daemon.start(self._env)
         return daemon
 
-    def _wait(self, daemon: _Daemon, ready: Callable[[], bool], deadline: float) -> None:
+    def _wait(self, daemon: Daemon, ready: Callable[[], bool], deadline: float) -> None:
         assert daemon.proc is not None
         wait_ready(daemon.proc, ready, self._left(deadline), daemon.name, daemon.log)
 
@@ -425,7 +303,7 @@ class DataPlane:
             attempt("ovn-controller", self._daemons.pop("ovn-controller").stop)
         if self.run_id:
             for name in list_netns():
-                if _run_of(name) == self.run_id and name != self.ovs_netns:
+                if run_of(name) == self.run_id and name != self.ovs_netns:
                     attempt(f"namespace {name}", functools.partial(delete_netns, name))
         for name in ("ovs-vswitchd",):
             if name in self._daemons:
