@@ -150,6 +150,17 @@ def addresses(result: Mapping[str, Any], version: int) -> str:
     raise LookupError(version)
 
 
+def test_the_node_is_wired_before_its_first_pod(net: Net, runtime: Runtime) -> None:
+    wiring = runtime.daemon.wiring
+    assert runtime.daemon.node_netns == wiring.node_netns(NODE3)
+    assert Path(f"/run/netns/{runtime.daemon.node_netns}").exists()
+    # ovn0 and its routes come with the Subnets, before any ADD
+    wait_for(lambda: wiring.node_routes(NODE3).get("10.16.0.0/16"), message="node3's routes")
+    probe = net.create("cni-probe0")
+    net.reaches(runtime.daemon.node_netns, probe.ip())
+    net.delete(probe)
+
+
 def test_a_pod_wired_by_the_plugin_answers_pods_and_nodes(net: Net, runtime: Runtime) -> None:
     create(net, "cni-a")
     probe = net.create("cni-probe")  # on node1, wired by the sandbox kubelet
@@ -172,7 +183,7 @@ def test_a_pod_wired_by_the_plugin_answers_pods_and_nodes(net: Net, runtime: Run
     )
     assert eth0(netns)["address"] == ann["ovn.kubernetes.io/mac_address"].lower()
 
-    node3_netns = runtime.daemon.wiring.node_netns(NODE3)
+    node3_netns = runtime.daemon.node_netns
     for version in (4, 6):
         ip = addresses(result, version)
         net.reaches(probe.netns, ip)  # from a pod of another node
@@ -229,3 +240,29 @@ def test_add_times_out_with_a_clear_error(net: Net, runtime: Runtime) -> None:
     assert "eth0" not in links
     assert runtime.cni("DEL", "cni-never", netns, cid) == (0, None)
     delete(net, "cni-never")
+
+
+def test_a_sandbox_made_again_takes_the_port_over(net: Net, runtime: Runtime) -> None:
+    """The runtime restarted and made the pod a new sandbox (new container id and namespace)
+    while the old one is still there: the new ADD takes the port over, the old sandbox's DEL
+    leaves the new one alone."""
+    create(net, "cni-again")
+    probe = net.create("cni-probe3")
+    old_netns, old_cid = runtime.sandbox(), uuid.uuid4().hex
+    rc, result = runtime.cni("ADD", "cni-again", old_netns, old_cid)
+    assert rc == 0, result
+    new_netns, new_cid = runtime.sandbox(), uuid.uuid4().hex
+    rc, again = runtime.cni("ADD", "cni-again", new_netns, new_cid)
+    assert rc == 0, again
+    assert again["ips"] == result["ips"]
+    interfaces = net.cni.interfaces()
+    assert host_nic_name(old_cid, "eth0") not in interfaces
+    assert interfaces[host_nic_name(new_cid, "eth0")]["iface-id"] == "cni-again.default"
+    assert runtime.cni("DEL", "cni-again", old_netns, old_cid) == (0, None)
+    runtime.remove(old_netns)
+    net.reaches(Path(new_netns).name, probe.ip())  # the new sandbox is the one on the wire
+    net.reaches(probe.netns, addresses(again, 4))
+    assert runtime.cni("CHECK", "cni-again", new_netns, new_cid) == (0, None)
+    assert runtime.cni("DEL", "cni-again", new_netns, new_cid) == (0, None)
+    delete(net, "cni-again")
+    net.delete(probe)

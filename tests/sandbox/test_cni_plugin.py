@@ -67,6 +67,12 @@ class FakeWiring:
     def set_subnets(self, subnets: list[Mapping[str, Any]]) -> None:
         return None
 
+    def prepare_node(self, name: str) -> str:
+        return f"ns-{name}"
+
+    def ensure_node(self, name: str) -> bool:
+        return False
+
 
 class Pods:
     """The pod as the API would return it; `after` looks return the annotated version."""

@@ -253,10 +253,16 @@ class CniWiring:
     # --- the shared wiring path ------------------------------------------------------------------
     def _ensure_node(self, pod: Mapping[str, Any]) -> None:
         node = (pod.get("spec") or {}).get("nodeName", "")
-        if node and self.node_lookup is not None and node not in self._nodes:
-            node_obj = self.node_lookup(node)
+        if node:
+            self.ensure_node(node)
+
+    def ensure_node(self, name: str) -> bool:
+        """Wire node `name`'s ovn0 through `node_lookup` unless it is wired; whether it is."""
+        if name not in self._nodes and self.node_lookup is not None:
+            node_obj = self.node_lookup(name)
             if node_obj is not None:
                 self.wire_node(node_obj)
+        return name in self._nodes
 
     def _wire_into(
         self, pod: Mapping[str, Any], netns: str, nics: Sequence[tuple[NicPlan, str]]
@@ -296,6 +302,14 @@ class CniWiring:
         return self.dp.exec_in(netns, argv, stdin=stdin)
 
     # --- nodes -----------------------------------------------------------------------------------
+    def prepare_node(self, name: str) -> str:
+        """Create node `name`'s namespace (idempotent), before its ovn0 can be wired: what runs
+        "on the node" (a kubelet) can be started in it at once; returns its name."""
+        try:
+            return self.dp.add_netns(self._node_tag(name))
+        except SandboxError as exc:
+            raise WiringError(f"node {name}: {exc}") from None
+
     def wire_node(self, node: Mapping[str, Any]) -> str:
         """Wire `node`'s ovn0 (idempotent); returns its namespace."""
         with self._node_lock:

@@ -24,11 +24,14 @@ POSTs a JSON `CniRequest` (pkg/request/cniserver.go lines 24-36: `cni_type`, `po
 
 Errors are JSON `{"error": msg}` with the status kube-ovn uses (400 for a bad request, 500
 otherwise), plus `cni_code`, the CNI error code the plugin reports (11, try again later, when
-the controller did not annotate the pod in time; 999 otherwise). The node's ovn0 is wired
-before its first pod (`node_lookup`), and with
-`CniDaemon.for_cluster` a `SubnetWatch` keeps the node-route rule (`CniWiring.set_subnets`).
-`start()` binds the socket (a stale file is replaced) and serves from a thread; `stop()` ends it,
-also interrupting ADDs that are still waiting, and removes the socket file.
+the controller did not annotate the pod in time; 999 otherwise).
+
+The node: `start()` creates its namespace (`node_netns`, where its ovn0 will be, so that a
+kubelet can be started in it at once); its ovn0 is wired there as soon as the controller has
+annotated the Node (on each Subnet event, and before the node's first pod at the latest), and
+with `CniDaemon.for_cluster` a `SubnetWatch` keeps the node-route rule
+(`CniWiring.set_subnets`). `start()` binds the socket (a stale file is replaced) and serves from
+a thread; `stop()` ends it, also interrupting ADDs still waiting, and removes the socket file.
 """
 
 from __future__ import annotations
@@ -84,6 +87,10 @@ class ContainerWiring(Protocol):
     ) -> NicPlan: ...
 
     def set_subnets(self, subnets: list[Mapping[str, Any]]) -> None: ...
+
+    def prepare_node(self, name: str) -> str: ...
+
+    def ensure_node(self, name: str) -> bool: ...
 
 
 class ApiObjects:
@@ -194,6 +201,7 @@ class CniDaemon:
         self._server: socketserver.ThreadingUnixStreamServer | None = None
         self._thread: threading.Thread | None = None
         self._watch: SubnetWatch | None = None
+        self.node_netns = ""  # the node's namespace (its ovn0), made by start()
 
     @classmethod
     def for_cluster(
@@ -213,8 +221,13 @@ class CniDaemon:
         return daemon
 
     def set_subnets(self, subnets: list[Mapping[str, Any]]) -> None:
-        """The cluster's Subnets (for the provider check and the node routes)."""
+        """The cluster's Subnets (for the provider check and the node routes); the node's ovn0
+        is wired here too once the controller has annotated the Node."""
         self._subnets = list(subnets)
+        try:
+            self.wiring.ensure_node(self.node_name)
+        except WiringError as exc:
+            LOG.info("node %s not wired yet: %s", self.node_name, exc)
         self.wiring.set_subnets(subnets)
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -223,6 +236,7 @@ class CniDaemon:
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # a stale socket of a daemon that died
         self._stop.clear()
+        self.node_netns = self.wiring.prepare_node(self.node_name)
         server = socketserver.ThreadingUnixStreamServer(str(self.socket_path), _handler(self))
         server.daemon_threads = True
         self._server = server
