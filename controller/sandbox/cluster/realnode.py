@@ -16,9 +16,10 @@ Contract:
 * Images: `images.build_images` writes the pause and busybox OCI archives once into `workdir`,
   then each containerd imports them into its `k8s.io` namespace; pods use
   `imagePullPolicy: Never` (or IfNotPresent): there is no registry.
-* CNI: each containerd reads `<node>/cni/net.d` and the plugin dirs `cni_bin_dirs`. The
-  network configuration is `cni_conflist(node)` (default: the standard `loopback` plugin only,
-  enough for the kubelet to report NetworkReady and for hostNetwork pods to run).
+* CNI: each containerd reads `<node>/cni/net.d` and `<node>/cni/bin`, where the plugins of
+  `cni_bin_dirs` (then Debian's) are linked. The network configuration is `cni_conflist(node)`
+  (default: the standard `loopback` plugin only, enough for the kubelet to report NetworkReady
+  and for hostNetwork pods to run).
 * `start()` returns once every node is Ready in the API; `stop()` (idempotent, also after a
   failed start) stops the kubelets, kills what the run's containers and shims left (by pid,
   found in the run's cgroups and by the shims' containerd address), stops containerd, then
@@ -426,7 +427,7 @@ def _toml(value: Any) -> str:
 
 
 def containerd_config(
-    node_dir: Path, *, sandbox_image: str, cni_bin_dirs: Sequence[Path], cni_conf_dir: Path
+    node_dir: Path, *, sandbox_image: str, cni_bin_dir: Path, cni_conf_dir: Path
 ) -> str:
     """containerd 1.6's configuration (version 2) for one node, every path under `node_dir`."""
     cri = 'plugins."io.containerd.grpc.v1.cri"'
@@ -466,7 +467,7 @@ def containerd_config(
             "Root": str(node_dir / "runc"),
         }),
         (f"{cri}.cni", {
-            "bin_dir": ":".join(str(d) for d in cni_bin_dirs),
+            "bin_dir": str(cni_bin_dir),
             "conf_dir": str(cni_conf_dir),
             "max_conf_num": 1,
         }),
@@ -505,6 +506,10 @@ class RealNode:
     @property
     def cni_conf_dir(self) -> Path:
         return self.dir / "cni" / "net.d"
+
+    @property
+    def cni_bin_dir(self) -> Path:
+        return self.dir / "cni" / "bin"
 
     def ctr(self, *args: str, timeout: float = 60.0) -> str:
         """`ctr` against this node's containerd, in the CRI's `k8s.io` namespace."""
@@ -625,7 +630,7 @@ class RealNodes:
     # ------------------------------------------------------------------ per node
 
     def _prepare(self, node: RealNode, pki: ControlPlanePki) -> None:
-        for sub in ("kubelet", "cni/net.d", "pki", "pod-logs", "volume-plugins"):
+        for sub in ("kubelet", "cni/net.d", "cni/bin", "pki", "pod-logs", "volume-plugins"):
             (node.dir / sub).mkdir(parents=True, exist_ok=True)
         # The kubelet checks that its cgroup root exists in every hierarchy it uses.
         for hierarchy in _cgroup_hierarchies():
@@ -639,6 +644,13 @@ class RealNodes:
         run_tool(
             ["ip", "addr", "add", f"{node.ip}/32", "dev", "lo", "label", _address_label(node.run)]
         )
+        # containerd 1.6 takes one plugin directory (not a search path): the plugins of every
+        # `cni_bin_dirs` entry are linked into the node's own, the first of a name winning.
+        for directory in self.cni_bin_dirs:
+            for plugin in sorted(directory.iterdir()) if directory.is_dir() else []:
+                link = node.cni_bin_dir / plugin.name
+                if plugin.is_file() and not link.exists() and not link.is_symlink():
+                    link.symlink_to(plugin.resolve())
         conflist = dict(self._cni_conflist(node.name))
         (node.cni_conf_dir / "10-sandbox.conflist").write_text(json.dumps(conflist, indent=2))
         _issue_client_cert(
@@ -651,7 +663,7 @@ class RealNodes:
             containerd_config(
                 node.dir,
                 sandbox_image=images.PAUSE_IMAGE,
-                cni_bin_dirs=self.cni_bin_dirs,
+                cni_bin_dir=node.cni_bin_dir,
                 cni_conf_dir=node.cni_conf_dir,
             )
         )
