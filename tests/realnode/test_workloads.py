@@ -23,7 +23,16 @@ from kubernetes.client.exceptions import ApiException
 from controller.sandbox.cluster.controlplane import RealControlPlane
 from controller.testing import builders
 from controller.testing.wait import wait_for
-from tests.realnode.bed import NODES, Bed, open_bed, ready, wait_rollout, workload_pod_spec
+from tests.realnode.bed import (
+    NODES,
+    Bed,
+    audit,
+    held_twice,
+    open_bed,
+    ready,
+    wait_rollout,
+    workload_pod_spec,
+)
 
 NS_DEFAULT = "rn-apps"
 NS_SUBNET = "rn-db"
@@ -43,9 +52,9 @@ def bed(
 
 
 def _clean(bed: Bed) -> None:
-    code, report = bed.audit()
+    code, report = audit(bed)
     assert code == 0, report
-    assert bed.held_twice() == {}
+    assert held_twice(bed) == {}
 
 
 def _deployment(bed: Bed, replicas: int) -> dict[str, Any]:

@@ -91,7 +91,7 @@ from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode, running_
 from controller.sandbox.cluster.scheduler import PodScheduler
 from controller.sandbox.cluster.wiring import WiringError
 from controller.sandbox.cluster.workloads import StatefulSetController
-from controller.sandbox.demo import matrix
+from controller.sandbox.demo import matrix, realnodes
 from controller.sandbox.demo.matrix import MatrixPod
 from controller.sandbox.demo.real import RealDemoServer, create_workloads, deployment_object
 from controller.sandbox.ovn.cni import CniWiring, plan_node, plan_pod
@@ -138,6 +138,7 @@ class DemoOptions:
     log_level: str = "info"
     dataplane: bool = True
     control_plane: str = "emulator"
+    node: str = "sandbox"
 
 
 #: The API side of a demo run: the in-process emulator, or the real control plane.
@@ -199,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the API server emulator (instant), or the real Kubernetes control "
         "plane built by .ci/build-control-plane",
     )
+    p.add_argument(
+        "--node",
+        default="sandbox",
+        choices=("sandbox", "real"),
+        help="who runs the pods: the sandbox kubelet (default), or real nodes (containerd "
+        "and the kubelet built by .ci/build-control-plane; needs --control-plane real, root)",
+    )
     return p
 
 
@@ -212,6 +220,8 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
         parser.error(f"--metrics-port must be a TCP port (0..65535), got {ns.metrics_port}")
     if not ns.timeout > 0:
         parser.error(f"--timeout must be positive, got {ns.timeout}")
+    if ns.node == "real" and (ns.control_plane != "real" or not ns.dataplane):
+        parser.error("--node real needs --control-plane real and the data plane")
     return DemoOptions(
         pods=ns.pods,
         metrics_port=ns.metrics_port,
@@ -221,6 +231,7 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
         log_level=ns.log_level,
         dataplane=ns.dataplane,
         control_plane=ns.control_plane,
+        node=ns.node,
     )
 
 
@@ -741,6 +752,12 @@ class Demo:
         workdir = self._workdir(stack)
         self.say(f"kube-ovn pod controller sandbox, workdir {workdir}")
         self.check_stop()
+        if opts.node == "real":
+            return realnodes.run_demo(
+                self, stack, workdir, deployment_pods=opts.pods, timeout=opts.timeout,
+                metrics_port=self.metrics_port,
+                wait_forever=None if opts.once else self._serve_until_stopped,
+            )  # fmt: skip
 
         nb_server = NbServer(workdir / "nb")
         stack.callback(self._stop_step, "NB ovsdb-server", nb_server.stop)
@@ -832,6 +849,10 @@ class Demo:
             self.check_alive(controller)
         self.say("stopping")
         return 0
+
+    def _serve_until_stopped(self) -> None:
+        while not self.flag.wait(1.0):
+            pass
 
     def serve_new_pods(
         self, stack: contextlib.ExitStack, server: ApiServer, wiring: CniWiring | None
