@@ -153,6 +153,18 @@ def test_graceful_delete_removes_the_containers(nodes: RealNodes, core: Any) -> 
     )
 
 
+def _kube_chains() -> list[str]:
+    """iptables chains a kubelet makes unless told not to (machine-wide, outliving it)."""
+    found = []
+    for tool in ("iptables", "ip6tables"):
+        for table in ("filter", "mangle", "nat"):
+            out = subprocess.run(
+                [tool, "-t", table, "-S"], capture_output=True, text=True, check=False
+            ).stdout
+            found += [f"{tool} {table} {line}" for line in out.splitlines() if "KUBE-" in line]
+    return found
+
+
 def test_stop_leaves_nothing(
     node_plane: RealControlPlane, node_requirements: Path, tmp_path: Path
 ) -> None:
@@ -165,6 +177,7 @@ def test_stop_leaves_nothing(
         node = real.node("rn-stop")
         wait_for(lambda: len(node.containers()) == 2, timeout=120, message="pod started")
         assert leftovers(run)
+        assert _kube_chains() == []
     assert leftovers(run) == []
 
 

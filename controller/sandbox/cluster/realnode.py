@@ -762,6 +762,9 @@ class RealNodes:
             "nodeStatusUpdateFrequency": "5s",
             "syncFrequency": "10s",
             "staticPodPath": "",
+            # Its iptables chains (KUBE-FIREWALL dropping non-loopback sources to 127/8, the
+            # canaries) are machine-wide, shared by every kubelet and outlive them.
+            "makeIPTablesUtilChains": False,
         }  # fmt: skip
 
     # ------------------------------------------------------------------ readiness
