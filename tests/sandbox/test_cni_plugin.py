@@ -20,7 +20,7 @@ import pytest
 from controller.sandbox.cluster.wiring import WiringError
 from controller.sandbox.ovn.cni_daemon import CniDaemon
 from controller.sandbox.ovn.cni_install import CONFLIST, install_plugin, write_conflist
-from controller.sandbox.ovn.cni_plan import NicPlan, plan_pod_nic
+from controller.sandbox.ovn.cni_plan import NicPlan, host_nic_name, plan_pod_nic
 
 NETNS = "/var/run/netns/cni-test"
 CID = "0123456789abcdef0123"
@@ -290,3 +290,9 @@ def test_ipam_mode_takes_the_socket_and_provider_from_the_ipam_section(bed: Bed)
     assert rc == 0, result
     assert result["routes"] == [] and "gateway" not in result["ips"][0]
     assert bed.wiring.wired == [(NETNS, CID, "net1", "m.ns.ovn")]
+
+
+def test_host_nic_names_are_kube_ovns_and_fit_ifnamsiz() -> None:
+    assert host_nic_name(CID, "eth0") == "0123456789ab_h"
+    assert host_nic_name(CID, "net1") == "01234567_net1_h"
+    assert all(len(host_nic_name(CID, i)) <= 15 for i in ("eth0", "net1", "a-very-long-if"))

@@ -10,7 +10,8 @@ and of a node's ovn0, and the CIDRs a node routes on ovn0. Pure functions, no I/
   the annotations valid, and for `eth0` `<provider>.kubernetes.io/routed` "true".
 * `plan_node(node)`: the node's `ovn0` from the node controller's annotations.
 * `node_route_cidrs(subnets)`: the daemon's node-route rule (pkg/daemon/controller.go line 551).
-* `ip_batch(plan)`: the `ip -batch` lines that configure a planned interface (idempotent).
+* `ip_batch(plan)`: the `ip -batch` lines that configure a planned interface (idempotent);
+  `host_nic_name(container_id, ifname)`: the host end's name on a runtime's path.
 """
 
 from __future__ import annotations
@@ -276,6 +277,14 @@ def ovn0_routes(plan: NicPlan, subnets: Iterable[Mapping[str, Any]]) -> dict[str
             if gw and ipaddress.ip_address(gw).version == net.version:
                 wanted[cidr] = gw
     return wanted
+
+
+def host_nic_name(container_id: str, ifname: str) -> str:
+    """The host end of a runtime's container interface, as kube-ovn names it (pkg/daemon/ovs.go
+    lines 130-135): `<id[:12]>_h`, or `<id[:12-len(ifname)]>_<ifname>_h` for other interfaces."""
+    if ifname == "eth0":
+        return f"{container_id[:12]}_h"
+    return f"{container_id[: max(1, 12 - len(ifname))]}_{ifname}_h"[:15]
 
 
 def first_address(plans: Iterable[NicPlan], version: int = 4) -> str:
