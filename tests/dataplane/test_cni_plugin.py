@@ -102,14 +102,16 @@ def runtime(net: Net) -> Iterator[Runtime]:
         ),
         message="node3 has its join address",
     )
-    api = net.cluster.server.api_client()
     with tempfile.TemporaryDirectory(prefix="cni") as d:
         plugin = install_plugin(Path(d) / "bin")
         socket = Path(d) / "kube-ovn-daemon.sock"
         conflist = json.loads(write_conflist(Path(d) / "net.d", socket).read_text())
         conf = {"cniVersion": conflist["cniVersion"], "name": conflist["name"]}
         conf.update(conflist["plugins"][0])
-        daemon = CniDaemon.for_cluster(api, net.dp, NODE3, socket, add_timeout=60.0, poll=0.2)
+        kubeconfig = net.cluster.kubeconfig
+        daemon = CniDaemon.for_kubeconfig(
+            kubeconfig, net.dp, NODE3, socket, add_timeout=60, poll=0.2
+        )
         pods = CountingPods(daemon.pods)
         daemon.pods = pods
         rt = Runtime(plugin, conf, daemon, pods)
@@ -122,7 +124,6 @@ def runtime(net: Net) -> Iterator[Runtime]:
             with contextlib.suppress(Exception):
                 daemon.wiring.unwire_node(NODE3)
             store.delete("nodes", None, NODE3)
-            api.close()
 
 
 def create(net: Net, name: str, annotations: dict[str, str] | None = None) -> None:

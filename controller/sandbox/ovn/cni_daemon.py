@@ -29,9 +29,10 @@ the controller did not annotate the pod in time; 999 otherwise).
 The node: `start()` creates its namespace (`node_netns`, where its ovn0 will be, so that a
 kubelet can be started in it at once); its ovn0 is wired there as soon as the controller has
 annotated the Node (on each Subnet event, and before the node's first pod at the latest), and
-with `CniDaemon.for_cluster` a `SubnetWatch` keeps the node-route rule
-(`CniWiring.set_subnets`). `start()` binds the socket (a stale file is replaced) and serves from
-a thread; `stop()` ends it, also interrupting ADDs still waiting, and removes the socket file.
+with `CniDaemon.for_cluster(api_client, ...)` (or `for_kubeconfig(path, ...)`) a `SubnetWatch`
+keeps the node-route rule (`CniWiring.set_subnets`). `start()` binds the socket (a stale file is
+replaced) and serves from a thread; `stop()` ends it, also interrupting ADDs still waiting, and
+removes the socket file.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from controller.sandbox.cluster.subnetwatch import SubnetWatch
@@ -202,6 +204,7 @@ class CniDaemon:
         self._thread: threading.Thread | None = None
         self._watch: SubnetWatch | None = None
         self.node_netns = ""  # the node's namespace (its ovn0), made by start()
+        self._owned_client: Any = None
 
     @classmethod
     def for_cluster(
@@ -218,6 +221,22 @@ class CniDaemon:
         daemon = cls(wiring, objects, socket_path, node_name, **kwargs)
         custom = k8s_client.CustomObjectsApi(api_client)
         daemon._watch = SubnetWatch(custom, daemon.set_subnets)
+        return daemon
+
+    @classmethod
+    def for_kubeconfig(
+        cls,
+        kubeconfig: Path | str,
+        dataplane: DataPlane,
+        node_name: str,
+        socket_path: Path | str = DEFAULT_SOCKET,
+        **kwargs: float,
+    ) -> CniDaemon:
+        """`for_cluster` with a client of its own from `kubeconfig` (closed by `stop()`)."""
+        load = k8s_config.new_client_from_config
+        api_client = load(config_file=str(kubeconfig))  # type: ignore[no-untyped-call,unused-ignore]
+        daemon = cls.for_cluster(api_client, dataplane, node_name, socket_path, **kwargs)
+        daemon._owned_client = api_client
         return daemon
 
     def set_subnets(self, subnets: list[Mapping[str, Any]]) -> None:
@@ -262,6 +281,9 @@ class CniDaemon:
             thread.join(10.0)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+        client, self._owned_client = self._owned_client, None
+        if client is not None:
+            client.close()
 
     def __enter__(self) -> CniDaemon:
         return self.start()
