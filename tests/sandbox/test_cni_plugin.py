@@ -296,3 +296,18 @@ def test_host_nic_names_are_kube_ovns_and_fit_ifnamsiz() -> None:
     assert host_nic_name(CID, "eth0") == "0123456789ab_h"
     assert host_nic_name(CID, "net1") == "01234567_net1_h"
     assert all(len(host_nic_name(CID, i)) <= 15 for i in ("eth0", "net1", "a-very-long-if"))
+
+
+def test_a_provider_kube_ovn_serves_as_ipam_only_gets_addresses_and_no_wiring(bed: Bed) -> None:
+    conf = {
+        "cniVersion": "1.0.0",
+        "type": "macvlan",
+        "ipam": {"type": "kube-ovn", "server_socket": str(bed.socket), "provider": "mv.ns"},
+    }
+    bed.daemon.set_subnets([{"spec": {"provider": "mv.ns"}}])
+    ann = {k.replace("ovn.kubernetes.io", "mv.ns.kubernetes.io"): v for k, v in DUAL.items()}
+    bed.pods.first = bed.pods.then = pod(ann)
+    rc, result = bed.run("ADD", conf=conf, env={"CNI_IFNAME": "net1"})
+    assert rc == 0, result
+    assert [ip["address"] for ip in result["ips"]] == ["10.16.0.5/16", "fd00:10:16::5/64"]
+    assert bed.wiring.wired == []

@@ -12,9 +12,11 @@ POSTs a JSON `CniRequest` (pkg/request/cniserver.go lines 24-36: `cni_type`, `po
   (handler.go lines 74-128: one look a second for 20 tries), then wires the interface into the
   runtime's namespace with `CniWiring.wire_container` and answers 200 with a `CniResponse`
   (cniserver.go lines 39-48: `protocol`, `address`, `mac_address`, `cidr`, `gateway` (eth0
-  only, handler.go line 231), `mtu`, `nicname`). A pod that never gets there is a 500 whose
-  `error` names what is missing (kube-ovn's words: "no address allocated to pod ...", "route is
-  not ready for pod ..."); a pod that does not exist is a 500 at once (handler.go lines 75-81).
+  only, handler.go line 231), `mtu`, `nicname`). A provider that is not `ovn`/`*.ovn` (kube-ovn
+  as another plugin's IPAM) gets the addresses without any wiring (handler.go line 155). A pod
+  that never gets there is a 500 whose `error` names what is missing (kube-ovn's words: "no
+  address allocated to pod ...", "route is not ready for pod ..."); a pod that does not exist
+  is a 500 at once (handler.go lines 75-81).
 * `/api/v1/del`: deletes the container's interface; 204 also when there is nothing to delete
   (no pod, no port, no namespace, a second DEL). Unlike kube-ovn (handler.go lines 284-287,
   which skips the port of a pod already gone) the port is deleted whether the pod exists or not:
@@ -297,7 +299,11 @@ class CniDaemon:
             raise DaemonError(400, f"provider {req.provider} not bind to any subnet")
         if not req.net_ns.startswith("/"):
             raise DaemonError(400, f"net_ns {req.net_ns!r} is not a namespace path")
-        pod = self._wait_for_annotations(req)
+        pod, plan = self._wait_for_annotations(req)
+        if not req.provider.endswith(OVN_PROVIDER):
+            # kube-ovn as another plugin's IPAM: the addresses only, that plugin makes the
+            # interface (handler.go line 155 wires only `*ovn` providers)
+            return cni_response(plan)
         try:
             plan = self.wiring.wire_container(
                 pod, req.net_ns, req.container_id, req.if_name, req.provider
@@ -337,7 +343,7 @@ class CniDaemon:
             raise DaemonError(500, f"get pod {what} failed: not found")
         return pod
 
-    def _wait_for_annotations(self, req: CniRequest) -> Mapping[str, Any]:
+    def _wait_for_annotations(self, req: CniRequest) -> tuple[Mapping[str, Any], NicPlan]:
         """The pod once its network is allocated (and routed, for eth0) with valid annotations;
         `DaemonError` at the deadline saying what is still missing."""
         deadline = time.monotonic() + self.add_timeout
@@ -345,8 +351,7 @@ class CniDaemon:
         while True:
             pod = self._get_pod(req)
             try:
-                plan_pod_nic(pod, req.provider, req.if_name)
-                return pod
+                return pod, plan_pod_nic(pod, req.provider, req.if_name)
             except WiringError as exc:
                 reason = str(exc)
             LOG.info("waiting for the controller: %s", reason)
