@@ -6,6 +6,7 @@ the controller's annotations and its deadline."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import subprocess
@@ -227,12 +228,14 @@ def test_add_of_a_pod_that_does_not_exist_fails_at_once(bed: Bed) -> None:
     assert bed.pods.looks == 1
 
 
-def test_del_is_idempotent_and_needs_no_netns(bed: Bed) -> None:
+def test_del_is_idempotent_and_needs_no_netns(bed: Bed, caplog: pytest.LogCaptureFixture) -> None:
     assert bed.run("DEL") == (0, None)
     assert bed.run("DEL", env={"CNI_NETNS": None}) == (0, None)
     bed.pods.first = bed.pods.then = None  # the pod is gone: the port still goes
     assert bed.run("DEL") == (0, None)
     assert bed.wiring.unwired == [(CID, "eth0")] * 3
+    # the daemon answered each one cleanly (no body written after the plugin hung up)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_check(bed: Bed) -> None:

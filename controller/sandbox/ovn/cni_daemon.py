@@ -397,12 +397,19 @@ def _handler(daemon: CniDaemon) -> type[http.server.BaseHTTPRequestHandler]:
 
         def _reply(self, status: int, body: Mapping[str, Any] | None) -> None:
             data = b"" if body is None else json.dumps(body).encode()
-            self.send_response(status)
-            if data:
-                self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                if data:
+                    self.send_header("Content-Type", "application/json")
+                if status != 204:  # a 204 carries no body and no length (RFC 9110 8.6)
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if data:
+                    self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # the plugin is gone (the runtime killed it at its own timeout): nobody to tell
+                LOG.info("the plugin left before the answer %d to %s", status, self.path)
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             LOG.debug("cni daemon: " + format, *args)
