@@ -57,19 +57,30 @@ class Runtime:
     pods: CountingPods
     namespaces: list[str] = field(default_factory=list)
 
-    def sandbox(self) -> str:
+    def sandbox(self, state_dir: Path | None = None) -> str:
+        """A new pod namespace: `ip netns add` (under /var/run/netns), or, with `state_dir`,
+        bound to a file there as containerd does with `netns_mounts_under_state_dir`."""
         name = f"cni-{uuid.uuid4()}"
-        run_tool(["ip", "netns", "add", name])
-        self.namespaces.append(name)
-        run_tool(["ip", "-n", name, "link", "set", "lo", "up"])
-        return f"/var/run/netns/{name}"
+        if state_dir is None:
+            run_tool(["ip", "netns", "add", name])
+            path = f"/var/run/netns/{name}"
+        else:
+            path = str(state_dir / name)
+            Path(path).touch()
+            run_tool(["unshare", f"--net={path}", "true"])
+        self.namespaces.append(path)
+        run_tool(["nsenter", f"--net={path}", "ip", "link", "set", "lo", "up"])
+        return path
 
     def remove(self, netns: str) -> None:
-        name = Path(netns).name
         with contextlib.suppress(Exception):
-            run_tool(["ip", "netns", "delete", name])
-        if name in self.namespaces:
-            self.namespaces.remove(name)
+            if netns.startswith("/var/run/netns/"):
+                run_tool(["ip", "netns", "delete", Path(netns).name])
+            else:
+                run_tool(["umount", netns])
+                Path(netns).unlink()
+        if netns in self.namespaces:
+            self.namespaces.remove(netns)
 
     def cni(self, command: str, name: str, netns: str, cid: str) -> tuple[int, Any]:
         env = {
@@ -102,14 +113,16 @@ def runtime(net: Net) -> Iterator[Runtime]:
         ),
         message="node3 has its join address",
     )
-    api = net.cluster.server.api_client()
     with tempfile.TemporaryDirectory(prefix="cni") as d:
         plugin = install_plugin(Path(d) / "bin")
         socket = Path(d) / "kube-ovn-daemon.sock"
         conflist = json.loads(write_conflist(Path(d) / "net.d", socket).read_text())
         conf = {"cniVersion": conflist["cniVersion"], "name": conflist["name"]}
         conf.update(conflist["plugins"][0])
-        daemon = CniDaemon.for_cluster(api, net.dp, NODE3, socket, add_timeout=60.0, poll=0.2)
+        kubeconfig = net.cluster.kubeconfig
+        daemon = CniDaemon.for_kubeconfig(
+            kubeconfig, net.dp, NODE3, socket, add_timeout=60, poll=0.2
+        )
         pods = CountingPods(daemon.pods)
         daemon.pods = pods
         rt = Runtime(plugin, conf, daemon, pods)
@@ -117,12 +130,11 @@ def runtime(net: Net) -> Iterator[Runtime]:
             with daemon:
                 yield rt
         finally:
-            for name in list(rt.namespaces):
-                rt.remove(f"/var/run/netns/{name}")
+            for netns in list(rt.namespaces):
+                rt.remove(netns)
             with contextlib.suppress(Exception):
                 daemon.wiring.unwire_node(NODE3)
             store.delete("nodes", None, NODE3)
-            api.close()
 
 
 def create(net: Net, name: str, annotations: dict[str, str] | None = None) -> None:
@@ -134,6 +146,12 @@ def delete(net: Net, name: str) -> None:
     store = net.cluster.server.store
     if get_or_none(net.cluster.server, "pods", NS, name) is not None:
         store.delete("pods", NS, name, grace_period_seconds=0)
+
+
+def pings(netns: str, address: str) -> bool:
+    """One ping from the namespace at path `netns` is answered."""
+    argv = ["nsenter", f"--net={netns}", "ping", "-n", "-q", "-c1", "-W1", address]
+    return subprocess.run(argv, capture_output=True, timeout=10, check=False).returncode == 0
 
 
 def eth0(netns: str) -> dict[str, Any]:
@@ -251,7 +269,8 @@ def test_a_sandbox_made_again_takes_the_port_over(net: Net, runtime: Runtime) ->
     old_netns, old_cid = runtime.sandbox(), uuid.uuid4().hex
     rc, result = runtime.cni("ADD", "cni-again", old_netns, old_cid)
     assert rc == 0, result
-    new_netns, new_cid = runtime.sandbox(), uuid.uuid4().hex
+    # the new one bound under a state directory, as the test bed's containerd makes them
+    new_netns, new_cid = runtime.sandbox(Path(runtime.plugin).parent.parent), uuid.uuid4().hex
     rc, again = runtime.cni("ADD", "cni-again", new_netns, new_cid)
     assert rc == 0, again
     assert again["ips"] == result["ips"]
@@ -260,7 +279,7 @@ def test_a_sandbox_made_again_takes_the_port_over(net: Net, runtime: Runtime) ->
     assert interfaces[host_nic_name(new_cid, "eth0")]["iface-id"] == "cni-again.default"
     assert runtime.cni("DEL", "cni-again", old_netns, old_cid) == (0, None)
     runtime.remove(old_netns)
-    net.reaches(Path(new_netns).name, probe.ip())  # the new sandbox is the one on the wire
+    wait_for(lambda: pings(new_netns, probe.ip()), message="the new sandbox on the wire")
     net.reaches(probe.netns, addresses(again, 4))
     assert runtime.cni("CHECK", "cni-again", new_netns, new_cid) == (0, None)
     assert runtime.cni("DEL", "cni-again", new_netns, new_cid) == (0, None)

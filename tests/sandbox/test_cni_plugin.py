@@ -6,6 +6,7 @@ the controller's annotations and its deadline."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 from controller.sandbox.cluster.wiring import WiringError
 from controller.sandbox.ovn.cni_daemon import CniDaemon
 from controller.sandbox.ovn.cni_install import CONFLIST, install_plugin, write_conflist
-from controller.sandbox.ovn.cni_plan import NicPlan, plan_pod_nic
+from controller.sandbox.ovn.cni_plan import NicPlan, host_nic_name, plan_pod_nic
 
 NETNS = "/var/run/netns/cni-test"
 CID = "0123456789abcdef0123"
@@ -227,12 +228,14 @@ def test_add_of_a_pod_that_does_not_exist_fails_at_once(bed: Bed) -> None:
     assert bed.pods.looks == 1
 
 
-def test_del_is_idempotent_and_needs_no_netns(bed: Bed) -> None:
+def test_del_is_idempotent_and_needs_no_netns(bed: Bed, caplog: pytest.LogCaptureFixture) -> None:
     assert bed.run("DEL") == (0, None)
     assert bed.run("DEL", env={"CNI_NETNS": None}) == (0, None)
     bed.pods.first = bed.pods.then = None  # the pod is gone: the port still goes
     assert bed.run("DEL") == (0, None)
     assert bed.wiring.unwired == [(CID, "eth0")] * 3
+    # the daemon answered each one cleanly (no body written after the plugin hung up)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_check(bed: Bed) -> None:
@@ -290,3 +293,24 @@ def test_ipam_mode_takes_the_socket_and_provider_from_the_ipam_section(bed: Bed)
     assert rc == 0, result
     assert result["routes"] == [] and "gateway" not in result["ips"][0]
     assert bed.wiring.wired == [(NETNS, CID, "net1", "m.ns.ovn")]
+
+
+def test_host_nic_names_are_kube_ovns_and_fit_ifnamsiz() -> None:
+    assert host_nic_name(CID, "eth0") == "0123456789ab_h"
+    assert host_nic_name(CID, "net1") == "01234567_net1_h"
+    assert all(len(host_nic_name(CID, i)) <= 15 for i in ("eth0", "net1", "a-very-long-if"))
+
+
+def test_a_provider_kube_ovn_serves_as_ipam_only_gets_addresses_and_no_wiring(bed: Bed) -> None:
+    conf = {
+        "cniVersion": "1.0.0",
+        "type": "macvlan",
+        "ipam": {"type": "kube-ovn", "server_socket": str(bed.socket), "provider": "mv.ns"},
+    }
+    bed.daemon.set_subnets([{"spec": {"provider": "mv.ns"}}])
+    ann = {k.replace("ovn.kubernetes.io", "mv.ns.kubernetes.io"): v for k, v in DUAL.items()}
+    bed.pods.first = bed.pods.then = pod(ann)
+    rc, result = bed.run("ADD", conf=conf, env={"CNI_IFNAME": "net1"})
+    assert rc == 0, result
+    assert [ip["address"] for ip in result["ips"]] == ["10.16.0.5/16", "fd00:10:16::5/64"]
+    assert bed.wiring.wired == []

@@ -67,6 +67,7 @@ from controller.sandbox.ovn.cni_plan import (
     NODE_NIC,
     NicPlan,
     first_address,
+    host_nic_name,
     ip_batch,
     managed_routes,
     node_route_cidrs,
@@ -98,13 +99,6 @@ _ip_batch = ip_batch  # the name the plan tests use
 
 def _hash(*parts: str, size: int = 8) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:size]
-
-
-def host_nic_name(container_id: str, ifname: str) -> str:
-    """The host end of a runtime's container interface, as kube-ovn names it (ovs.go 130-135)."""
-    if ifname == "eth0":
-        return f"{container_id[:12]}_h"
-    return f"{container_id[: max(1, 12 - len(ifname))]}_{ifname}_h"[:15]
 
 
 def _in_netns_path(path: str, argv: Sequence[str], stdin: str = "") -> str:
@@ -192,8 +186,7 @@ class CniWiring:
                 self._unplug(iface)
             self.dp.delete_netns(self.dp.netns_name(_hash(identity)))
         except SandboxError as exc:
-            meta = pod.get("metadata") or {}
-            raise WiringError(f"pod {meta.get('namespace')}/{meta.get('name')}: {exc}") from None
+            raise WiringError(f"{_what(pod)}: {exc}") from None
 
     # --- the CNI daemon (a real container runtime) ---------------------------------------------
     def wire_container(

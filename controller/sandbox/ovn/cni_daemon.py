@@ -12,9 +12,11 @@ POSTs a JSON `CniRequest` (pkg/request/cniserver.go lines 24-36: `cni_type`, `po
   (handler.go lines 74-128: one look a second for 20 tries), then wires the interface into the
   runtime's namespace with `CniWiring.wire_container` and answers 200 with a `CniResponse`
   (cniserver.go lines 39-48: `protocol`, `address`, `mac_address`, `cidr`, `gateway` (eth0
-  only, handler.go line 231), `mtu`, `nicname`). A pod that never gets there is a 500 whose
-  `error` names what is missing (kube-ovn's words: "no address allocated to pod ...", "route is
-  not ready for pod ..."); a pod that does not exist is a 500 at once (handler.go lines 75-81).
+  only, handler.go line 231), `mtu`, `nicname`). A provider that is not `ovn`/`*.ovn` (kube-ovn
+  as another plugin's IPAM) gets the addresses without any wiring (handler.go line 155). A pod
+  that never gets there is a 500 whose `error` names what is missing (kube-ovn's words: "no
+  address allocated to pod ...", "route is not ready for pod ..."); a pod that does not exist
+  is a 500 at once (handler.go lines 75-81).
 * `/api/v1/del`: deletes the container's interface; 204 also when there is nothing to delete
   (no pod, no port, no namespace, a second DEL). Unlike kube-ovn (handler.go lines 284-287,
   which skips the port of a pod already gone) the port is deleted whether the pod exists or not:
@@ -29,9 +31,10 @@ the controller did not annotate the pod in time; 999 otherwise).
 The node: `start()` creates its namespace (`node_netns`, where its ovn0 will be, so that a
 kubelet can be started in it at once); its ovn0 is wired there as soon as the controller has
 annotated the Node (on each Subnet event, and before the node's first pod at the latest), and
-with `CniDaemon.for_cluster` a `SubnetWatch` keeps the node-route rule
-(`CniWiring.set_subnets`). `start()` binds the socket (a stale file is replaced) and serves from
-a thread; `stop()` ends it, also interrupting ADDs still waiting, and removes the socket file.
+with `CniDaemon.for_cluster(api_client, ...)` (or `for_kubeconfig(path, ...)`) a `SubnetWatch`
+keeps the node-route rule (`CniWiring.set_subnets`). `start()` binds the socket (a stale file is
+replaced) and serves from a thread; `stop()` ends it, also interrupting ADDs still waiting, and
+removes the socket file.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from controller.sandbox.cluster.subnetwatch import SubnetWatch
@@ -202,6 +206,7 @@ class CniDaemon:
         self._thread: threading.Thread | None = None
         self._watch: SubnetWatch | None = None
         self.node_netns = ""  # the node's namespace (its ovn0), made by start()
+        self._owned_client: Any = None
 
     @classmethod
     def for_cluster(
@@ -218,6 +223,22 @@ class CniDaemon:
         daemon = cls(wiring, objects, socket_path, node_name, **kwargs)
         custom = k8s_client.CustomObjectsApi(api_client)
         daemon._watch = SubnetWatch(custom, daemon.set_subnets)
+        return daemon
+
+    @classmethod
+    def for_kubeconfig(
+        cls,
+        kubeconfig: Path | str,
+        dataplane: DataPlane,
+        node_name: str,
+        socket_path: Path | str = DEFAULT_SOCKET,
+        **kwargs: float,
+    ) -> CniDaemon:
+        """`for_cluster` with a client of its own from `kubeconfig` (closed by `stop()`)."""
+        load = k8s_config.new_client_from_config
+        api_client = load(config_file=str(kubeconfig))  # type: ignore[no-untyped-call,unused-ignore]
+        daemon = cls.for_cluster(api_client, dataplane, node_name, socket_path, **kwargs)
+        daemon._owned_client = api_client
         return daemon
 
     def set_subnets(self, subnets: list[Mapping[str, Any]]) -> None:
@@ -262,6 +283,9 @@ class CniDaemon:
             thread.join(10.0)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+        client, self._owned_client = self._owned_client, None
+        if client is not None:
+            client.close()
 
     def __enter__(self) -> CniDaemon:
         return self.start()
@@ -275,7 +299,11 @@ class CniDaemon:
             raise DaemonError(400, f"provider {req.provider} not bind to any subnet")
         if not req.net_ns.startswith("/"):
             raise DaemonError(400, f"net_ns {req.net_ns!r} is not a namespace path")
-        pod = self._wait_for_annotations(req)
+        pod, plan = self._wait_for_annotations(req)
+        if not req.provider.endswith(OVN_PROVIDER):
+            # kube-ovn as another plugin's IPAM: the addresses only, that plugin makes the
+            # interface (handler.go line 155 wires only `*ovn` providers)
+            return cni_response(plan)
         try:
             plan = self.wiring.wire_container(
                 pod, req.net_ns, req.container_id, req.if_name, req.provider
@@ -315,7 +343,7 @@ class CniDaemon:
             raise DaemonError(500, f"get pod {what} failed: not found")
         return pod
 
-    def _wait_for_annotations(self, req: CniRequest) -> Mapping[str, Any]:
+    def _wait_for_annotations(self, req: CniRequest) -> tuple[Mapping[str, Any], NicPlan]:
         """The pod once its network is allocated (and routed, for eth0) with valid annotations;
         `DaemonError` at the deadline saying what is still missing."""
         deadline = time.monotonic() + self.add_timeout
@@ -323,8 +351,7 @@ class CniDaemon:
         while True:
             pod = self._get_pod(req)
             try:
-                plan_pod_nic(pod, req.provider, req.if_name)
-                return pod
+                return pod, plan_pod_nic(pod, req.provider, req.if_name)
             except WiringError as exc:
                 reason = str(exc)
             LOG.info("waiting for the controller: %s", reason)
@@ -370,12 +397,19 @@ def _handler(daemon: CniDaemon) -> type[http.server.BaseHTTPRequestHandler]:
 
         def _reply(self, status: int, body: Mapping[str, Any] | None) -> None:
             data = b"" if body is None else json.dumps(body).encode()
-            self.send_response(status)
-            if data:
-                self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                if data:
+                    self.send_header("Content-Type", "application/json")
+                if status != 204:  # a 204 carries no body and no length (RFC 9110 8.6)
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if data:
+                    self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # the plugin is gone (the runtime killed it at its own timeout): nobody to tell
+                LOG.info("the plugin left before the answer %d to %s", status, self.path)
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             LOG.debug("cni daemon: " + format, *args)

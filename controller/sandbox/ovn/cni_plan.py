@@ -1,16 +1,23 @@
 """What kube-ovn's CNI daemon reads from the controller's annotations: the interfaces of a pod
 and of a node's ovn0, and the CIDRs a node routes on ovn0. Pure functions, no I/O.
 
-* `plan_pod(pod)`: every OVN interface of the pod, eth0 first (see cni.py's module docstring for
-  the networks and annotations it reads); `WiringError` while a network is not allocated (or, for
-  eth0, not routed) or its annotations are invalid.
+* `plan_pod(pod)`: every OVN interface of the pod, eth0 first: the default network (provider
+  `ovn`, interface `eth0`; the provider of the `v1.multus-cni.io/default-network` attachment when
+  that is set) and each OVN attachment named by `k8s.v1.cni.cncf.io/networks` (provider
+  `<nad>.<ns>.ovn`, interface as requested or `net<i>`; an attachment whose provider kube-ovn
+  did not allocate is left to its own CNI). Per network `allocated` must be "true" (and, for
+  `eth0`, `ovn.kubernetes.io/routed`, as kube-ovn's handler waits for both), and `ip_address`,
+  `mac_address`, `cidr`, `gateway`, `logical_switch` valid. The port (iface-id) is kube-ovn's
+  `PodNameToPortName`: `<pod>.<ns>` or `<pod>.<ns>.<provider>`, with the VM name under
+  `<provider>.kubernetes.io/virtualmachine`. `WiringError` says what is missing or invalid.
 * `plan_pod_nic(pod, provider, ifname)`: the one interface a CNI ADD asks for (the runtime calls
   the plugin once per interface), with the same checks as kube-ovn v1.8.18's `handleAdd`
   (pkg/daemon/handler.go lines 74-128): `<provider>.kubernetes.io/allocated` must be "true",
   the annotations valid, and for `eth0` `<provider>.kubernetes.io/routed` "true".
 * `plan_node(node)`: the node's `ovn0` from the node controller's annotations.
 * `node_route_cidrs(subnets)`: the daemon's node-route rule (pkg/daemon/controller.go line 551).
-* `ip_batch(plan)`: the `ip -batch` lines that configure a planned interface (idempotent).
+* `ip_batch(plan)`: the `ip -batch` lines that configure a planned interface (idempotent);
+  `host_nic_name(container_id, ifname)`: the host end's name on a runtime's path.
 """
 
 from __future__ import annotations
@@ -276,6 +283,14 @@ def ovn0_routes(plan: NicPlan, subnets: Iterable[Mapping[str, Any]]) -> dict[str
             if gw and ipaddress.ip_address(gw).version == net.version:
                 wanted[cidr] = gw
     return wanted
+
+
+def host_nic_name(container_id: str, ifname: str) -> str:
+    """The host end of a runtime's container interface, as kube-ovn names it (pkg/daemon/ovs.go
+    lines 130-135): `<id[:12]>_h`, or `<id[:12-len(ifname)]>_<ifname>_h` for other interfaces."""
+    if ifname == "eth0":
+        return f"{container_id[:12]}_h"
+    return f"{container_id[: max(1, 12 - len(ifname))]}_{ifname}_h"[:15]
 
 
 def first_address(plans: Iterable[NicPlan], version: int = 4) -> str:
