@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sandbox.cluster.realnode import _known_runs
+from controller.sandbox.cluster.noderuns import known_runs
 from controller.sandbox.demo.app import parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def test_node_real_needs_the_real_control_plane(capsys: pytest.CaptureFixture[st
 
 
 def test_demo_on_real_nodes(node_requirements: Path) -> None:
-    runs_before = _known_runs()
+    runs_before = known_runs()
     out = subprocess.run(
         [sys.executable, "-m", "controller.sandbox.demo", "--control-plane", "real",
          "--node", "real", "--once", "--metrics-port", "0", "--timeout", "180"],
@@ -41,4 +41,4 @@ def test_demo_on_real_nodes(node_requirements: Path) -> None:
     assert len(matrix) == 5
     assert all(line.split()[2:].count("ok") == 4 for line in matrix), out.stdout
     assert "stopped; nothing left behind" in lines
-    assert _known_runs() <= runs_before
+    assert known_runs() <= runs_before

@@ -23,7 +23,8 @@ from kubernetes import client
 
 from controller.sandbox.cluster import images
 from controller.sandbox.cluster.controlplane import RealControlPlane
-from controller.sandbox.cluster.realnode import RealNodes, leftovers, sweep_dead_runs
+from controller.sandbox.cluster.noderuns import leftovers, sweep_dead_runs
+from controller.sandbox.cluster.realnode import RealNodes
 from controller.testing.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.sandbox.cluster.images import ImageFile, write_oci_archive
-from controller.sandbox.cluster.realnode import containerd_config, loopback_conflist
+from controller.sandbox.cluster.nodeconfig import containerd_config, loopback_conflist
 
 
 def _archive(tmp_path: Path, name: str) -> Path:

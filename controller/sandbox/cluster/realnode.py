@@ -27,8 +27,9 @@ Contract:
   kubelet's `/var/log/containers` links and the run directory. Nothing outlives it.
 * Runs and crashes: a run's state lives in `RUN_BASE/<run>/` (`<run>`: 6 characters) with its
   owner (pid and start time) in `RUN_BASE/<run>/owner`, written before anything else.
-  `start()` first sweeps every run whose owner is gone (`sweep_dead_runs()`), with the same
-  steps as `stop()`; `leftovers(run)` lists what a run still holds (for tests and tools).
+  `start()` first sweeps every run whose owner is gone (`noderuns.sweep_dead_runs()`), with the
+  same steps as `stop()`; `noderuns.leftovers(run)` lists what a run still holds. What a node
+  runs with (containerd's and the kubelet's configuration) is written by `nodeconfig`.
 * containerd and kubelet are foreground children (PDEATHSIG=SIGKILL) handled as
   `controlplane.Component`s: `node.containerd.restart()` and `node.kubelet.restart()` work
   mid-run; container processes and shims are not our children (the shim daemonizes) and are
@@ -42,15 +43,10 @@ absent.
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import json
 import logging
 import os
-import secrets
 import shutil
-import signal
-import string
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -59,7 +55,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from controller.sandbox.cluster import images
+from controller.sandbox.cluster import images, nodeconfig, noderuns
 from controller.sandbox.cluster.controlplane import (
     Binaries,
     BinariesMissing,
@@ -72,16 +68,8 @@ from controller.sandbox.processes import SandboxError, free_tcp_ports, run_tool
 
 LOG = logging.getLogger(__name__)
 
-RUN_BASE = Path(os.environ.get("KUBE_OVN_NODE_RUN_BASE", "/var/lib/kube-ovn-sandbox-nodes"))
-RUN_ID_LEN = 6
-CGROUP_V1 = Path("/sys/fs/cgroup")
-CGROUP_PREFIX = "kosn-"
-NODE_IP_RANGE = ipaddress.ip_network("172.31.0.0/16")
 CNI_BIN_DIRS = (Path("/usr/lib/cni"), Path("/opt/cni/bin"))
-CONTAINER_LOG_LINKS = Path("/var/log/containers")
 ENV_KUBELET = "KUBE_OVN_KUBELET"
-NODE_CLUSTER_ROLE_BINDING = "kube-ovn-sandbox-nodes"
-_RUN_ALPHABET = string.ascii_lowercase + string.digits
 _TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "umount", "openssl")
 
 
@@ -110,8 +98,8 @@ def missing_requirements() -> str:
         images.find_busybox()
     except SandboxError as e:
         return str(e)
-    if not (CGROUP_V1 / "memory").is_dir():
-        return f"real nodes need a cgroup v1 (or hybrid) host: no {CGROUP_V1 / 'memory'}"
+    if not (noderuns.CGROUP_V1 / "memory").is_dir():
+        return f"real nodes need a cgroup v1 (or hybrid) host: no {noderuns.CGROUP_V1 / 'memory'}"
     return ""
 
 
@@ -131,359 +119,6 @@ def find_kubelet(binaries: Binaries | None = None, env: Mapping[str, str] = os.e
     return path
 
 
-# --------------------------------------------------------------------------- runs and sweeping
-
-
-def _start_time(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _owner_alive(run_dir: Path) -> bool:
-    try:
-        pid_text, start = (run_dir / "owner").read_text().split()[:2]
-        pid = int(pid_text)
-    except (OSError, ValueError):
-        return False
-    return _start_time(pid) == start
-
-
-def _claim_run() -> tuple[str, Path]:
-    """A fresh run directory, holding its owner record from the moment it appears."""
-    RUN_BASE.mkdir(parents=True, exist_ok=True)
-    start = _start_time(os.getpid())
-    for _ in range(100):
-        run = "".join(secrets.choice(_RUN_ALPHABET) for _ in range(RUN_ID_LEN))
-        run_dir = RUN_BASE / run
-        if run_dir.exists() or run in _known_runs():
-            continue
-        # Written aside, then renamed: a sweep never sees the run without its owner.
-        tmp = RUN_BASE / f".claim-{run}-{os.getpid()}"
-        tmp.mkdir()
-        (tmp / "owner").write_text(f"{os.getpid()} {start}\n")
-        try:
-            tmp.rename(run_dir)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            continue
-        return run, run_dir
-    raise SandboxError(f"could not find a free run id in {RUN_BASE}")
-
-
-def _cgroup_hierarchies() -> list[Path]:
-    """Every cgroup v1 hierarchy (controllers and named ones) plus the unified one if mounted."""
-    found: list[Path] = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            left, _, right = line.partition(" - ")
-            fstype = right.split()[0] if right else ""
-            mount_point = Path(left.split()[4])
-            if fstype in ("cgroup", "cgroup2") and mount_point.is_relative_to(CGROUP_V1):
-                found.append(mount_point)
-    return sorted(set(found))
-
-
-def _run_cgroups(run: str) -> list[Path]:
-    """The run's top cgroup directories (one per node per hierarchy)."""
-    out: list[Path] = []
-    for hierarchy in _cgroup_hierarchies():
-        with contextlib.suppress(OSError):
-            out.extend(p for p in hierarchy.glob(f"{CGROUP_PREFIX}{run}-*") if p.is_dir())
-    return out
-
-
-def _cgroup_pids(top: Path) -> set[int]:
-    pids: set[int] = set()
-    for procs in top.rglob("cgroup.procs"):
-        with contextlib.suppress(OSError, ValueError):
-            pids.update(int(p) for p in procs.read_text().split())
-    return pids
-
-
-def _processes_mentioning(text: str) -> set[int]:
-    """Processes whose command line holds `text` (the run directory: its daemons and shims)."""
-    me = os.getpid()
-    pids: set[int] = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == me:
-            continue
-        with contextlib.suppress(OSError):
-            if text.encode() in (proc / "cmdline").read_bytes():
-                pids.add(int(proc.name))
-    return pids
-
-
-def _mounts_under(directory: Path) -> list[str]:
-    prefix = str(directory)
-    out: list[str] = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            point = line.split()[4].replace("\\040", " ")
-            if point == prefix or point.startswith(prefix + "/"):
-                out.append(point)
-    return out
-
-
-def _run_addresses(run: str) -> list[str]:
-    """The run's node addresses on `lo` ("a.b.c.d/32"), found by their label."""
-    label = _address_label(run)
-    out = run_tool(["ip", "-4", "-o", "addr", "show", "dev", "lo"])
-    found: list[str] = []
-    for line in out.splitlines():
-        words = line.replace("\\", " ").split()
-        if label in words and "inet" in words:
-            found.append(words[words.index("inet") + 1])
-    return found
-
-
-def _address_label(run: str) -> str:
-    return f"lo:k{run}"
-
-
-def _kill(pids: Iterable[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _wait_gone(pids: set[int], timeout: float) -> set[int]:
-    deadline = time.monotonic() + timeout
-    alive = set(pids)
-    while alive and time.monotonic() < deadline:
-        alive = {p for p in alive if Path(f"/proc/{p}").exists() and not _is_zombie(p)}
-        if alive:
-            time.sleep(0.05)
-    return alive
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[0] == "Z"
-
-
-def leftovers(run: str) -> list[str]:
-    """What the run still holds on this machine: processes, mounts, cgroups, addresses, dirs."""
-    run_dir = RUN_BASE / run
-    found: list[str] = []
-    found += [f"process {p}" for p in sorted(_processes_mentioning(str(run_dir)))]
-    for top in _run_cgroups(run):
-        found.append(f"cgroup {top}")
-        found += [f"process {p} in {top}" for p in sorted(_cgroup_pids(top))]
-    found += [f"mount {m}" for m in _mounts_under(run_dir)]
-    found += [f"address {a} on lo" for a in _run_addresses(run)]
-    found += [f"log link {link}" for link in _log_links(run_dir)]
-    if run_dir.exists():
-        found.append(f"directory {run_dir}")
-    return found
-
-
-def _log_links(run_dir: Path) -> list[Path]:
-    out: list[Path] = []
-    with contextlib.suppress(OSError):
-        for link in CONTAINER_LOG_LINKS.iterdir():
-            with contextlib.suppress(OSError):
-                if link.is_symlink() and os.readlink(link).startswith(str(run_dir) + "/"):
-                    out.append(link)
-    return out
-
-
-def sweep_run(run: str) -> None:
-    """Remove everything the run holds (see the module docstring), in an order that works."""
-    run_dir = RUN_BASE / run
-    # Containers first (their shims would restart nothing, but reap them), then the shims and
-    # any daemon of the run still alive, found by the run directory in their command line.
-    for _ in range(5):
-        in_cgroups: set[int] = set()
-        for top in _run_cgroups(run):
-            in_cgroups |= _cgroup_pids(top)
-        daemons = _processes_mentioning(str(run_dir))
-        if not in_cgroups and not daemons:
-            break
-        _kill(in_cgroups)
-        _kill(daemons)
-        _wait_gone(in_cgroups | daemons, 5.0)
-    # Mounts: deepest first, detached (a busy mount goes once its last user does); kubelet's
-    # root dir is a shared bind mount of itself, so propagation may show a point twice.
-    for _ in range(10):
-        points = _mounts_under(run_dir)
-        if not points:
-            break
-        for point in sorted(set(points), key=lambda p: p.count("/"), reverse=True):
-            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
-    # cgroups: leaves first; a cgroup empties a moment after its last process is reaped.
-    for top in _run_cgroups(run):
-        dirs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
-        for d in [*dirs, top]:
-            deadline = time.monotonic() + 5.0
-            while True:
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as e:
-                    if time.monotonic() > deadline:
-                        LOG.warning("cannot remove cgroup %s: %s", d, e)
-                        break
-                    time.sleep(0.05)
-    for address in _run_addresses(run):
-        subprocess.run(
-            ["ip", "addr", "del", address, "dev", "lo"], capture_output=True, check=False
-        )
-    for link in _log_links(run_dir):
-        with contextlib.suppress(OSError):
-            link.unlink()
-    if run_dir.exists() and not _mounts_under(run_dir):
-        shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def _known_runs() -> set[str]:
-    """Every run this machine shows a trace of: run directories, cgroups, node addresses."""
-    runs: set[str] = set()
-    with contextlib.suppress(FileNotFoundError):
-        runs.update(p.name for p in RUN_BASE.iterdir() if p.is_dir() and p.name[0] != ".")
-    for hierarchy in _cgroup_hierarchies():
-        with contextlib.suppress(OSError):
-            for p in hierarchy.glob(f"{CGROUP_PREFIX}*-*"):
-                runs.add(p.name[len(CGROUP_PREFIX) :].split("-", 1)[0])
-    out = run_tool(["ip", "-4", "-o", "addr", "show", "dev", "lo"])
-    for word in out.replace("\\", " ").split():
-        if word.startswith("lo:k") and len(word) == len("lo:k") + RUN_ID_LEN:
-            runs.add(word[len("lo:k") :])
-    return {r for r in runs if len(r) == RUN_ID_LEN}
-
-
-def sweep_dead_runs() -> list[str]:
-    """Sweep every run whose owner process is gone (or that has no owner record left)."""
-    swept: list[str] = []
-    for run in sorted(_known_runs()):
-        if not _owner_alive(RUN_BASE / run):
-            LOG.info("sweeping real-node run %s left by a dead owner", run)
-            sweep_run(run)
-            swept.append(run)
-    return swept
-
-
-# --------------------------------------------------------------------------- one node
-
-
-def _free_node_ips(n: int, taken: Iterable[str]) -> list[str]:
-    """`n` addresses in `NODE_IP_RANGE` that no interface holds yet."""
-    used = set(taken)
-    out = run_tool(["ip", "-4", "-o", "addr", "show"])
-    for line in out.splitlines():
-        words = line.split()
-        if "inet" in words:
-            used.add(words[words.index("inet") + 1].split("/")[0])
-    hosts = list(NODE_IP_RANGE.hosts())
-    picked: list[str] = []
-    start = secrets.randbelow(len(hosts))
-    for i in range(len(hosts)):
-        ip = str(hosts[(start + i) % len(hosts)])
-        if ip not in used and not ip.endswith((".0", ".255")):
-            picked.append(ip)
-            used.add(ip)
-            if len(picked) == n:
-                return picked
-    raise SandboxError(f"no free node address left in {NODE_IP_RANGE}")
-
-
-def _issue_client_cert(pki: ControlPlanePki, directory: Path, name: str, subject: str) -> None:
-    ext = directory / f"{name}.ext"
-    ext.write_text(
-        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-        "extendedKeyUsage=clientAuth\n",
-        encoding="utf-8",
-    )
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    run_tool(
-        ["openssl", "req", "-new", *ec, "-keyout", str(directory / f"{name}.key"),
-         "-out", str(directory / f"{name}.csr"), "-subj", subject]
-    )  # fmt: skip
-    run_tool(
-        ["openssl", "x509", "-req", "-in", str(directory / f"{name}.csr"),
-         "-CA", str(pki.ca_cert), "-CAkey", str(pki.ca_key), "-CAcreateserial",
-         "-out", str(directory / f"{name}.crt"), "-days", "7", "-extfile", str(ext)]
-    )  # fmt: skip
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    raise TypeError(f"no TOML for {value!r}")
-
-
-def containerd_config(
-    node_dir: Path, *, sandbox_image: str, cni_bin_dir: Path, cni_conf_dir: Path
-) -> str:
-    """containerd 1.6's configuration (version 2) for one node, every path under `node_dir`."""
-    cri = 'plugins."io.containerd.grpc.v1.cri"'
-    tables: list[tuple[str, dict[str, Any]]] = [
-        ("", {
-            "version": 2,
-            "root": str(node_dir / "containerd" / "root"),
-            "state": str(node_dir / "containerd" / "state"),
-            # Not used here; each would otherwise probe or fail on this host at every start.
-            "disabled_plugins": [
-                "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-                "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper",
-                "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing",
-            ],
-        }),
-        ("grpc", {"address": str(node_dir / "containerd.sock")}),
-        ("ttrpc", {"address": str(node_dir / "containerd.sock.ttrpc")}),
-        ("debug", {"address": ""}),
-        ("metrics", {"address": ""}),
-        ('plugins."io.containerd.internal.v1.opt"', {"path": str(node_dir / "containerd" / "opt")}),
-        (cri, {
-            "sandbox_image": sandbox_image,
-            "enable_selinux": False,
-            # The host withholds CAP_SYS_RESOURCE: runc cannot lower oom_score_adj below
-            # containerd's own, as the kubelet asks for the pause container (-998).
-            "restrict_oom_score_adj": True,
-            # Pod network namespaces under the node's state dir, not the shared /var/run/netns.
-            "netns_mounts_under_state_dir": True,
-            "stream_server_address": "127.0.0.1",
-            "stream_server_port": "0",
-            "disable_apparmor": True,
-        }),
-        (f"{cri}.containerd", {"snapshotter": "overlayfs", "default_runtime_name": "runc"}),
-        (f"{cri}.containerd.runtimes.runc", {"runtime_type": "io.containerd.runc.v2"}),
-        (f"{cri}.containerd.runtimes.runc.options", {
-            "SystemdCgroup": False,
-            "Root": str(node_dir / "runc"),
-        }),
-        (f"{cri}.cni", {
-            "bin_dir": str(cni_bin_dir),
-            "conf_dir": str(cni_conf_dir),
-            "max_conf_num": 1,
-        }),
-    ]  # fmt: skip
-    lines: list[str] = []
-    for name, values in tables:
-        if name:
-            lines.append(f"\n[{name}]")
-        lines.extend(f"  {k} = {_toml(v)}" for k, v in values.items())
-    return "\n".join(lines) + "\n"
-
-
-def loopback_conflist(node: str) -> dict[str, Any]:
-    return {"cniVersion": "1.0.0", "name": "sandbox-loopback", "plugins": [{"type": "loopback"}]}
-
-
 class RealNode:
     """One node: its containerd and kubelet `Component`s, address, directories and ports."""
 
@@ -493,7 +128,7 @@ class RealNode:
         self.run = run
         self.dir = node_dir
         self.ip = ip
-        self.cgroup_root = f"/{CGROUP_PREFIX}{run}-{spec.name}"
+        self.cgroup_root = f"/{noderuns.CGROUP_PREFIX}{run}-{spec.name}"
         self.kubelet_port = 0
         self.healthz_port = 0
         self.containerd: Component | None = None
@@ -536,7 +171,7 @@ class RealNodes:
         *,
         kubelet: Path | None = None,
         cni_bin_dirs: Sequence[Path] = (),
-        cni_conflist: Callable[[str], Mapping[str, Any]] = loopback_conflist,
+        cni_conflist: Callable[[str], Mapping[str, Any]] = nodeconfig.loopback_conflist,
         ready_timeout: float = 120.0,
     ) -> None:
         self.plane = plane
@@ -566,13 +201,13 @@ class RealNodes:
         if pki is None:
             raise SandboxError("the control plane is not started")
         t0 = time.monotonic()
-        sweep_dead_runs()
-        self.run, self.run_dir = _claim_run()
+        noderuns.sweep_dead_runs()
+        self.run, self.run_dir = noderuns.claim_run()
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
             archives = images.build_images(self.workdir / "images")
-            self.plane.apply([_NODE_BINDING])
-            ips = iter(_free_node_ips(sum(1 for s in self.specs if s.ip is None), []))
+            self.plane.apply([nodeconfig.NODE_BINDING])
+            ips = iter(noderuns.free_node_ips(sum(1 for s in self.specs if s.ip is None), []))
             for spec in self.specs:
                 ip = spec.ip or next(ips)
                 node = RealNode(spec, self.run, self.run_dir / spec.name, ip)
@@ -602,7 +237,7 @@ class RealNodes:
         for node in self.nodes.values():
             if node.containerd is not None:
                 node.containerd.stop()
-        sweep_run(self.run)
+        noderuns.sweep_run(self.run)
         self.run = None
         self.run_dir = None
         self.nodes = {}
@@ -625,7 +260,7 @@ class RealNodes:
             raise SandboxError(f"no node {name!r} (nodes: {list(self.nodes)})") from None
 
     def leftovers(self) -> list[str]:
-        return leftovers(self.run) if self.run is not None else []
+        return noderuns.leftovers(self.run) if self.run is not None else []
 
     # ------------------------------------------------------------------ per node
 
@@ -633,7 +268,7 @@ class RealNodes:
         for sub in ("kubelet", "cni/net.d", "cni/bin", "pki", "pod-logs", "volume-plugins"):
             (node.dir / sub).mkdir(parents=True, exist_ok=True)
         # The kubelet checks that its cgroup root exists in every hierarchy it uses.
-        for hierarchy in _cgroup_hierarchies():
+        for hierarchy in noderuns.cgroup_hierarchies():
             if hierarchy.name == "unified":
                 continue
             cg = hierarchy / node.cgroup_root.lstrip("/")
@@ -642,7 +277,16 @@ class RealNodes:
                 for f in ("cpuset.cpus", "cpuset.mems"):
                     (cg / f).write_text((hierarchy / f).read_text())
         run_tool(
-            ["ip", "addr", "add", f"{node.ip}/32", "dev", "lo", "label", _address_label(node.run)]
+            [
+                "ip",
+                "addr",
+                "add",
+                f"{node.ip}/32",
+                "dev",
+                "lo",
+                "label",
+                noderuns.address_label(node.run),
+            ]
         )
         # containerd 1.6 takes one plugin directory (not a search path): the plugins of every
         # `cni_bin_dirs` entry are linked into the node's own, the first of a name winning.
@@ -653,14 +297,14 @@ class RealNodes:
                     link.symlink_to(plugin.resolve())
         conflist = dict(self._cni_conflist(node.name))
         (node.cni_conf_dir / "10-sandbox.conflist").write_text(json.dumps(conflist, indent=2))
-        _issue_client_cert(
+        nodeconfig.issue_client_cert(
             pki, node.dir / "pki", "kubelet", f"/O=system:nodes/CN=system:node:{node.name}"
         )
 
     def _start_containerd(self, node: RealNode) -> None:
         config = node.dir / "containerd.toml"
         config.write_text(
-            containerd_config(
+            nodeconfig.containerd_config(
                 node.dir,
                 sandbox_image=images.PAUSE_IMAGE,
                 cni_bin_dir=node.cni_bin_dir,
@@ -697,7 +341,7 @@ class RealNodes:
             certificate_authority=pki.ca_cert, client_certificate=cert, client_key=key,
         )  # fmt: skip
         config = node.dir / "kubelet.json"
-        config.write_text(json.dumps(self.kubelet_configuration(node, pki), indent=2))
+        config.write_text(json.dumps(nodeconfig.kubelet_configuration(node, pki.ca_cert), indent=2))
         argv = [
             str(kubelet),
             f"--config={config}",
@@ -721,51 +365,6 @@ class RealNodes:
         t = time.monotonic()
         node.kubelet.start()
         self.startup_seconds[f"kubelet[{node.name}]"] = time.monotonic() - t
-
-    def kubelet_configuration(self, node: RealNode, pki: ControlPlanePki) -> dict[str, Any]:
-        """The node's KubeletConfiguration (kubelet.config.k8s.io/v1beta1)."""
-        return {
-            "apiVersion": "kubelet.config.k8s.io/v1beta1",
-            "kind": "KubeletConfiguration",
-            # cgroup v1 hosts are refused by default from kubelet 1.35 on.
-            "failCgroupV1": False,
-            "cgroupDriver": "cgroupfs",
-            "cgroupRoot": node.cgroup_root,
-            "cgroupsPerQOS": True,
-            "enforceNodeAllocatable": [],
-            "containerRuntimeEndpoint": f"unix://{node.socket}",
-            "address": node.ip,
-            "port": node.kubelet_port,
-            "readOnlyPort": 0,
-            "healthzBindAddress": "127.0.0.1",
-            "healthzPort": node.healthz_port,
-            "authentication": {
-                "anonymous": {"enabled": False},
-                "webhook": {"enabled": False},
-                "x509": {"clientCAFile": str(pki.ca_cert)},
-            },
-            "authorization": {"mode": "AlwaysAllow"},
-            "failSwapOn": False,
-            # No disk or memory thresholds: a busy build machine must not evict test pods.
-            "evictionHard": {"memory.available": "0%", "nodefs.available": "0%",
-                             "imagefs.available": "0%"},
-            "imageGCHighThresholdPercent": 100,
-            "imageGCLowThresholdPercent": 99,
-            "localStorageCapacityIsolation": False,
-            "resolvConf": "",
-            "clusterDomain": "cluster.local",
-            "clusterDNS": ["10.0.0.10"],
-            "podLogsDir": str(node.dir / "pod-logs"),
-            "volumePluginDir": str(node.dir / "volume-plugins"),
-            "serializeImagePulls": False,
-            "registerNode": True,
-            "nodeStatusUpdateFrequency": "5s",
-            "syncFrequency": "10s",
-            "staticPodPath": "",
-            # Its iptables chains (KUBE-FIREWALL dropping non-loopback sources to 127/8, the
-            # canaries) are machine-wide, shared by every kubelet and outlive them.
-            "makeIPTablesUtilChains": False,
-        }  # fmt: skip
 
     # ------------------------------------------------------------------ readiness
 
@@ -824,20 +423,3 @@ def _healthz(port: int) -> Callable[[], str | None]:
         return None if body.strip() == b"ok" else f"{url} answered {body[:200]!r}"
 
     return probe
-
-
-#: Kubelets authenticate as `system:node:<name>` in `system:nodes`; without the Node authorizer
-#: (the plane runs RBAC only) that group needs the `system:node` role bound explicitly.
-_NODE_BINDING: dict[str, Any] = {
-    "apiVersion": "rbac.authorization.k8s.io/v1",
-    "kind": "ClusterRoleBinding",
-    "metadata": {"name": NODE_CLUSTER_ROLE_BINDING},
-    "roleRef": {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "ClusterRole",
-        "name": "system:node",
-    },
-    "subjects": [
-        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}
-    ],
-}
