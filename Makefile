@@ -8,7 +8,7 @@
 #   make lint           ruff, ruff format --check, mypy (strict over controller/, lenient over
 #                       tests/: mypy-tests.ini), lint-imports
 #   make bench          bench/e2e --quick (ARGS="..." for a full run)
-#   make control-plane  build the real control plane (.ci/build-control-plane)
+#   make control-plane  build the real control plane and the nodes' kubelet (.ci/build-control-plane)
 #   make format         ruff format + ruff check --fix
 #
 # PYTEST_ARGS="..." is passed to pytest by test and fast (e.g. PYTEST_ARGS="-x tests/pod").

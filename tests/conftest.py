@@ -39,6 +39,7 @@ SLOW_TIERS: dict[str, tuple[str, ...]] = {
     "demo": ("demo",),
     "dataplane": (),
     "controlplane": ("realcp",),
+    "realnode": ("realcp", "realnode"),
     "bench": ("bench",),
 }
 

@@ -20,7 +20,9 @@ Contract:
 * kube-apiserver: TLS on 127.0.0.1, RBAC authorization, client certificates (the admin is in
   `system:masters`), static bearer tokens (`admin_token`), service-account tokens (issuer and
   signing key), an audit log of every request at Metadata level (`audit_events()`),
-  `--endpoint-reconciler-type=none`, ServiceAccount admission off as in controller-runtime's
+  `--endpoint-reconciler-type=none`, a `kubelet-client` certificate (in `system:masters`) for
+  exec/logs on real kubelets (realnode.py), reached at their InternalIP, ServiceAccount
+  admission off as in controller-runtime's
   envtest (pods need not wait for their namespace's `default` ServiceAccount), and
   TaintNodesByCondition admission off (it taints new nodes not-ready until the node-lifecycle
   controller, not run here, clears the taint).
@@ -408,6 +410,8 @@ class RealControlPlane:
                 "admin": f"/O=system:masters/CN={ADMIN_USER}",
                 "controller-manager": "/CN=system:kube-controller-manager",
                 "scheduler": "/CN=system:kube-scheduler",
+                # kube-apiserver's identity towards kubelets (exec, logs, port-forward).
+                "kubelet-client": "/O=system:masters/CN=kube-apiserver-kubelet-client",
             },
         )
         self.startup_seconds["pki"] = time.monotonic() - t0
@@ -516,6 +520,11 @@ class RealControlPlane:
             f"--tls-private-key-file={pki.server_key}",
             f"--client-ca-file={pki.ca_cert}",
             f"--token-auth-file={tokens}",
+            # Real kubelets (realnode.py) listen on their node's InternalIP; node names resolve
+            # nowhere.
+            f"--kubelet-client-certificate={pki.client('kubelet-client')[0]}",
+            f"--kubelet-client-key={pki.client('kubelet-client')[1]}",
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             "--authorization-mode=RBAC",
             f"--service-account-issuer={url}",
             f"--service-account-key-file={pki.sa_pub}",

@@ -67,6 +67,7 @@ from controller.sandbox.apiserver.server import ApiServer
 from controller.sandbox.cluster.kubelet import SandboxKubelet, SimNode
 from controller.sandbox.cluster.scheduler import PodScheduler
 from controller.sandbox.cluster.workloads import StatefulSetController
+from controller.sandbox.demo import realnodes
 from controller.sandbox.demo.objects import (
     CONTROLLER_NAMESPACE,
     DEMO_NAMESPACE,
@@ -183,6 +184,12 @@ class Demo:
         workdir = self._workdir(stack)
         self.say(f"kube-ovn pod controller sandbox, workdir {workdir}")
         self.check_stop()
+        if opts.node == "real":
+            return realnodes.run_demo(
+                self, stack, workdir, deployment_pods=opts.pods, timeout=opts.timeout,
+                metrics_port=self.metrics_port,
+                wait_forever=None if opts.once else self._serve_until_stopped,
+            )  # fmt: skip
 
         nb_server = NbServer(workdir / "nb")
         stack.callback(self.session.stop_step, "NB ovsdb-server", nb_server.stop)
@@ -281,6 +288,10 @@ class Demo:
             seed_cluster(server)
             self.say(f"API server emulator at {server.url} (kubeconfig {kubeconfig})")
         return server, kubeconfig, admin
+
+    def _serve_until_stopped(self) -> None:
+        while not self.flag.wait(1.0):
+            pass
 
     def serve_new_pods(
         self, stack: contextlib.ExitStack, server: ApiServer, wiring: CniWiring | None

@@ -22,6 +22,7 @@ class DemoOptions:
     log_level: str = "info"
     dataplane: bool = True
     control_plane: str = "emulator"
+    node: str = "sandbox"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the API server emulator (instant), or the real Kubernetes control "
         "plane built by .ci/build-control-plane",
     )
+    p.add_argument(
+        "--node",
+        default="sandbox",
+        choices=("sandbox", "real"),
+        help="who runs the pods: the sandbox kubelet (default), or real nodes (containerd "
+        "and the kubelet built by .ci/build-control-plane; needs --control-plane real, root)",
+    )
     return p
 
 
@@ -92,6 +100,8 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
         parser.error(f"--metrics-port must be a TCP port (0..65535), got {ns.metrics_port}")
     if not ns.timeout > 0:
         parser.error(f"--timeout must be positive, got {ns.timeout}")
+    if ns.node == "real" and (ns.control_plane != "real" or not ns.dataplane):
+        parser.error("--node real needs --control-plane real and the data plane")
     return DemoOptions(
         pods=ns.pods,
         metrics_port=ns.metrics_port,
@@ -101,4 +111,5 @@ def parse_args(argv: Sequence[str]) -> DemoOptions:
         log_level=ns.log_level,
         dataplane=ns.dataplane,
         control_plane=ns.control_plane,
+        node=ns.node,
     )

@@ -1,293 +1,118 @@
 """The CNI stand-in: wires pods (and nodes' `ovn0`) into a `DataPlane` as kube-ovn's CNI does.
 
-`CniWiring(dataplane)` is a `PodWiring` (cluster/wiring.py). It re-implements what kube-ovn v1.8's
-CNI daemon does for a pod (pkg/daemon/handler.go `handleAdd`/`handleDel`, pkg/daemon/ovs.go
-`configureNic`/`configureContainerNic`/`deleteNic`/`configureNodeNic`):
+`CniWiring(dataplane)` re-implements what kube-ovn v1.8's CNI daemon does for a pod
+(pkg/daemon/handler.go `handleAdd`/`handleDel`, pkg/daemon/ovs.go `configureNic`/
+`configureContainerNic`/`deleteNic`/`configureNodeNic`), on two paths that share every wiring
+step (`_wire_into`):
 
-* `plan_pod(pod)` (pure) reads the controller's annotations of every OVN network of the pod:
-  the default network (provider `ovn`, interface `eth0`; the provider of the
-  `v1.multus-cni.io/default-network` attachment when that is set) and each OVN attachment named
-  by `k8s.v1.cni.cncf.io/networks` (provider `<nad>.<ns>.ovn`, interface as requested or
-  `net<i>`). Per network: `allocated` must be "true" (and, for `eth0`, `ovn.kubernetes.io/routed`,
-  as kube-ovn's handler waits for both), and `ip_address`, `mac_address`, `cidr`, `gateway`,
-  `logical_switch` must be valid. The port (iface-id) is kube-ovn's `PodNameToPortName`:
-  `<pod>.<ns>` or `<pod>.<ns>.<provider>`, with the VM name under `<provider>.kubernetes.io/
-  virtualmachine`. An attachment whose provider is not an OVN one is left to its own CNI.
-* `wire(pod)` creates the pod's namespace and one veth per network, plugs the host end into
-  br-int (`--may-exist add-port`, `external_ids:iface-id=<port>`, `pod_name`, `pod_namespace`,
-  `ip`, `pod_netns`, as kube-ovn) with the host end up and txqueuelen 1000, then inside the pod
-  sets the MAC, MTU (1400, kube-ovn's geneve default), the addresses with the subnet's prefix
-  lengths (both families for dual stack) and, on `eth0` only, the default route(s) via the
-  gateway(s). It returns once every port is bound (`external_ids:ovn-installed=true` on the
-  interface, set by ovn-controller) or raises `WiringError` at the deadline. Idempotent: a
-  second call reconciles addresses and routes in place.
-* `unwire(pod)` deletes the pod's OVS ports and veths and its namespace; a pod never wired is
-  a no-op.
-* `wire_node(node)` / `unwire_node(name)`: the node's join-subnet port `node-<name>` (annotations
-  `ip_address`, `mac_address`, `cidr`, `gateway`, `port_name` written by the node controller) as
-  an interface `ovn0` in a node namespace `kop-<run>-n<hash>`, with the node's join address, so
-  pod->node traffic follows the controller's routes. With `node_lookup` (name -> Node object),
-  `wire(pod)` wires the pod's node first when it is not wired yet.
+* The sandbox kubelet's `PodWiring` (cluster/wiring.py): `wire(pod)` creates the pod's namespace
+  itself (there is no container runtime) and wires every OVN network `plan_pod` (cni_plan.py)
+  finds; `unwire(pod)` deletes the pod's OVS ports, veths and namespace (a pod never wired is a
+  no-op).
+* The CNI daemon (cni_daemon.py), for a real runtime: `wire_container(pod, netns, container_id,
+  ifname, provider)` wires the one interface a CNI ADD asks for into the namespace the runtime
+  made (`CNI_NETNS`, a path; never created here), the host end named as kube-ovn names it
+  (`<container id[:12]>_h`, ovs.go line 130); `unwire_container(container_id, ifname)` deletes
+  it (idempotent); `check_container` verifies it.
+
+Wiring an interface: a veth whose host end is plugged into br-int (`--may-exist add-port`,
+`external_ids:iface-id=<port>`, `pod_name`, `pod_namespace`, `ip`, `pod_netns`, as kube-ovn)
+with the host end up and txqueuelen 1000; inside the pod the MAC, MTU (1400, kube-ovn's geneve
+default), the addresses with the subnet's prefix lengths and, on `eth0` only, the default
+route(s) via the gateway(s). It returns once every port is bound (`external_ids:ovn-installed=
+true`, set by ovn-controller) or raises `WiringError` at the deadline. Idempotent: a second call
+reconciles addresses and routes in place. `wire_node(node)` / `unwire_node(name)`: the node's
+join port `node-<name>` as `ovn0` in a node namespace `kop-<run>-n<hash>`; with `node_lookup`
+(name -> Node), a pod's node is wired first when it is not yet. `set_subnets(subnets)` keeps the
+daemon's node-route rule (pkg/daemon/controller.go lines 549-603): a route on ovn0 via the join
+gateway for each CIDR of a Ready, default-VPC, non-VLAN Subnet (`node_route_cidrs`), no other
+route, no default route (so a subnet that is not Ready is unreachable from the node).
 
 Where this differs from kube-ovn v1.8, and why:
 
-* The pod's "netns" is a named namespace `kop-<run>-<hash of the pod UID>` created here (there is
-  no container runtime); the veth is created directly with its final names (host end
-  `<run><hash>_h` inside the OVS namespace, pod end `eth0`/`net<i>`) instead of `<id>_h`/`<id>_c`
-  plus a move and rename. The OVS interface also carries `external_ids:pod_uid` so that a pod
-  re-created under the same name (another UID) is told apart from the stale one.
+* On the kubelet path the namespace is `kop-<run>-<hash of the pod UID>` and the host end
+  `<run><hash>_h`. On both paths the veth is created with its final names, the host end inside
+  the OVS namespace (not `<id>_c` plus a move and rename), and the OVS interface also carries
+  `external_ids:pod_uid`, so a pod re-created under the same name is told apart.
 * A stale interface claiming the same iface-id is removed with its veth (kube-ovn's
-  `CleanDuplicatePort` only clears its iface-id; here no kubelet would ever delete it).
-* `pod_nic_type: internal-port` is wired as a veth too: an OVS internal port of the userspace
-  datapath is a tap device that cannot leave ovs-vswitchd's namespace.
-* Transmit checksum offload is turned off on the pod's end of the veth (`ethtool -K <if> tx off`):
-  the userspace datapath forwards a veth's partially checksummed TCP/UDP packets unchanged and
-  the receiver drops them (with the kernel datapath kube-ovn needs no such step).
-* The host end is set up before `add-port` (kube-ovn: right after it) and checked once the
-  port is bound: ovs-vswitchd writes a device's flags back from a cached copy when it adds the
-  port, which can undo an `up` that races with it.
-* IPv6 addresses are added with `nodad` (duplicate address detection would hold each new address
-  tentative for about a second; OVN already guarantees uniqueness per switch).
+  `CleanDuplicatePort` only clears its iface-id).
+* `pod_nic_type: internal-port` is wired as a veth: an OVS internal port of the userspace
+  datapath is a tap device that cannot leave ovs-vswitchd's namespace; ovn0 is a veth too.
+* Transmit checksum offload is off on the pod's end (`ethtool -K <if> tx off`): the userspace
+  datapath forwards a veth's partially checksummed packets unchanged and the receiver drops them.
+* The host end is set up before `add-port` and checked once bound: ovs-vswitchd writes a
+  device's flags back from a cached copy when it adds the port, which can undo a racing `up`.
+* IPv6 addresses are added with `nodad` (OVN already guarantees uniqueness per switch).
 * No gateway check by default (kube-ovn pings the gateway up to 200 times unless the subnet
-  disables it): the tests ping explicitly, and a pod in a deny-all security group could never
-  pass it. `check_gateway=True` turns it on (one ping per second until the deadline).
-* The node's `ovn0` is a veth (not an internal port, same reason) in a namespace of its own.
-* Node routes follow kube-ovn v1.8.18's daemon (pkg/daemon/controller.go, lines 549-603):
-  `set_subnets(subnets)` (fed by the sandbox kubelet's Subnet watch) gives every wired node a
-  route on ovn0 via its join gateway (the `gateway` annotation, per family) for each CIDR of a
-  Subnet of the default VPC, without a VLAN, whose status is Ready (`node_route_cidrs`), and
-  deletes the other routes on ovn0; there is no default route, so a subnet that is not Ready
-  is unreachable from the node and its pods cannot answer the node. Unlike the daemon, the
-  kernel's own connected routes (the join subnet's) are left alone instead of being replaced by a
-  route via the join gateway: on ovn0 they are the same path.
-* Not done: egress/ingress rate limits (QoS), mirroring, SR-IOV/offload, custom routes from the
-  CNI request, the IP CR's nodeName update (the controller and the tests do not read it).
+  disables it); `check_gateway=True` turns it on (one ping per second until the deadline).
+* ovn0's connected routes (the join subnet's) are left as the kernel made them.
+* Not done: QoS rate limits, mirroring, SR-IOV/offload, custom routes from the CNI request, the
+  IP CR's nodeName update (the controller and the tests do not read it).
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import logging
+import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from controller.core.address import is_valid_mac
-from controller.core.constants import (
-    ALLOCATED_ANNOTATION_TEMPLATE,
-    ATTACHMENT_NETWORK_ANNOTATION,
-    CIDR_ANNOTATION,
-    CIDR_ANNOTATION_TEMPLATE,
-    DEFAULT_NETWORK_ANNOTATION,
-    DEFAULT_VPC,
-    GATEWAY_ANNOTATION,
-    GATEWAY_ANNOTATION_TEMPLATE,
-    IP_ADDRESS_ANNOTATION,
-    IP_ADDRESS_ANNOTATION_TEMPLATE,
-    LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
-    MAC_ADDRESS_ANNOTATION,
-    MAC_ADDRESS_ANNOTATION_TEMPLATE,
-    OVN_PROVIDER,
-    PORT_NAME_ANNOTATION,
-    ROUTED_ANNOTATION,
-    VM_ANNOTATION_TEMPLATE,
-)
-from controller.core.errors import InvalidPodNetworkError
-from controller.core.naming import node_port_name, pod_name_to_port_name
-from controller.core.network_attachment import ovn_provider_name, parse_pod_network_annotation
-from controller.core.subnet_conditions import is_ready
 from controller.sandbox.cluster.wiring import WiringError
+from controller.sandbox.ovn.cni_plan import (
+    MTU,
+    NODE_NIC,
+    NicPlan,
+    first_address,
+    host_nic_name,
+    ip_batch,
+    managed_routes,
+    node_route_cidrs,
+    ovn0_routes,
+    plan_node,
+    plan_pod,
+    plan_pod_nic,
+)
 from controller.sandbox.ovn.dataplane import BRIDGE, NETNS_DIR, DataPlane
 from controller.sandbox.processes import SandboxError
 
+__all__ = [
+    "MTU",
+    "NODE_NIC",
+    "CniWiring",
+    "NicPlan",
+    "first_address",
+    "host_nic_name",
+    "netns_exists",
+    "node_route_cidrs",
+    "plan_node",
+    "plan_pod",
+    "plan_pod_nic",
+]
+
 LOG = logging.getLogger(__name__)
-
-MTU = 1400  # kube-ovn's default for geneve: 1500 minus the tunnel overhead
-NODE_NIC = "ovn0"
-
-
-@dataclass(frozen=True, slots=True)
-class NicPlan:
-    """One interface of a pod (or a node's ovn0) as the annotations describe it."""
-
-    provider: str
-    port: str  # the logical switch port, OVS external_ids:iface-id
-    ifname: str  # inside the namespace
-    mac: str
-    addresses: tuple[str, ...]  # "ip/prefix", the subnet's prefix length
-    gateways: tuple[str, ...]  # "" entries for none
-    default_route: bool
-
-    @property
-    def ips(self) -> str:
-        return ",".join(a.split("/")[0] for a in self.addresses)
-
-
-def _ann(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
-
-
-def _addresses(
-    what: str, ip: str, cidr: str, gateway: str
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """kube-ovn `GetIpAddrWithMask`: each address with the prefix of its CIDR block, and the
-    gateway of each block (validated: same families, same count)."""
-    ips = [p.strip() for p in ip.split(",") if p.strip()]
-    cidrs = [p.strip() for p in cidr.split(",") if p.strip()]
-    gws = [p.strip() for p in gateway.split(",")] if gateway else []
-    if not ips or len(ips) != len(cidrs) or len(ips) > 2:
-        raise WiringError(f"{what}: ip_address {ip!r} does not match cidr {cidr!r}")
-    out: list[str] = []
-    for addr_text, cidr_text in zip(ips, cidrs, strict=True):
-        try:
-            addr = ipaddress.ip_address(addr_text)
-            net = ipaddress.ip_network(cidr_text, strict=False)
-        except ValueError as exc:
-            raise WiringError(f"{what}: {exc}") from None
-        if addr.version != net.version or addr not in net:
-            raise WiringError(f"{what}: address {addr_text} is not in {cidr_text}")
-        out.append(f"{addr}/{net.prefixlen}")
-    for gw in gws:
-        if gw:
-            try:
-                ipaddress.ip_address(gw)
-            except ValueError:
-                raise WiringError(f"{what}: invalid gateway {gw!r}") from None
-    return tuple(out), tuple(gws)
-
-
-def _nic(
-    what: str,
-    ann: Mapping[str, str],
-    provider: str,
-    port: str,
-    ifname: str,
-    *,
-    default_route: bool,
-) -> NicPlan:
-    def key(template: str) -> str:
-        return template.format(provider=provider)
-
-    mac = ann.get(key(MAC_ADDRESS_ANNOTATION_TEMPLATE), "")
-    if not is_valid_mac(mac):
-        raise WiringError(f"{what}: invalid mac_address {mac!r}")
-    if not ann.get(key(LOGICAL_SWITCH_ANNOTATION_TEMPLATE)):
-        raise WiringError(f"{what}: no logical_switch annotation")
-    addresses, gateways = _addresses(
-        what,
-        ann.get(key(IP_ADDRESS_ANNOTATION_TEMPLATE), ""),
-        ann.get(key(CIDR_ANNOTATION_TEMPLATE), ""),
-        ann.get(key(GATEWAY_ANNOTATION_TEMPLATE), ""),
-    )
-    if default_route and len(gateways) != len(addresses):
-        raise WiringError(f"{what}: gateway {','.join(gateways)!r} does not match the addresses")
-    return NicPlan(provider, port, ifname, mac.lower(), addresses, gateways, default_route)
-
-
-def plan_pod(pod: Mapping[str, Any]) -> list[NicPlan]:
-    """The interfaces `wire` creates for `pod` (see the module docstring); `WiringError` when
-    the controller has not allocated (or, for eth0, routed) a network yet or its annotations are
-    invalid."""
-    meta = pod.get("metadata") or {}
-    name, namespace = meta.get("name", ""), meta.get("namespace", "")
-    if not name or not namespace:
-        raise WiringError("pod has no name or namespace")
-    if (pod.get("spec") or {}).get("hostNetwork") is True:
-        return []  # the node's own network: no CNI call
-    ann = _ann(pod)
-    what = f"pod {namespace}/{name}"
-    # (provider, ifname) of every network the CNI would be asked to set up, eth0 first
-    networks: list[tuple[str, str]] = []
-    try:
-        default_net = ann.get(DEFAULT_NETWORK_ANNOTATION, "")
-        default_provider = OVN_PROVIDER
-        if default_net:
-            element = parse_pod_network_annotation(default_net, namespace)[0]
-            default_provider = ovn_provider_name(element)
-        networks.append((default_provider, "eth0"))
-        attachments = ann.get(ATTACHMENT_NETWORK_ANNOTATION, "")
-        elements = parse_pod_network_annotation(attachments, namespace) if attachments else []
-    except InvalidPodNetworkError as exc:
-        raise WiringError(f"{what}: {exc}") from None
-    for i, element in enumerate(elements, start=1):
-        networks.append((ovn_provider_name(element), element.interface or f"net{i}"))
-
-    plans: list[NicPlan] = []
-    for provider, ifname in networks:
-        allocated = ann.get(ALLOCATED_ANNOTATION_TEMPLATE.format(provider=provider)) == "true"
-        if ifname != "eth0" and not allocated:
-            continue  # not an OVN network (IPAM-only): another CNI wires it
-        nic_what = f"{what} ({provider})"
-        if not allocated:
-            raise WiringError(f"{nic_what}: not allocated yet")
-        if ifname == "eth0" and ann.get(ROUTED_ANNOTATION) != "true":
-            raise WiringError(f"{nic_what}: not routed yet")
-        owner = ann.get(VM_ANNOTATION_TEMPLATE.format(provider=provider)) or name
-        port = pod_name_to_port_name(owner, namespace, provider)
-        plans.append(_nic(nic_what, ann, provider, port, ifname, default_route=ifname == "eth0"))
-    return plans
-
-
-def plan_node(node: Mapping[str, Any]) -> NicPlan:
-    """The `ovn0` interface of `node` from the node controller's annotations."""
-    name = (node.get("metadata") or {}).get("name", "")
-    ann = _ann(node)
-    what = f"node {name}"
-    if not name:
-        raise WiringError("node has no name")
-    port = ann.get(PORT_NAME_ANNOTATION) or node_port_name(name)
-    mac = ann.get(MAC_ADDRESS_ANNOTATION, "")
-    if not is_valid_mac(mac) or not ann.get(IP_ADDRESS_ANNOTATION):
-        raise WiringError(f"{what}: no join address allocated yet")
-    addresses, gateways = _addresses(
-        what,
-        ann[IP_ADDRESS_ANNOTATION],
-        ann.get(CIDR_ANNOTATION, ""),
-        ann.get(GATEWAY_ANNOTATION, ""),
-    )
-    return NicPlan(OVN_PROVIDER, port, NODE_NIC, mac.lower(), addresses, gateways, False)
-
-
-def node_route_cidrs(subnets: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The CIDRs kube-ovn v1.8.18's daemon routes on a node's ovn0 (pkg/daemon/controller.go
-    line 551): every block of each Subnet of the default VPC, without a VLAN, that is Ready."""
-    cidrs: list[str] = []
-    for subnet in subnets:
-        spec = subnet.get("spec") or {}
-        if spec.get("vlan") or spec.get("vpc") != DEFAULT_VPC or not is_ready(subnet.get("status")):
-            continue
-        for block in str(spec.get("cidrBlock") or "").split(","):
-            try:
-                cidr = str(ipaddress.ip_network(block.strip(), strict=False))
-            except ValueError:
-                continue  # the daemon logs an invalid block and goes on
-            if cidr not in cidrs:
-                cidrs.append(cidr)
-    return cidrs
+_ip_batch = ip_batch  # the name the plan tests use
 
 
 def _hash(*parts: str, size: int = 8) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:size]
 
 
-def _ip_batch(plan: NicPlan) -> str:
-    """`ip -batch` lines configuring `plan.ifname` inside its namespace (idempotent)."""
-    dev = plan.ifname
-    lines = [f"link set {dev} address {plan.mac} mtu {MTU}"]
-    for addr in plan.addresses:
-        nodad = " nodad" if ":" in addr else ""
-        lines.append(f"addr replace {addr} dev {dev}{nodad}")
-    lines.append(f"link set {dev} up")
-    if plan.default_route:
-        for gw in plan.gateways:
-            if gw:
-                default = "::/0" if ":" in gw else "0.0.0.0/0"
-                lines.append(f"route replace {default} via {gw} dev {dev}")
-    return "\n".join(lines) + "\n"
+def _in_netns_path(path: str, argv: Sequence[str], stdin: str = "") -> str:
+    """Run `argv` in the network namespace bound at `path` (a runtime's CNI_NETNS)."""
+    args = ["nsenter", f"--net={path}", *argv]
+    try:
+        out = subprocess.run(
+            args, input=stdin, capture_output=True, text=True, timeout=10.0, check=False
+        )
+    except subprocess.TimeoutExpired as e:
+        raise SandboxError(f"{' '.join(argv)} in {path} timed out") from e
+    if out.returncode != 0:
+        raise SandboxError(f"{' '.join(argv)} in {path} failed: {out.stderr.strip()}")
+    return out.stdout
 
 
 class CniWiring:
@@ -333,53 +158,17 @@ class CniWiring:
     def _host_nic(self, key: str, ifname: str) -> str:
         return f"{self.dp.run_id}{_hash(key, ifname)}_h"  # 4 + 8 + 2 < IFNAMSIZ (15)
 
-    # --- PodWiring -------------------------------------------------------------------------------
+    # --- PodWiring (the sandbox kubelet) ----------------------------------------------------------
     def wire(self, pod: Mapping[str, Any]) -> None:
         plans = plan_pod(pod)
-        meta = pod.get("metadata") or {}
-        node = (pod.get("spec") or {}).get("nodeName", "")
-        if node and self.node_lookup is not None and node not in self._nodes:
-            node_obj = self.node_lookup(node)
-            if node_obj is not None:
-                self.wire_node(node_obj)
+        self._ensure_node(pod)
         identity = self._identity(pod)
         try:
             netns = self.dp.add_netns(_hash(identity))
-            if any(":" in a for p in plans for a in p.addresses):
-                self.dp.exec_in(
-                    netns,
-                    [
-                        "sysctl",
-                        "-q",
-                        "-w",
-                        "net.ipv6.conf.all.disable_ipv6=0",
-                        "net.ipv6.conf.default.disable_ipv6=0",
-                    ],
-                )
-            hosts = []
-            for plan in plans:
-                host = self._host_nic(identity, plan.ifname)
-                self._plug(
-                    plan,
-                    host,
-                    netns,
-                    {
-                        "pod_name": meta["name"],
-                        "pod_namespace": meta["namespace"],
-                        "pod_uid": identity,
-                    },
-                )
-                hosts.append((plan, host))
-            deadline = time.monotonic() + self.bind_timeout
-            for plan, host in hosts:
-                self._wait_bound(plan.port, host, deadline)
-                self._ensure_up(host)
-            if self.check_gateway:
-                for plan in plans:
-                    if plan.default_route:
-                        self._gateway_check(netns, plan, deadline)
         except SandboxError as exc:
-            raise WiringError(f"pod {meta['namespace']}/{meta['name']}: {exc}") from None
+            raise WiringError(f"{_what(pod)}: {exc}") from None
+        hosts = [self._host_nic(identity, plan.ifname) for plan in plans]
+        self._wire_into(pod, netns, list(zip(plans, hosts, strict=True)))
         with self._plans_lock:
             self._plans[identity] = tuple(plans)
 
@@ -397,10 +186,123 @@ class CniWiring:
                 self._unplug(iface)
             self.dp.delete_netns(self.dp.netns_name(_hash(identity)))
         except SandboxError as exc:
-            meta = pod.get("metadata") or {}
-            raise WiringError(f"pod {meta.get('namespace')}/{meta.get('name')}: {exc}") from None
+            raise WiringError(f"{_what(pod)}: {exc}") from None
+
+    # --- the CNI daemon (a real container runtime) ---------------------------------------------
+    def wire_container(
+        self,
+        pod: Mapping[str, Any],
+        netns: str,
+        container_id: str,
+        ifname: str = "eth0",
+        provider: str = "ovn",
+    ) -> NicPlan:
+        """Wire interface `ifname` of `pod` (its `provider` network) into the runtime's namespace
+        `netns` (a path, which must exist); returns what was wired."""
+        plan = plan_pod_nic(pod, provider, ifname)
+        if not container_id or not netns.startswith("/"):
+            raise WiringError(f"{_what(pod)}: a container id and a netns path are required")
+        self._ensure_node(pod)
+        self._wire_into(pod, netns, [(plan, host_nic_name(container_id, plan.ifname))])
+        return plan
+
+    def unwire_container(self, container_id: str, ifname: str = "eth0") -> None:
+        """Delete the host end of a container's interface and its OVS port (which takes the pod
+        end with it); nothing to delete is success (a second DEL, a namespace already gone)."""
+        try:
+            self._unplug(host_nic_name(container_id, ifname))
+        except SandboxError as exc:
+            raise WiringError(f"container {container_id[:12]}: {exc}") from None
+
+    def check_container(
+        self,
+        pod: Mapping[str, Any],
+        netns: str,
+        container_id: str,
+        ifname: str = "eth0",
+        provider: str = "ovn",
+    ) -> NicPlan:
+        """`WiringError` unless the interface `wire_container` would make is there as planned:
+        the host end on br-int for the pod's port and the pod end with its MAC and addresses."""
+        plan = plan_pod_nic(pod, provider, ifname)
+        host = host_nic_name(container_id, plan.ifname)
+        ids = self.interfaces().get(host)
+        if ids is None or ids.get("iface-id") != plan.port:
+            raise WiringError(f"{_what(pod)}: {host} is not plugged for port {plan.port}")
+        try:
+            out = self._exec_pod(netns, ["ip", "-j", "addr", "show", "dev", plan.ifname])
+        except SandboxError as exc:
+            raise WiringError(f"{_what(pod)}: {exc}") from None
+        link = (json.loads(out or "[]") or [{}])[0]
+        have = {f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", [])}
+        missing = [a for a in plan.addresses if a not in have]
+        if str(link.get("address", "")).lower() != plan.mac or missing:
+            raise WiringError(
+                f"{_what(pod)}: {plan.ifname} has mac {link.get('address')} and "
+                f"{sorted(have)}, wanted {plan.mac} and {list(plan.addresses)}"
+            )
+        return plan
+
+    # --- the shared wiring path ------------------------------------------------------------------
+    def _ensure_node(self, pod: Mapping[str, Any]) -> None:
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        if node:
+            self.ensure_node(node)
+
+    def ensure_node(self, name: str) -> bool:
+        """Wire node `name`'s ovn0 through `node_lookup` unless it is wired; whether it is."""
+        if name not in self._nodes and self.node_lookup is not None:
+            node_obj = self.node_lookup(name)
+            if node_obj is not None:
+                self.wire_node(node_obj)
+        return name in self._nodes
+
+    def _wire_into(
+        self, pod: Mapping[str, Any], netns: str, nics: Sequence[tuple[NicPlan, str]]
+    ) -> None:
+        """Plug each (plan, host end) into `netns` (a name under /run/netns or a path), then
+        wait until every port is bound."""
+        meta = pod.get("metadata") or {}
+        ids = {
+            "pod_name": str(meta.get("name")),
+            "pod_namespace": str(meta.get("namespace")),
+            "pod_uid": self._identity(pod),
+        }
+        try:
+            if any(":" in a for plan, _ in nics for a in plan.addresses):
+                # a runtime may create the namespace with IPv6 off (ovs.go 179-192)
+                sysctls = (
+                    "net.ipv6.conf.all.disable_ipv6=0",
+                    "net.ipv6.conf.default.disable_ipv6=0",
+                )
+                self._exec_pod(netns, ["sysctl", "-q", "-w", *sysctls])
+            for plan, host in nics:
+                self._plug(plan, host, netns, ids)
+            deadline = time.monotonic() + self.bind_timeout
+            for plan, host in nics:
+                self._wait_bound(plan.port, host, deadline)
+                self._ensure_up(host)
+            if self.check_gateway:
+                for plan, _ in nics:
+                    if plan.default_route:
+                        self._gateway_check(netns, plan, deadline)
+        except SandboxError as exc:
+            raise WiringError(f"{_what(pod)}: {exc}") from None
+
+    def _exec_pod(self, netns: str, argv: Sequence[str], stdin: str = "") -> str:
+        if netns.startswith("/"):
+            return _in_netns_path(netns, argv, stdin)
+        return self.dp.exec_in(netns, argv, stdin=stdin)
 
     # --- nodes -----------------------------------------------------------------------------------
+    def prepare_node(self, name: str) -> str:
+        """Create node `name`'s namespace (idempotent), before its ovn0 can be wired: what runs
+        "on the node" (a kubelet) can be started in it at once; returns its name."""
+        try:
+            return self.dp.add_netns(self._node_tag(name))
+        except SandboxError as exc:
+            raise WiringError(f"node {name}: {exc}") from None
+
     def wire_node(self, node: Mapping[str, Any]) -> str:
         """Wire `node`'s ovn0 (idempotent); returns its namespace."""
         with self._node_lock:
@@ -439,33 +341,14 @@ class CniWiring:
         routes: dict[str, str] = {}
         for family in ("-4", "-6"):
             out = self.dp.exec_in(netns, ["ip", "-j", family, "route", "show", "dev", NODE_NIC])
-            for route in json.loads(out or "[]"):
-                dst = str(route.get("dst") or "")
-                # as the daemon's routeDiff: no link-scope, default or link-local routes; and
-                # the kernel's connected routes stay (see the module docstring)
-                if route.get("scope") == "link" or route.get("protocol") == "kernel":
-                    continue
-                if not dst or dst == "default":
-                    continue
-                net = ipaddress.ip_network(dst, strict=False)
-                if net.is_link_local:
-                    continue
-                routes[str(net)] = str(route.get("gateway") or "")
+            routes.update(managed_routes(json.loads(out or "[]")))
         return routes
 
     def _sync_node_routes(self, name: str) -> None:
         plan, netns = self._node_plans.get(name), self._nodes.get(name)
         if plan is None or netns is None:
             return
-        on_link = [ipaddress.ip_interface(a).network for a in plan.addresses]
-        wanted: dict[str, str] = {}
-        for cidr in node_route_cidrs(self._subnets):
-            net = ipaddress.ip_network(cidr)
-            if any(net.version == c.version and net.overlaps(c) for c in on_link):
-                continue
-            for gw in plan.gateways:
-                if gw and ipaddress.ip_address(gw).version == net.version:
-                    wanted[cidr] = gw
+        wanted = ovn0_routes(plan, self._subnets)
         try:
             have = self._ovn0_routes(netns)
             for dst in have:
@@ -521,10 +404,10 @@ class CniWiring:
             host,
             *(f'external_ids:{k}="{v}"' for k, v in external_ids.items()),
         )
-        self.dp.exec_in(netns, ["ip", "-batch", "-"], stdin=_ip_batch(plan))
+        self._exec_pod(netns, ["ip", "-batch", "-"], stdin=ip_batch(plan))
         # A veth hands TCP/UDP packets to its peer with the checksum left to the NIC; the
         # userspace datapath forwards them as they are, so the receiver would drop them.
-        self.dp.exec_in(netns, ["ethtool", "-K", plan.ifname, "tx", "off"])
+        self._exec_pod(netns, ["ethtool", "-K", plan.ifname, "tx", "off"])
 
     def _ensure_up(self, host: str) -> None:
         """The host end is administratively up once OVS has the port (see `_plug`)."""
@@ -581,10 +464,14 @@ class CniWiring:
             time.sleep(0.02)
 
     def _gateway_check(self, netns: str, plan: NicPlan, deadline: float) -> None:
-        for gw in plan.gateways:
-            while gw and self.dp.ping(netns, gw) is None:
-                if time.monotonic() > deadline:
-                    raise WiringError(f"{plan.port}: gateway {gw} does not answer")
+        for gw in (g for g in plan.gateways if g):
+            while True:
+                try:
+                    self._exec_pod(netns, ["ping", "-n", "-q", "-c1", "-W1", gw])
+                    break
+                except SandboxError:
+                    if time.monotonic() > deadline:
+                        raise WiringError(f"{plan.port}: gateway {gw} does not answer") from None
 
     # --- introspection (tests, demo) -------------------------------------------------------------
     def wired_ports(self) -> dict[str, str]:
@@ -596,15 +483,10 @@ class CniWiring:
         }
 
 
+def _what(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"pod {meta.get('namespace')}/{meta.get('name')}"
+
+
 def netns_exists(name: str) -> bool:
     return (NETNS_DIR / name).exists()
-
-
-def first_address(plans: Iterable[NicPlan], version: int = 4) -> str:
-    """The first address of IP `version` among `plans` (for tests and the demo)."""
-    for plan in plans:
-        for addr in plan.addresses:
-            ip = ipaddress.ip_interface(addr).ip
-            if ip.version == version:
-                return str(ip)
-    return ""
