@@ -294,6 +294,23 @@ def parse_level(level: str | int) -> int:
     return resolved
 
 
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever `sys.stderr` is when a record is emitted, not the stream of the set-up
+    time: a program embedding the controller (or a test runner's capture) may replace and close
+    the stream a handler was built with while the controller's threads still log."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass  # always the current sys.stderr
+
+
 def setup_logging(
     level: str | int = "info",
     fmt: str = "text",
@@ -323,7 +340,7 @@ def setup_logging(
     handlers: list[logging.Handler] = []
     if not out.logtostderr:
         handlers.append(_file_handler(out))
-    err = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    err = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
     if not out.logtostderr and not out.alsologtostderr:
         err.setLevel(_THRESHOLDS[out.stderrthreshold])
     handlers.append(err)

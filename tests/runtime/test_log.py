@@ -104,3 +104,19 @@ def test_bad_level_or_format_is_a_clear_error() -> None:
         setup_logging("info", "xml")
     assert parse_level("Warning") == logging.WARNING
     assert parse_level(10) == logging.DEBUG
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_the_default_stream_is_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A handler bound to the stderr of its set-up time writes into a closed file once that
+    # stream is replaced and closed (an embedding program's or a test runner's capture).
+    first = io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    setup_logging("info", "text")
+    first.close()
+    second = io.StringIO()
+    monkeypatch.setattr("sys.stderr", second)
+    logging.getLogger("controller.test").warning("after the swap")
+    written = second.getvalue()
+    assert "Logging error" not in written
+    assert any(line.endswith("after the swap") for line in written.splitlines())
