@@ -119,14 +119,6 @@ class PodContext:
         return owner is not None and pl.owns_other(name, owner, (namespace, pod_name))
 
 
-def guard(event: str, callback: Callable[..., None], *args: Any) -> None:
-    """Informer callbacks must never raise into the informer: log a bug instead."""
-    try:
-        callback(*args)
-    except Exception:
-        LOG.exception("pod %s event handler failed", event)
-
-
 def pod_or_none(obj: Any, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod | None:
     """The model of an informer object (`parse`: the view's `pod_model`, which parses each
     version once); None (logged) for anything that is not a valid pod."""
