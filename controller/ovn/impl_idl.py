@@ -46,6 +46,7 @@ from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
 from ovsdbapp.backend.ovs_idl import idlutils
 
 from controller.core.constants import VENDOR
+from controller.core.naming import pod_key
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn import security_groups as sgv
@@ -365,7 +366,7 @@ class OvsdbappNbClient(RoutingVerbs):
         )
 
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
-        key = ("pod", ext.pod_key(pod_namespace, pod_name))
+        key = ("pod", pod_key(pod_namespace, pod_name))
         names: list[str] = self._read(lambda: sorted(r.name for r in self._index.rows(LSP, key)))
         return names
 
@@ -386,11 +387,13 @@ class OvsdbappNbClient(RoutingVerbs):
     # -- security groups -------------------------------------------------------------------
 
     def create_sg_port_group(self, sg: str) -> None:
-        logic.check_name(sg, "security group")
+        logic.check_row_name(sg, "security group")
         self._transact("create_sg_port_group", lambda ctx: ctx.ensure_sg_port_group(sg) and None)
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]:
-        new = list(dict.fromkeys(logic.check_name(s, "security group") for s in security_groups))
+        new = list(
+            dict.fromkeys(logic.check_row_name(s, "security group") for s in security_groups)
+        )
 
         def run(ctx: VerbContext) -> list[str]:
             lsp = ctx.named(LSP, port)
@@ -405,7 +408,7 @@ class OvsdbappNbClient(RoutingVerbs):
         return changed
 
     def sync_sg_ports(self, sg: str) -> None:
-        logic.check_name(sg, "security group")
+        logic.check_row_name(sg, "security group")
 
         def run(ctx: VerbContext) -> None:
             if sg != ext.DENY_ALL_SG:
@@ -445,7 +448,7 @@ class OvsdbappNbClient(RoutingVerbs):
     # -- switches and routers --------------------------------------------------------------
 
     def ensure_logical_router(self, name: str) -> None:
-        logic.check_name(name, "logical router")
+        logic.check_row_name(name, "logical router")
 
         def run(ctx: VerbContext) -> None:
             if ctx.named(LR, name) is None:
@@ -456,7 +459,7 @@ class OvsdbappNbClient(RoutingVerbs):
     def ensure_logical_switch(
         self, name: str, router: str, cidr: str, gateway: str, external_ids: Mapping[str, str]
     ) -> None:
-        logic.check_name(name, "logical switch")
+        logic.check_row_name(name, "logical switch")
         other = logic.switch_other_config(cidr, gateway)
         ids = {**dict(external_ids), ext.VENDOR_KEY: VENDOR}
         networks = logic.router_port_networks(cidr, gateway) if router else []

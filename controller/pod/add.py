@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controller import pod_logic as pl
-from controller.apiclient.errors import ConflictError as KubeConflictError
+from controller.apiclient.errors import ConflictError
 from controller.apiclient.errors import NotFoundError as KubeNotFoundError
 from controller.core import annotations as ann
 from controller.core.constants import (
@@ -99,7 +99,7 @@ class AddHandler:
             LOG.info("pod %s deleted during its add, cleaning up", key)
             self._pending.enqueue_vanished(key, raw)
             return
-        except KubeConflictError:
+        except ConflictError:
             # NOTE: kube-ovn v1.8 patches without a UID precondition, so the allocation of a
             # pod deleted meanwhile lands on its same-name successor. Here the patch carries the
             # UID: the successor's own add allocates for it, once this run's work is undone.

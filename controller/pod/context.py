@@ -84,7 +84,7 @@ class PodContext:
     def warn(self, raw: KubeObject, reason: str, exc: BaseException) -> None:
         """A Warning Event on the pod. Every caller re-raises, and the worker logs the one line
         per attempt that names the item and the error, so this line is only for debugging."""
-        LOG.debug("pod %s: %s: %s", describe(raw), reason, exc)
+        LOG.debug("pod %s: %s: %s", pod_label(raw), reason, exc)
         if raw:
             self.recorder.event(raw, EVENT_TYPE_WARNING, reason, str(exc))
 
@@ -137,7 +137,7 @@ def to_pod(raw: KubeObject, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod:
         raise PermanentError(str(exc)) from None
 
 
-def describe(raw: Mapping[str, Any]) -> str:
+def pod_label(raw: Mapping[str, Any]) -> str:
     meta = raw.get("metadata") if isinstance(raw, Mapping) else None
     if isinstance(meta, Mapping):
         return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
