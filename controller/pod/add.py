@@ -58,12 +58,7 @@ class AddHandler:
         self._pending = pending
 
     def handle(self, key: str) -> None:
-        ctx = self._ctx
-        with ctx.key_mutex.locked(key):
-            raw = ctx.view.pod_raw(key)
-            if raw is None:
-                return
-            self._add_pod(key, raw, ctx.pod_of(raw))
+        self._ctx.on_cached_pod(key, self._add_pod)
 
     def _add_pod(self, key: str, raw: KubeObject, pod: Pod) -> None:
         try:

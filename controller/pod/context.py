@@ -81,6 +81,14 @@ class PodContext:
         permanent until the pod itself changes."""
         return to_pod(raw, self.view.pod_model)
 
+    def on_cached_pod(self, key: str, handle: Callable[[str, KubeObject, Pod], None]) -> None:
+        """Run `handle(key, raw, pod)` on the cached pod under the key's lock (so one pod's
+        handlers never overlap); nothing when the pod is no longer cached."""
+        with self.key_mutex.locked(key):
+            raw = self.view.pod_raw(key)
+            if raw is not None:
+                handle(key, raw, self.pod_of(raw))
+
     def warn(self, raw: KubeObject, reason: str, exc: BaseException) -> None:
         """A Warning Event on the pod. Every caller re-raises, and the worker logs the one line
         per attempt that names the item and the error, so this line is only for debugging."""
