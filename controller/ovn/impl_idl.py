@@ -3,8 +3,7 @@
 This module and its parts (connection.py: the IDL and its connection; idl_index.py: the
 monitored tables and the row indexes; idl_context.py: the verb bodies run in the IDL thread;
 idl_txn.py: the deadline transaction; idl_routing.py: the route, router policy, address set and
-NAT verbs) are the only ones that talk to python-ovs / ovsdbapp.
-Guarantees:
+NAT verbs) are the only ones that talk to python-ovs / ovsdbapp. Guarantees:
 
 * One verb = one OVSDB transaction (for the hot verbs of concurrent callers, a share of one:
   group commit, idl_group.py, results and errors kept per verb), composed of commands run in
@@ -391,9 +390,7 @@ class OvsdbappNbClient(RoutingVerbs):
         self._transact("create_sg_port_group", lambda ctx: ctx.ensure_sg_port_group(sg) and None)
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]:
-        new = list(
-            dict.fromkeys(logic.check_row_name(s, "security group") for s in security_groups)
-        )
+        new = list(logic.check_sg_names(security_groups))
 
         def run(ctx: VerbContext) -> list[str]:
             lsp = ctx.named(LSP, port)

@@ -81,6 +81,11 @@ def check_row_name(value: str, what: str) -> str:
     return value
 
 
+def check_sg_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Security group names, each checked, in order and without repeats."""
+    return tuple(dict.fromkeys(check_row_name(s, "security group") for s in names))
+
+
 def port_columns(spec: PortSpec) -> PortColumns:
     """kube-ovn CreatePort's LSP columns for `spec` (kube-ovn v1.8.18 `pkg/ovs/ovn-nbctl.go`)."""
     check_row_name(spec.name, "port")
@@ -118,9 +123,7 @@ def port_columns(spec: PortSpec) -> PortColumns:
         ids[ext.POD_KEY] = pod_key(spec.pod_namespace, spec.pod_name)
     sgs: tuple[str, ...] = ()
     if spec.port_security and spec.security_groups:
-        sgs = tuple(
-            dict.fromkeys(check_row_name(s, "security group") for s in spec.security_groups)
-        )
+        sgs = check_sg_names(spec.security_groups)
         ids[ext.SECURITY_GROUPS_KEY] = ext.join_sgs(sgs)
         for sg in sgs:
             ids[ext.associated_sg_key(sg)] = "true"

@@ -345,9 +345,7 @@ class FakeNbClient:
         self._txn("create_sg_port_group", lambda st, u: ensure_pg(st, u, sg) and None)
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]:
-        new = list(
-            dict.fromkeys(logic.check_row_name(s, "security group") for s in security_groups)
-        )
+        new = list(logic.check_sg_names(security_groups))
 
         def run(st: NbState, u: Undo) -> list[str]:
             p = st.ports.get(port)
