@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from controller import pod_logic as pl
 from controller.config import Config
@@ -127,7 +126,7 @@ class PodContext:
         return owner is not None and pl.owns_other(name, owner, (namespace, pod_name))
 
 
-def pod_or_none(obj: Any, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod | None:
+def pod_or_none(obj: KubeObject, parse: Callable[[KubeObject], Pod] = Pod.from_dict) -> Pod | None:
     """The model of an informer object (`parse`: the view's `pod_model`, which parses each
     version once); None (logged) for anything that is not a valid pod."""
     try:
@@ -137,7 +136,7 @@ def pod_or_none(obj: Any, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod | 
         return None
 
 
-def to_pod(raw: KubeObject, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod:
+def to_pod(raw: KubeObject, parse: Callable[[KubeObject], Pod] = Pod.from_dict) -> Pod:
     """The model of a cached pod; a malformed pod is permanent until the pod itself changes."""
     try:
         return parse(raw)
@@ -145,7 +144,7 @@ def to_pod(raw: KubeObject, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod:
         raise PermanentError(str(exc)) from None
 
 
-def pod_label(raw: Mapping[str, Any]) -> str:
+def pod_label(raw: Mapping[str, object]) -> str:
     meta = raw.get("metadata") if isinstance(raw, Mapping) else None
     if isinstance(meta, Mapping):
         return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
