@@ -69,22 +69,10 @@ from controller.ovn.idl_context import (
     sync_sg,
 )
 from controller.ovn.idl_group import GroupCommitter
-from controller.ovn.idl_index import (
-    LR,
-    LRP,
-    LS,
-    LSP,
-    MONITORED,
-    PG,
-    NbIndex,
-    Row,
-    has_ref,
-    text,
-    text_map,
-    texts,
-)
+from controller.ovn.idl_index import MONITORED, NbIndex, Row, has_ref, text, text_map, texts
 from controller.ovn.idl_routing import RoutingVerbs
 from controller.ovn.idl_txn import NbApi, VerbCommand, idl_connected, release_sync_garbage
+from controller.ovn.tables import LR, LRP, LS, LSP, PG
 
 LOG = logging.getLogger(__name__)
 
