@@ -6,7 +6,7 @@
 #                       control plane first when a Go >= 1.26 is there (CI=true: it must be)
 #   make fast           the unit tiers: no server, no subprocess, well under a minute
 #   make lint           ruff, ruff format --check, mypy (strict over controller/, lenient over
-#                       tests/: mypy-tests.ini), lint-imports
+#                       tests/ and bench/: mypy-tests.ini), lint-imports
 #   make bench          bench/e2e --quick (ARGS="..." for a full run)
 #   make control-plane  build the real control plane and the nodes' kubelet (.ci/build-control-plane)
 #   make format         ruff format + ruff check --fix
@@ -21,6 +21,10 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 PYTEST := $(BIN)/pytest -q -p no:cacheprovider
 LINT_PATHS := controller cmd tests bench
+# bench/'s scripts run as `python bench/<name>.py`: they import `harness` from bench/ (hence
+# MYPYPATH) and the e2e package as `bench.e2e`, so mypy is given them as modules by those names.
+BENCH_MODULES := -p bench.e2e -m harness \
+	$(foreach f,$(filter-out bench/harness.py,$(wildcard bench/*.py)),-m bench.$(basename $(notdir $(f))))
 
 # Subprocesses the tests and the demo start (python -m cmd.controller, lint-imports, helm) find
 # the environment's interpreter and tools first.
@@ -51,6 +55,7 @@ lint: venv
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
 	$(BIN)/mypy --config-file mypy-tests.ini
+	MYPYPATH=bench $(BIN)/mypy --config-file mypy-tests.ini $(BENCH_MODULES)
 	$(BIN)/lint-imports
 
 format: venv

@@ -177,7 +177,7 @@ def _measure(
     elif kind == "list_json":
         token = None
         while True:
-            kwargs = {"_continue": token} if token else {}
+            kwargs: dict[str, Any] = {"_continue": token} if token else {}
             resp = core.list_pod_for_all_namespaces(limit=500, _preload_content=False, **kwargs)
             body = json.loads(resp.data)
             held.extend(body["items"])

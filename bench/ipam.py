@@ -24,6 +24,7 @@ distort the timings. Usage: ``python bench/ipam.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import random
 import sys
@@ -277,8 +278,8 @@ def empty_subnet_rows(repeat: int) -> list[Row]:
         if ":" in cidr:
             rows.append(Row(label, "set", 1, float("nan"), float("nan"), float("nan")))
         else:
-            rows += measure(label, "set", build(lambda c=cidr: SetIPAM(c)), repeat)
-        rows += measure(label, "IPSet", build(lambda c=cidr: netaddr.IPSet([c])), repeat)
+            rows += measure(label, "set", build(functools.partial(SetIPAM, cidr)), repeat)
+        rows += measure(label, "IPSet", build(functools.partial(netaddr.IPSet, [cidr])), repeat)
     return rows
 
 

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 hooked_patch(count)
             finally:
-                request._direct = direct  # type: ignore[assignment]
+                request._direct = direct
 
         print(f"{n} requests per scenario, best of {repeat}")
         for name, mine, theirs, label in (

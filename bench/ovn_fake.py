@@ -21,6 +21,7 @@ import harness  # noqa: F401 - puts the repository root on sys.path
 
 from controller.ovn.api import PortSpec
 from controller.testing import fake_nb as fake
+from controller.testing.fake_nb_rows import NbState, Undo
 
 T = TypeVar("T")
 
@@ -28,11 +29,11 @@ T = TypeVar("T")
 class DeepCopyNbClient(fake.FakeNbClient):
     """The baseline: every verb works on a deep copy of the state and swaps it in."""
 
-    def _txn(self, method: str, fn: Callable[[fake._State, fake._Undo], T]) -> T:
+    def _txn(self, method: str, fn: Callable[[NbState, Undo], T]) -> T:
         with self._lock:
             self.requests[method] += 1
             work = copy.deepcopy(self.state)
-            result = fn(work, fake._Undo())
+            result = fn(work, Undo())
             self.state = work
             return result
 

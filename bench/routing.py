@@ -191,7 +191,7 @@ class Reconciled:
             (JOIN, "100.64.0.0/16", "100.64.0.1"),
         ):
             self.subnets.add(builders.subnet(name, cidr, gateway=gw, resource_version="1"))
-        self.view = CacheView(kube=None, pods=self.pods, nodes=self.nodes, subnets=self.subnets)  # type: ignore[arg-type]
+        self.view = CacheView(kube=None, pods=self.pods, nodes=self.nodes, subnets=self.subnets)
         self.reconciler: RoutingReconciler | None = None
 
     def start(self, client: OvsdbappNbClient) -> None:
@@ -240,6 +240,8 @@ SCHEMES: dict[str, tuple[Callable[[OvsdbappNbClient, int], None], ...]] = {
 
 def run_case(scheme: str, existing: int, pods: int, workdir: Path) -> dict[str, float]:
     reconciled = Reconciled() if scheme == "reconciler" else None
+    add: Callable[[OvsdbappNbClient, int], None]
+    delete: Callable[[OvsdbappNbClient, int], None]
     if reconciled is not None:
         add, delete = reconciled.add, reconciled.delete
     else:

@@ -31,6 +31,7 @@ are for reading beside the baseline of the same run (the machine may be shared).
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import re
 import statistics
@@ -143,6 +144,11 @@ def seed() -> list[dict[str, Any]]:
     return objs
 
 
+def fixed(want: dict[str, str]) -> Callable[[], dict[str, str]]:
+    """`until`'s expectation when it does not change while waiting."""
+    return lambda: want
+
+
 def wait(cond: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -204,7 +210,7 @@ def run(n: int, repeat: int, workdir: Path) -> dict[str, str]:
     bed = Bed(workdir)
     try:
         bed.ctl.wait_ready(DEADLINE)
-        joins = {node: wait(lambda node=node: bed.join(node), f"{node} join") for node in NODES}
+        joins = {node: wait(functools.partial(bed.join, node), f"{node} join") for node in NODES}
         bed.store.create("subnets", builders.subnet(SUBNET, CIDR, gatewayType="distributed"))
         started = time.monotonic()
         with ThreadPoolExecutor(4) as pool:
@@ -226,7 +232,7 @@ def run(n: int, repeat: int, workdir: Path) -> dict[str, str]:
             since = time.monotonic()
             uid = bed.create_pod(f"extra{k}", NODES[0])
             ip = bed.routed(f"extra{k}", uid)
-            adds.append(reader.until(lambda ip=ip: {ip: joins[NODES[0]]}, since, "pod add"))
+            adds.append(reader.until(fixed({ip: joins[NODES[0]]}), since, "pod add"))
         figures["pod add (baseline)"] = _spread(adds)
 
         since = time.monotonic()
@@ -264,7 +270,7 @@ def run(n: int, repeat: int, workdir: Path) -> dict[str, str]:
             uid = bed.create_pod(name, NODES[1])
             ip = bed.routed(name, uid)
             recreated.append(
-                reader.until(lambda ip=ip: {ip: joins[NODES[1]]}, since, "re-created", old_ip)
+                reader.until(fixed({ip: joins[NODES[1]]}), since, "re-created", old_ip)
             )
         figures["pod re-created on another node"] = _spread(recreated)
         figures["NB read (resolution)"] = f"{statistics.median(reader.read_seconds):.3f}"

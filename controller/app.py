@@ -89,7 +89,7 @@ LOG = logging.getLogger(__name__)
 EXIT_OK = 0
 EXIT_FAILURE = 1
 
-NB_DB = "ovn-nb"  # kube-ovn's `db` label value of ovs_client_request_latency_milliseconds
+NB_METRIC_DB = "ovn-nb"  # kube-ovn's `db` label value of ovs_client_request_latency_milliseconds
 CACHE_SYNC_TIMEOUT = 60.0
 STARTUP_WAIT = 30.0  # bound of each "wait until ..." step before the pod workers start
 JOIN_TIMEOUT = 10.0
@@ -291,7 +291,7 @@ class Controller:
         self.kube, self.cluster = kube, cluster
 
         def observe_nb(method: str, seconds: float, ok: bool) -> None:
-            self.metrics.observe_ovn_request(NB_DB, method, "0" if ok else "1", seconds)
+            self.metrics.observe_ovn_request(NB_METRIC_DB, method, "0" if ok else "1", seconds)
 
         api_host = str(getattr(api_client.configuration, "host", ""))
         # The first API request: wait out an API server that is not up yet.

@@ -11,10 +11,8 @@ import socket
 import sys
 from collections.abc import Sequence
 
-from controller.config import parse_args
+from controller.config import EXIT_USAGE, parse_args
 from controller.core.errors import ConfigError
-
-EXIT_USAGE = 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

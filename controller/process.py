@@ -23,7 +23,7 @@ from typing import Any
 from controller.apiclient.errors import KubeApiError, KubeConfigError
 from controller.app import EXIT_FAILURE, Controller
 from controller.audit.check import run_check
-from controller.config import COMMAND_CHECK, parse_args
+from controller.config import COMMAND_CHECK, EXIT_USAGE, parse_args
 from controller.core.errors import ConfigError
 from controller.ovn.api import OvnError
 from controller.runtime import pygc
@@ -31,8 +31,6 @@ from controller.runtime.log import LogOutputs, setup_logging
 from controller.runtime.startup import StartupError
 
 LOG = logging.getLogger(__name__)
-
-EXIT_USAGE = 2
 
 
 def run_controller(

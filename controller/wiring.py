@@ -220,7 +220,7 @@ def wire_controllers(
         metrics=metrics,
         view=view,
     )
-    inf["pods"].add_event_handler(pod_controller)
+    inf["pods"].add_event_handler(pod_controller.event_handler())
     if "nads" in inf:
         # A pod waiting for its attachment definition converges as soon as it appears.
         inf["nads"].add_event_handler(pod_controller.nad_event_handler())
@@ -271,10 +271,10 @@ def wire_controllers(
         )
         inf[RESOURCE_SUBNETS].add_event_handler(subnet_controller.event_handler())
         inf[RESOURCE_SUBNETS].add_event_handler(
-            conditions.subnet_event_handler(subnet_controller.enqueue_status)
+            conditions.subnet_event_handler(subnet_controller.enqueue_status, is_leader)
         )
         inf["nodes"].add_event_handler(
-            conditions.node_event_handler(subnet_controller.enqueue_status)
+            conditions.node_event_handler(subnet_controller.enqueue_status, is_leader)
         )
         inf[RESOURCE_IPS].add_event_handler(subnet_controller.ip_event_handler())
     else:

@@ -44,7 +44,7 @@ def unwrap_tombstone(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
-def object_meta(obj: Any) -> Mapping[str, Any]:
+def object_meta(obj: object) -> Mapping[str, Any]:
     """The `metadata` mapping of a raw object; KeyFuncError if it has none."""
     if type(obj) is dict:  # fast path: JSON-decoded objects (isinstance on ABCs is slow)
         meta = obj.get("metadata")
@@ -56,14 +56,14 @@ def object_meta(obj: Any) -> Mapping[str, Any]:
     return meta
 
 
-def raw_field(obj: Any, name: str) -> Mapping[str, Any]:
+def raw_field(obj: object, name: str) -> Mapping[str, Any]:
     """The mapping under `name` of a raw object (`metadata`, `spec`, ...), or an empty one when
     either is not a mapping (never raises: for readers that skip malformed objects)."""
     value = obj.get(name) if isinstance(obj, Mapping) else None
     return value if isinstance(value, Mapping) else {}
 
 
-def meta_str(obj: Any, field: str) -> str:
+def meta_str(obj: object, field: str) -> str:
     """A string field of a raw object's `metadata`, or "" when absent or malformed (never raises:
     for event handlers and listers that must skip malformed objects rather than fail)."""
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
@@ -71,12 +71,12 @@ def meta_str(obj: Any, field: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def object_name(obj: Any) -> str:
+def object_name(obj: object) -> str:
     """`metadata.name` of a raw object, or "" when it has none (never raises)."""
     return meta_str(obj, "name")
 
 
-def replaced(old: Any, new: Any) -> bool:
+def replaced(old: object, new: object) -> bool:
     """Whether an update's two objects are different incarnations (both have a UID and they
     differ): a relist after a lost watch shows an object deleted and re-created under its
     name as one update, as client-go's informers do, and a handler that compares only specs
@@ -85,7 +85,7 @@ def replaced(old: Any, new: Any) -> bool:
     return bool(old_uid and new_uid and old_uid != new_uid)
 
 
-def meta_namespace_key_func(obj: Any) -> str:
+def meta_namespace_key_func(obj: object) -> str:
     """`namespace/name`, or `name` when the namespace is empty."""
     if type(obj) is dict:
         meta = obj.get("metadata")
@@ -106,7 +106,7 @@ def meta_namespace_key_func(obj: Any) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def deletion_handling_meta_namespace_key_func(obj: Any) -> str:
+def deletion_handling_meta_namespace_key_func(obj: object) -> str:
     """Like `meta_namespace_key_func`, but a tombstone yields its recorded key."""
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
@@ -123,10 +123,10 @@ def split_meta_namespace_key(key: str) -> tuple[str, str]:
     raise KeyFuncError(f'unexpected key format: "{key}"')
 
 
-def resource_version(obj: Any) -> str:
+def resource_version(obj: object) -> str:
     """`metadata.resourceVersion` of an object, `""` when absent or not an object."""
     return meta_str(obj, "resourceVersion")
 
 
-def has_meta(obj: Any) -> bool:
+def has_meta(obj: object) -> bool:
     return isinstance(obj, Mapping) and isinstance(obj.get("metadata"), Mapping)

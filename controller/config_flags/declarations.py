@@ -27,6 +27,8 @@ from controller.core.constants import (
 )
 
 COMMAND_RUN = "run"
+#: The exit status of a command line the parser refuses (argparse's).
+EXIT_USAGE = 2
 COMMAND_CHECK = "check"
 COMMANDS = (COMMAND_RUN, COMMAND_CHECK)
 LOG_LEVELS = ("debug", "info", "warning", "error")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -106,7 +106,7 @@ def init_default_vpc(config: Config, cluster: ClusterApi) -> None:
 # --- 2. router, join and default subnets ----------------------------------------------------------
 
 
-def join_subnet_body(config: Config) -> dict[str, Any]:
+def join_subnet_body(config: Config) -> KubeObject:
     return {
         "metadata": {"name": config.node_switch},
         "spec": {
@@ -122,7 +122,7 @@ def join_subnet_body(config: Config) -> dict[str, Any]:
     }
 
 
-def default_subnet_body(config: Config) -> dict[str, Any]:
+def default_subnet_body(config: Config) -> KubeObject:
     spec: dict[str, Any] = {
         "vpc": DEFAULT_VPC,
         "default": True,
@@ -139,7 +139,7 @@ def default_subnet_body(config: Config) -> dict[str, Any]:
     return {"metadata": {"name": config.default_logical_switch}, "spec": spec}
 
 
-def _ensure_subnet(kube: KubeApi, view: CacheView, body: Mapping[str, Any]) -> KubeObject:
+def _ensure_subnet(kube: KubeApi, view: CacheView, body: KubeObject) -> KubeObject:
     name = body["metadata"]["name"]
     cached = view.subnet_object(name)
     if cached is not None:

@@ -65,7 +65,7 @@ from controller.view import CachedObject, CacheView
 
 LOG = logging.getLogger(__name__)
 
-STATUS_KEYS = ("v4availableIPs", "v4usingIPs", "v6availableIPs", "v6usingIPs")
+USAGE_KEYS = ("v4availableIPs", "v4usingIPs", "v6availableIPs", "v6usingIPs")
 DEFAULT_STATUS_DELAY = 0.5
 
 
@@ -82,7 +82,7 @@ def status_from_usage(
 
 def status_differs(current: Mapping[str, Any] | None, wanted: Mapping[str, int]) -> bool:
     current = current or {}
-    for key in STATUS_KEYS:
+    for key in USAGE_KEYS:
         try:
             have = float(current.get(key) or 0)
         except (TypeError, ValueError):

@@ -16,9 +16,11 @@ Contract:
   non-VLAN subnet other than the node switch whose `spec.gatewayNode` names no Ready node with a
   join address (`controller.core.gateway.active_gateway`) is `NoReadyGateway`; any other is in
   place.
-* `subnet_event_handler(enqueue)` queues a subnet's status on add and on every spec change.
-* `node_event_handler(enqueue)` re-queues the centralized subnets that list a node whenever that
-  node appears, goes, or changes readiness or join address, so NoReadyGateway follows the nodes.
+* `subnet_event_handler(enqueue, is_leader)` queues a subnet's status on add and on every spec
+  change.
+* `node_event_handler(enqueue, is_leader)` re-queues the centralized subnets that list a node
+  whenever that node appears, goes, or changes readiness or join address, so NoReadyGateway
+  follows the nodes. Both run only while `is_leader()` (`LeaderGated`).
 * The CNI daemon routes a subnet on the node's ovn0 only while Ready is True
   (v1.8.18 `pkg/daemon/controller.go` line 551); that is why a subnet in place must say so.
 """
@@ -28,11 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from controller.cache import (
-    Indexer,
-    ResourceEventHandlerFuncs,
-    unwrap_tombstone,
-)
+from controller.cache import Indexer
 from controller.cache.keys import meta_str
 from controller.core.constants import (
     GATEWAY_TYPE_CENTRALIZED,
@@ -47,6 +45,7 @@ from controller.kube.api import KubeApi, KubeObject
 from controller.ovn.api import NbClient
 from controller.pod_logic import is_ovn_provider
 from controller.queues.clock import WallClock, utcnow
+from controller.runtime.leader_gated import LeaderGated
 from controller.view import CachedObject, CacheView
 
 LOG = logging.getLogger(__name__)
@@ -128,12 +127,13 @@ class SubnetConditions:
             and node_name in gateway_node_names(str(s.spec.get("gatewayNode") or ""))
         ]
 
-    def subnet_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
+    def subnet_event_handler(
+        self, enqueue: Callable[[str], None], is_leader: Callable[[], bool]
+    ) -> LeaderGated:
         """A Subnet added or its spec changed: its conditions are due, whether or not the add
-        handler gets as far as queueing its status (a gateway that cannot be routed stops it).
-        `enqueue` is the leader-gated status queue."""
+        handler gets as far as queueing its status (a gateway that cannot be routed stops it)."""
 
-        def added(obj: KubeObject) -> None:
+        def added(obj: KubeObject, *_: object) -> None:
             name = meta_str(obj, "name")
             if name:
                 enqueue(name)
@@ -142,11 +142,16 @@ class SubnetConditions:
             if old.get("spec") != new.get("spec"):
                 added(new)
 
-        return ResourceEventHandlerFuncs(added, updated, None)
+        return LeaderGated(is_leader, added=added, updated=updated)
 
-    def node_event_handler(self, enqueue: Callable[[str], None]) -> ResourceEventHandlerFuncs:
-        def touched(obj: KubeObject) -> None:
-            name = meta_str(unwrap_tombstone(obj), "name")
+    def node_event_handler(
+        self, enqueue: Callable[[str], None], is_leader: Callable[[], bool]
+    ) -> LeaderGated:
+        """A node appeared, went, or changed what a gateway's health depends on: the
+        centralized subnets that list it are due."""
+
+        def touched(obj: KubeObject, *_: object) -> None:
+            name = meta_str(obj, "name")
             for subnet in self.subnets_listing(name) if name else ():
                 enqueue(subnet)
 
@@ -154,4 +159,4 @@ class SubnetConditions:
             if _gateway_view(old) != _gateway_view(new):
                 touched(new)
 
-        return ResourceEventHandlerFuncs(touched, updated, touched)
+        return LeaderGated(is_leader, added=touched, updated=updated, deleted=touched)

@@ -54,7 +54,7 @@ REASON_RESET_ACL_SUCCESS: Final = "ResetLogicalSwitchAclSuccess"
 REASON_SET_PRIVATE_SUCCESS: Final = "SetPrivateLogicalSwitchSuccess"
 REASON_NO_READY_GATEWAY: Final = "NoReadyGateway"
 
-Condition = dict[str, Any]
+Condition = dict[str, object]
 
 
 def timestamp(now: datetime) -> str:
@@ -83,13 +83,15 @@ class SubnetHealth:
         return cls("no_ready_gateway", REASON_NO_READY_GATEWAY)
 
 
-def _copy(conditions: Sequence[Mapping[str, Any]] | None) -> list[Condition]:
+def _copy(conditions: Sequence[Mapping[str, object]] | None) -> list[Condition]:
     return [dict(c) for c in conditions or () if isinstance(c, Mapping)]
 
 
-def find(conditions: Sequence[Mapping[str, Any]] | None, ctype: str) -> Mapping[str, Any] | None:
+def find(
+    conditions: Sequence[Mapping[str, object]] | None, ctype: str
+) -> Mapping[str, object] | None:
     """The condition of that type (the last one, as kube-ovn's lookup), None when absent."""
-    found: Mapping[str, Any] | None = None
+    found: Mapping[str, object] | None = None
     for c in conditions or ():
         if isinstance(c, Mapping) and c.get("type") == ctype:
             found = c
@@ -141,7 +143,7 @@ def ensure_condition(conditions: list[Condition], ctype: str, now: str) -> None:
 
 
 def wanted_conditions(
-    current: Sequence[Mapping[str, Any]] | None, health: SubnetHealth, now: str
+    current: Sequence[Mapping[str, object]] | None, health: SubnetHealth, now: str
 ) -> list[Condition]:
     """The conditions after recording `health` on `current` (a new list; equal to `current`,
     timestamps included, when nothing changed)."""

@@ -20,7 +20,7 @@ Behaviour kept from kube-ovn:
 * a single-family static request on a dual-stack subnet gets a random partner of the other
   family; a request for a family the subnet lacks is NoAvailableError;
 * MACs are ``00:00:00:XX:XX:XX``, unique per subnet; a requested MAC held by another key is a
-  ConflictError; an unknown subnet is NoAvailableError (`SubnetNotFoundError` subclasses it);
+  AddressConflictError; an unknown subnet is NoAvailableError (`SubnetNotFoundError` subclasses it);
 * a CIDR or exclude-list change keeps every allocation that is still a host address of the new
   CIDR, including ones that became excluded.
 
@@ -34,7 +34,7 @@ which `is_ip_assigned_to_pod` is true (v1.8 semantics). A v1.12 IPPool CRD would
 """
 
 from controller.ipam.errors import (
-    ConflictError,
+    AddressConflictError,
     InvalidAddressError,
     InvalidCIDRError,
     IPAMError,
@@ -49,7 +49,7 @@ from controller.ipam.subnet import StaleAddress, SubnetUsage
 __all__ = [
     "IPAM",
     "Address",
-    "ConflictError",
+    "AddressConflictError",
     "IPAMError",
     "IPRange",
     "IPRangeList",

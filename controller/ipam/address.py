@@ -49,7 +49,7 @@ class Network:
         return f"{format_ip(self.version, self.network)}/{self.prefixlen}"
 
 
-def parse_ip(text: str) -> tuple[int, int]:
+def ip_value(text: str) -> tuple[int, int]:
     """``"10.16.0.2"`` -> ``(4, 168820738)``. Raises InvalidAddressError."""
     value = text.strip()
     version = V6 if ":" in value else V4
@@ -68,7 +68,7 @@ def format_ip(version: int, value: int) -> str:
     return text
 
 
-def parse_cidr(text: str, *, subnet: str = "") -> Network:
+def cidr_network(text: str, *, subnet: str = "") -> Network:
     """``"10.16.0.1/16"`` -> Network(4, 10.16.0.0, 16); host bits are masked off as Go's
     net.ParseCIDR does. Raises InvalidCIDRError."""
     value = text.strip()
@@ -76,7 +76,7 @@ def parse_cidr(text: str, *, subnet: str = "") -> Network:
     if not sep or not prefix.isdigit() or not prefix.isascii():
         raise InvalidCIDRError(f"invalid CIDR {text!r}", subnet=subnet, address=text)
     try:
-        version, ip = parse_ip(address)
+        version, ip = ip_value(address)
     except InvalidAddressError:
         raise InvalidCIDRError(f"invalid CIDR {text!r}", subnet=subnet, address=text) from None
     prefixlen = int(prefix)
@@ -97,7 +97,7 @@ def parse_cidr_block(text: str, *, subnet: str = "") -> dict[int, Network]:
         raise InvalidCIDRError(f"invalid CIDR block {text!r}", subnet=subnet, address=text)
     networks: dict[int, Network] = {}
     for part in parts:
-        network = parse_cidr(part, subnet=subnet)
+        network = cidr_network(part, subnet=subnet)
         if network.version in networks:
             raise InvalidCIDRError(
                 f"CIDR block {text!r} has two IPv{network.version} CIDRs",
@@ -122,8 +122,8 @@ def parse_exclude(entry: str, *, subnet: str = "") -> tuple[int, int, int]:
     """
     first_text, sep, last_text = entry.partition("..")
     try:
-        version, start = parse_ip(first_text)
-        end_version, end = parse_ip(last_text) if sep else (version, start)
+        version, start = ip_value(first_text)
+        end_version, end = ip_value(last_text) if sep else (version, start)
     except InvalidAddressError:
         raise InvalidCIDRError(
             f"invalid exclude_ips entry {entry!r}", subnet=subnet, address=entry
@@ -140,7 +140,7 @@ def parse_ip_list(text: str, *, subnet: str = "") -> dict[int, int]:
         raise InvalidAddressError(f"invalid IP list {text!r}", subnet=subnet, address=text)
     ips: dict[int, int] = {}
     for part in parts:
-        version, value = parse_ip(part)
+        version, value = ip_value(part)
         if version in ips:
             raise InvalidAddressError(
                 f"IP list {text!r} has two IPv{version} addresses", subnet=subnet, address=text

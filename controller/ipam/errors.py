@@ -1,9 +1,9 @@
 """IPAM error tree: kube-ovn's sentinel errors as exception classes.
 
-kube-ovn (pkg/ipam/ipam.go) compares errors by identity; here each sentinel is a class, so callers
-write ``except ConflictError``. Every instance carries the subnet and the address it is about and
-a ``reason`` equal to kube-ovn's sentinel string ("AddressConflict", ...), which is what kube-ovn
-puts in the ``AcquireAddressFailed`` event message.
+kube-ovn (pkg/ipam/ipam.go) compares errors by identity; here each sentinel is a class, so
+callers write ``except AddressConflictError``. Every instance carries the subnet and the address
+it is about and a ``reason`` equal to kube-ovn's sentinel string ("AddressConflict", ...), which
+is what kube-ovn puts in the ``AcquireAddressFailed`` event message.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class OutOfRangeError(IPAMError):
     reason = "AddressOutOfRange"
 
 
-class ConflictError(IPAMError):
+class AddressConflictError(IPAMError):
     """A requested address or MAC is held by another key, or every candidate was skipped."""
 
     reason = "AddressConflict"

@@ -1,6 +1,6 @@
 """The thread-safe IPAM facade: kube-ovn's pkg/ipam/ipam.go API in snake_case.
 
-`IPAM` maps subnet names to `Subnet` state and serialises every call with one lock (each call is
+`IPAM` maps subnet names to `SubnetPool` state and serialises every call with one lock (each call is
 microseconds of in-memory work, so a single lock costs less than kube-ovn's RWMutex plus
 per-subnet mutexes and rules out their lock-ordering bugs, e.g. kube-ovn #2979 and #4126). It
 parses strings at the edge (`address.py`), works on integers inside and returns canonical strings.
@@ -25,14 +25,14 @@ from controller.ipam.address import (
     V4,
     V6,
     format_ip,
+    ip_value,
     normalize_mac,
     parse_cidr_block,
     parse_exclude,
-    parse_ip,
     parse_ip_list,
 )
 from controller.ipam.errors import InvalidAddressError, InvalidCIDRError, SubnetNotFoundError
-from controller.ipam.subnet import StaleAddress, Subnet, SubnetUsage
+from controller.ipam.subnet import StaleAddress, SubnetPool, SubnetUsage
 
 LOG = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class IPAM:
     def __init__(self, *, rng: random.Random | None = None) -> None:
         self._lock = threading.Lock()
         self._rng = rng if rng is not None else random.Random()
-        self._subnets: dict[str, Subnet] = {}
+        self._subnets: dict[str, SubnetPool] = {}
         # key -> subnets it holds something in; tuples, as nearly every key has exactly one
         # subnet and a 1-tuple costs a fifth of a set (this map has one entry per pod).
         self._pod_subnets: dict[str, tuple[str, ...]] = {}
@@ -94,7 +94,7 @@ class IPAM:
         with self._lock:
             existing = self._subnets.get(name)
             if existing is None:
-                self._subnets[name] = Subnet(name, networks, excludes, self._rng)
+                self._subnets[name] = SubnetPool(name, networks, excludes, self._rng)
                 LOG.log(logging.DEBUG if quiet else logging.INFO, "add subnet %s %s", name, cidr)
                 return ()
             stale = existing.update(networks, excludes)
@@ -146,9 +146,9 @@ class IPAM:
 
         Idempotent: a key that already holds an address keeps it, unless that address is in
         `skipped_addrs`, in which case it is given back and another one chosen. Raises
-        NoAvailableError when nothing is left, ConflictError when only skipped addresses are.
+        NoAvailableError when nothing is left, AddressConflictError when only skipped addresses are.
         `mac` ("" for the key's current or a random one) is the MAC wanted with the address,
-        as kube-ovn v1.9.41's GetRandomAddress takes it: ConflictError when another key holds
+        as kube-ovn v1.9.41's GetRandomAddress takes it: AddressConflictError when another key holds
         it, InvalidAddressError when it does not parse.
         """
         wanted_mac = normalize_mac(mac, subnet=subnet_name) if mac and mac.strip() else ""
@@ -158,7 +158,7 @@ class IPAM:
         if skipped_addrs:
             skipped: dict[int, set[int]] = {V4: set(), V6: set()}
             for text in skipped_addrs:
-                version, value = parse_ip(text)
+                version, value = ip_value(text)
                 skipped[version].add(value)
             frozen = {version: frozenset(values) for version, values in skipped.items()}
         with self._lock:
@@ -178,7 +178,7 @@ class IPAM:
         On a dual-stack subnet a single-family request gets a random partner of the other
         family. Excluded addresses (the gateway included) may be taken; the network and broadcast
         addresses may not (NoAvailableError). Raises OutOfRangeError outside the CIDR,
-        ConflictError when another key holds the address or the MAC, InvalidAddressError for
+        AddressConflictError when another key holds the address or the MAC, InvalidAddressError for
         text that does not parse. `quiet` logs the allocation at debug level (the rebuild at
         start-up restores every address and logs one summary line instead).
         """
@@ -239,7 +239,7 @@ class IPAM:
     def contain_address(self, ip: str) -> bool:
         """True when some key holds `ip` in some subnet. False for text that does not parse."""
         try:
-            version, value = parse_ip(ip)
+            version, value = ip_value(ip)
         except InvalidAddressError:
             return False
         with self._lock:
@@ -248,7 +248,7 @@ class IPAM:
     def get_ip_owner(self, ip: str, subnet_name: str) -> str | None:
         """The key holding `ip` in the subnet, if any (kube-ovn v1.11 IsIPAssignedToOtherPod)."""
         try:
-            version, value = parse_ip(ip)
+            version, value = ip_value(ip)
         except InvalidAddressError:
             return None
         with self._lock:
@@ -279,7 +279,7 @@ class IPAM:
 
     # -- internals (lock held) -------------------------------------------------------------
 
-    def _subnet(self, name: str, address: str) -> Subnet:
+    def _subnet(self, name: str, address: str) -> SubnetPool:
         subnet = self._subnets.get(name)
         if subnet is None:
             raise SubnetNotFoundError("subnet is not registered", subnet=name, address=address)

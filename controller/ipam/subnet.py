@@ -1,8 +1,8 @@
 """Allocation state of one subnet: kube-ovn's pkg/ipam/subnet.go over range lists.
 
-A `Subnet` holds one `AddressPool` per family it has (IPv4, IPv6 or both) plus the MAC maps shared
-by the families. Every host address of a pool (network+1 .. broadcast-1) is, at all times, in
-exactly one of:
+A `SubnetPool` (kube-ovn's ipam.Subnet) holds one `AddressPool` per family it has (IPv4, IPv6 or
+both) plus the MAC maps shared by the families. Every host address of a pool (network+1 ..
+broadcast-1) is, at all times, in exactly one of:
 
 * ``free``     -- never handed out since the pool was built (random allocation takes these first);
 * ``released`` -- handed out once and given back (reused only when ``free`` has nothing usable);
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from controller.ipam.address import V4, V6, Network, format_ip, generate_mac, protocol_of
-from controller.ipam.errors import ConflictError, NoAvailableError, OutOfRangeError
+from controller.ipam.errors import AddressConflictError, NoAvailableError, OutOfRangeError
 from controller.ipam.ip_range import IPRangeList
 
 LOG = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class AddressPool:
 _Plan = tuple[int, int | None]
 
 
-class Subnet:
+class SubnetPool:
     """Per-subnet allocation state; not thread-safe on its own."""
 
     def __init__(
@@ -147,7 +147,7 @@ class Subnet:
         self, pod_key: str, skipped: Mapping[int, frozenset[int]], mac: str = ""
     ) -> tuple[dict[int, int], str]:
         """One address per family (existing ones kept unless skipped) plus the key's MAC, or
-        `mac` when given (ConflictError when another key holds it)."""
+        `mac` when given (AddressConflictError when another key holds it)."""
         plans = {
             version: self._plan_random(pool, pod_key, skipped.get(version, frozenset()))
             for version, pool in self.pools.items()
@@ -184,7 +184,7 @@ class Subnet:
             candidate = pool.released.lowest_not_in(skipped)
         if candidate is None:
             if pool.free or pool.released:
-                raise ConflictError(
+                raise AddressConflictError(
                     f"every available IPv{pool.version} address is in the skipped list",
                     subnet=self.name,
                 )
@@ -202,7 +202,7 @@ class Subnet:
         if owner is not None:
             if owner != pod_key:
                 text = format_ip(pool.version, ip)
-                raise ConflictError(
+                raise AddressConflictError(
                     f"{text} is already assigned to {owner}", subnet=self.name, address=text
                 )
             return ip, None
@@ -220,7 +220,7 @@ class Subnet:
         if requested:
             owner = self.mac_to_pod.get(requested)
             if owner is not None and owner != pod_key:
-                raise ConflictError(
+                raise AddressConflictError(
                     f"MAC {requested} is already assigned to {owner}",
                     subnet=self.name,
                     address=requested,
@@ -398,4 +398,4 @@ class Subnet:
         return stale
 
 
-__all__ = ["V4", "V6", "AddressPool", "StaleAddress", "Subnet", "SubnetUsage"]
+__all__ = ["V4", "V6", "AddressPool", "StaleAddress", "SubnetPool", "SubnetUsage"]

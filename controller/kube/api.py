@@ -253,7 +253,7 @@ class EventSink(Protocol):
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject: ...
 
 
-def check_name(what: str, value: str) -> str:
+def check_object_name(what: str, value: str) -> str:
     """Reject names that cannot address an object (empty, non-string, containing "/")."""
     if not isinstance(value, str) or not value or "/" in value:
         raise ValueError(f"invalid {what} {value!r} for a Kubernetes object")

@@ -45,7 +45,7 @@ from controller.kube.api import (
     KubeObject,
     RequestObserver,
     annotation_merge_patch,
-    check_name,
+    check_object_name,
     desired_ip,
     ip_owner_conflict,
     ip_update,
@@ -440,7 +440,7 @@ class KubeClient:
 
 
 def _segment(what: str, value: str) -> str:
-    return quote(check_name(what, value), safe="")
+    return quote(check_object_name(what, value), safe="")
 
 
 if TYPE_CHECKING:  # mypy proves the adapter satisfies both ports

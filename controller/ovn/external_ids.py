@@ -27,11 +27,6 @@ PG_NAME_KEY = "name"
 DENY_ALL_SG = DENY_ALL_SECURITY_GROUP
 
 
-def pod_key(pod_namespace: str, pod_name: str) -> str:
-    """The external_ids:pod value: "<namespace>/<name>" (kube-ovn CreatePort)."""
-    return f"{pod_namespace}/{pod_name}"
-
-
 def associated_sg_key(sg: str) -> str:
     return f"{ASSOCIATED_SG_PREFIX}{sg}"
 

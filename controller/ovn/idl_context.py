@@ -23,18 +23,8 @@ from controller.ovn.api import (
     OvnNotFoundError,
     PortSpec,
 )
-from controller.ovn.idl_index import (
-    ACL,
-    AS,
-    LR,
-    LRP,
-    LS,
-    LSP,
-    PG,
-    NbIndex,
-    Row,
-    has_ref,
-)
+from controller.ovn.idl_index import NbIndex, Row, has_ref
+from controller.ovn.tables import ACL, AS, LR, LRP, LS, LSP, PG
 
 
 class VerbContext:

@@ -27,17 +27,7 @@ from controller.ovn import logic
 from controller.ovn.api import (
     InvalidRequestError,
 )
-
-LS = "Logical_Switch"
-LSP = "Logical_Switch_Port"
-LR = "Logical_Router"
-LRP = "Logical_Router_Port"
-ROUTE = "Logical_Router_Static_Route"
-POLICY = "Logical_Router_Policy"
-NAT = "NAT"
-PG = "Port_Group"
-AS = "Address_Set"
-ACL = "ACL"
+from controller.ovn.tables import ACL, AS, LR, LRP, LS, LSP, NAT, PG, POLICY, ROUTE
 
 # Only what the verbs read or write: an IDL over every NB column costs far more to sync.
 MONITORED: dict[str, tuple[str, ...]] = {

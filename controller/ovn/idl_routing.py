@@ -22,19 +22,8 @@ from controller.ovn.api import (
 )
 from controller.ovn.connection import NbIdl
 from controller.ovn.idl_context import VerbContext, router_row
-from controller.ovn.idl_index import (
-    AS,
-    LR,
-    NAT,
-    POLICY,
-    ROUTE,
-    NbIndex,
-    Row,
-    committed,
-    has_ref,
-    has_string,
-    opt_value,
-)
+from controller.ovn.idl_index import NbIndex, Row, committed, has_ref, has_string, opt_value
+from controller.ovn.tables import AS, LR, NAT, POLICY, ROUTE
 
 
 class RoutingVerbs:

@@ -15,20 +15,9 @@ from collections.abc import Hashable, Mapping
 from controller.ovn import logic
 from controller.ovn.api import NatChange, SetChange
 from controller.ovn.idl_context import VerbContext, router_row
-from controller.ovn.idl_index import (
-    AS,
-    LR,
-    NAT,
-    POLICY,
-    ROUTE,
-    NbIndex,
-    Row,
-    committed,
-    has_ref,
-    has_string,
-    opt_value,
-)
+from controller.ovn.idl_index import NbIndex, Row, committed, has_ref, has_string, opt_value
 from controller.ovn.logic import CheckedRoutingChange
+from controller.ovn.tables import AS, LR, NAT, POLICY, ROUTE
 
 
 def policy_rows(index: NbIndex, lr: Row, priority: int, match: str) -> list[Row]:

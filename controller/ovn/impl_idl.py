@@ -3,8 +3,7 @@
 This module and its parts (connection.py: the IDL and its connection; idl_index.py: the
 monitored tables and the row indexes; idl_context.py: the verb bodies run in the IDL thread;
 idl_txn.py: the deadline transaction; idl_routing.py: the route, router policy, address set and
-NAT verbs) are the only ones that talk to python-ovs / ovsdbapp.
-Guarantees:
+NAT verbs) are the only ones that talk to python-ovs / ovsdbapp. Guarantees:
 
 * One verb = one OVSDB transaction (for the hot verbs of concurrent callers, a share of one:
   group commit, idl_group.py, results and errors kept per verb), composed of commands run in
@@ -46,6 +45,7 @@ from ovsdbapp.backend.ovs_idl import connection as ovsdbapp_connection
 from ovsdbapp.backend.ovs_idl import idlutils
 
 from controller.core.constants import VENDOR
+from controller.core.naming import pod_key
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
 from controller.ovn import security_groups as sgv
@@ -69,22 +69,10 @@ from controller.ovn.idl_context import (
     sync_sg,
 )
 from controller.ovn.idl_group import GroupCommitter
-from controller.ovn.idl_index import (
-    LR,
-    LRP,
-    LS,
-    LSP,
-    MONITORED,
-    PG,
-    NbIndex,
-    Row,
-    has_ref,
-    text,
-    text_map,
-    texts,
-)
+from controller.ovn.idl_index import MONITORED, NbIndex, Row, has_ref, text, text_map, texts
 from controller.ovn.idl_routing import RoutingVerbs
 from controller.ovn.idl_txn import NbApi, VerbCommand, idl_connected, release_sync_garbage
+from controller.ovn.tables import LR, LRP, LS, LSP, PG
 
 LOG = logging.getLogger(__name__)
 
@@ -365,7 +353,7 @@ class OvsdbappNbClient(RoutingVerbs):
         )
 
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
-        key = ("pod", ext.pod_key(pod_namespace, pod_name))
+        key = ("pod", pod_key(pod_namespace, pod_name))
         names: list[str] = self._read(lambda: sorted(r.name for r in self._index.rows(LSP, key)))
         return names
 
@@ -386,11 +374,11 @@ class OvsdbappNbClient(RoutingVerbs):
     # -- security groups -------------------------------------------------------------------
 
     def create_sg_port_group(self, sg: str) -> None:
-        logic.check_name(sg, "security group")
+        logic.check_row_name(sg, "security group")
         self._transact("create_sg_port_group", lambda ctx: ctx.ensure_sg_port_group(sg) and None)
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]:
-        new = list(dict.fromkeys(logic.check_name(s, "security group") for s in security_groups))
+        new = list(logic.check_sg_names(security_groups))
 
         def run(ctx: VerbContext) -> list[str]:
             lsp = ctx.named(LSP, port)
@@ -405,7 +393,7 @@ class OvsdbappNbClient(RoutingVerbs):
         return changed
 
     def sync_sg_ports(self, sg: str) -> None:
-        logic.check_name(sg, "security group")
+        logic.check_row_name(sg, "security group")
 
         def run(ctx: VerbContext) -> None:
             if sg != ext.DENY_ALL_SG:
@@ -445,7 +433,7 @@ class OvsdbappNbClient(RoutingVerbs):
     # -- switches and routers --------------------------------------------------------------
 
     def ensure_logical_router(self, name: str) -> None:
-        logic.check_name(name, "logical router")
+        logic.check_row_name(name, "logical router")
 
         def run(ctx: VerbContext) -> None:
             if ctx.named(LR, name) is None:
@@ -456,7 +444,7 @@ class OvsdbappNbClient(RoutingVerbs):
     def ensure_logical_switch(
         self, name: str, router: str, cidr: str, gateway: str, external_ids: Mapping[str, str]
     ) -> None:
-        logic.check_name(name, "logical switch")
+        logic.check_row_name(name, "logical switch")
         other = logic.switch_other_config(cidr, gateway)
         ids = {**dict(external_ids), ext.VENDOR_KEY: VENDOR}
         networks = logic.router_port_networks(cidr, gateway) if router else []

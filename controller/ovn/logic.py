@@ -21,15 +21,16 @@ from controller.core.address import (
     canonical_ip,
     canonical_mac,
     is_colon_mac,
+    parse_ip,
     parse_network,
 )
-from controller.core.address import parse_ip as parse_address
 from controller.core.constants import (
     POLICY_DST_IP,
     POLICY_SRC_IP,
     SECURITY_GROUP_DROP_PRIORITY,
     VENDOR,
 )
+from controller.core.naming import pod_key
 from controller.core.security_group import Acl
 from controller.ovn import external_ids as ext
 from controller.ovn.api import (
@@ -58,15 +59,15 @@ class PortColumns:
     security_groups: tuple[str, ...]  # empty unless port security is on (kube-ovn)
 
 
-def parse_ip(value: str, what: str = "IP") -> IPAddress:
+def checked_ip(value: str, what: str = "IP") -> IPAddress:
     """One address (whitespace around it allowed, `controller.core.address` rules otherwise)."""
-    ip = parse_address(value.strip())
+    ip = parse_ip(value.strip())
     if ip is None:
         raise InvalidRequestError(f"invalid {what} {value!r}")
     return ip
 
 
-def parse_cidr(value: str) -> IPNetwork:
+def checked_cidr(value: str) -> IPNetwork:
     """A CIDR (host bits masked) or a bare address as its host network."""
     network = parse_network(value)
     if network is None:
@@ -74,21 +75,26 @@ def parse_cidr(value: str) -> IPNetwork:
     return network
 
 
-def check_name(value: str, what: str) -> str:
+def check_row_name(value: str, what: str) -> str:
     if not value or value != value.strip() or any(c in value for c in " \t\n,"):
         raise InvalidRequestError(f"invalid {what} name {value!r}")
     return value
 
 
+def check_sg_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Security group names, each checked, in order and without repeats."""
+    return tuple(dict.fromkeys(check_row_name(s, "security group") for s in names))
+
+
 def port_columns(spec: PortSpec) -> PortColumns:
     """kube-ovn CreatePort's LSP columns for `spec` (kube-ovn v1.8.18 `pkg/ovs/ovn-nbctl.go`)."""
-    check_name(spec.name, "port")
-    check_name(spec.switch, "logical switch")
+    check_row_name(spec.name, "port")
+    check_row_name(spec.switch, "logical switch")
     if not is_colon_mac(spec.mac):
         raise InvalidRequestError(f"invalid MAC {spec.mac!r} for port {spec.name}")
     if not 1 <= len(spec.ips) <= 2:
         raise InvalidRequestError(f"port {spec.name} needs one IP per family, got {spec.ips!r}")
-    ips = [parse_ip(ip) for ip in spec.ips]
+    ips = [checked_ip(ip) for ip in spec.ips]
     if len(ips) == 2 and ips[0].version == ips[1].version:
         raise InvalidRequestError(f"port {spec.name}: two IPs of the same family {spec.ips!r}")
     mac = canonical_mac(spec.mac)
@@ -104,7 +110,7 @@ def port_columns(spec: PortSpec) -> PortColumns:
                 raise InvalidRequestError(
                     f"port {spec.name}: dual-stack port security needs both subnet CIDRs"
                 )
-            nets = {n.version: n for n in map(parse_cidr, spec.cidrs)}
+            nets = {n.version: n for n in map(checked_cidr, spec.cidrs)}
             try:
                 masked = [f"{ip}/{nets[ip.version].prefixlen}" for ip in ips]
             except KeyError:
@@ -114,10 +120,10 @@ def port_columns(spec: PortSpec) -> PortColumns:
             port_security = (" ".join((mac, *masked)),)
     ids: dict[str, str] = {ext.VENDOR_KEY: VENDOR, ext.LS_KEY: spec.switch}
     if spec.pod_name and spec.pod_namespace:
-        ids[ext.POD_KEY] = ext.pod_key(spec.pod_namespace, spec.pod_name)
+        ids[ext.POD_KEY] = pod_key(spec.pod_namespace, spec.pod_name)
     sgs: tuple[str, ...] = ()
     if spec.port_security and spec.security_groups:
-        sgs = tuple(dict.fromkeys(check_name(s, "security group") for s in spec.security_groups))
+        sgs = check_sg_names(spec.security_groups)
         ids[ext.SECURITY_GROUPS_KEY] = ext.join_sgs(sgs)
         for sg in sgs:
             ids[ext.associated_sg_key(sg)] = "true"
@@ -213,15 +219,15 @@ def sg_eligible(port_security: Sequence[str]) -> bool:
 def canonical_prefix(cidr: str) -> str:
     """ovn-nbctl's stored form: a host route without its mask, networks as network/len."""
     if "/" not in cidr:
-        return str(parse_ip(cidr, "route prefix"))
-    net = parse_cidr(cidr)
+        return str(checked_ip(cidr, "route prefix"))
+    net = checked_cidr(cidr)
     if net.prefixlen == net.max_prefixlen:
         return str(net.network_address)
     return str(net)
 
 
 def _family(value: str) -> int:
-    return parse_cidr(value).version
+    return checked_cidr(value).version
 
 
 def route_pairs(policy: str, cidr: str, nexthop: str) -> tuple[str, list[tuple[str, str]]]:
@@ -237,7 +243,7 @@ def route_pairs(policy: str, cidr: str, nexthop: str) -> tuple[str, list[tuple[s
     for p in prefixes:
         canon = canonical_prefix(p)
         for h in hops:
-            hop = parse_ip(h, "nexthop")
+            hop = checked_ip(h, "nexthop")
             if _family(canon) == hop.version:
                 pairs.append((canon, str(hop)))
     if not pairs:
@@ -254,7 +260,7 @@ def nat_rule_args(
 ) -> tuple[str, str]:
     """Check update_nat_rule's arguments; return (logical IP, external IP or "") as stored."""
     lip = nat_logical_ip(policy, logical_ip)
-    eip = str(parse_ip(external_ip, "NAT external IP")) if external_ip else ""
+    eip = str(checked_ip(external_ip, "NAT external IP")) if external_ip else ""
     check_nat_extras(policy, logical_mac, port)
     check_nat_family(lip, eip)
     return lip, eip
@@ -274,12 +280,12 @@ def nat_logical_ip(policy: str, logical_ip: str) -> str:
         raise InvalidRequestError(f"invalid NAT type {policy!r} (want snat or dnat_and_snat)")
     if policy == "snat":
         return canonical_prefix(logical_ip)
-    return str(parse_ip(logical_ip, "NAT logical IP"))
+    return str(checked_ip(logical_ip, "NAT logical IP"))
 
 
 def check_nat_family(logical_ip: str, external_ip: str) -> None:
     """NB (and ovn-nbctl) refuse a NAT rule whose two addresses are of different families."""
-    if external_ip and parse_cidr(logical_ip).version != parse_ip(external_ip).version:
+    if external_ip and checked_cidr(logical_ip).version != checked_ip(external_ip).version:
         raise InvalidRequestError(
             f"NAT external IP {external_ip} and logical IP {logical_ip} differ in family"
         )
@@ -297,17 +303,17 @@ def check_nat_extras(policy: str, logical_mac: str, port: str) -> None:
 def switch_other_config(cidr: str, gateway: str) -> dict[str, str]:
     """other_config kube-ovn sets on a subnet's switch (v4 subnet for OVN's own tooling)."""
     for c in cidr.split(","):
-        parse_cidr(c)
+        checked_cidr(c)
     for g in gateway.split(","):
         if g.strip():
-            parse_ip(g, "gateway")
+            checked_ip(g, "gateway")
     return {"subnet": cidr, "gateway": gateway}
 
 
 def router_port_networks(cidr: str, gateway: str) -> list[str]:
     """The switch's router port networks: each gateway with its subnet's prefix length."""
-    nets = [parse_cidr(c) for c in cidr.split(",") if c.strip()]
-    gws = [parse_ip(g, "gateway") for g in gateway.split(",") if g.strip()]
+    nets = [checked_cidr(c) for c in cidr.split(",") if c.strip()]
+    gws = [checked_ip(g, "gateway") for g in gateway.split(",") if g.strip()]
     out = []
     for gw in gws:
         match = [n for n in nets if n.version == gw.version]
@@ -344,12 +350,12 @@ def policy_args(
         raise InvalidRequestError("a router policy needs a match")
     if action not in POLICY_ACTIONS:
         raise InvalidRequestError(f"invalid router policy action {action!r}")
-    hops = tuple(sorted({str(parse_ip(h, "policy nexthop")) for h in nexthops}))
+    hops = tuple(sorted({str(checked_ip(h, "policy nexthop")) for h in nexthops}))
     if action == "reroute" and not hops:
         raise InvalidRequestError(f"reroute policy {match!r} needs a nexthop")
     if action != "reroute" and hops:
         raise InvalidRequestError(f"{action} policy {match!r} takes no nexthop")
-    if len({parse_ip(h).version for h in hops}) > 1:
+    if len({checked_ip(h).version for h in hops}) > 1:
         raise InvalidRequestError(f"policy {match!r}: nexthops of two families {hops!r}")
     return match, hops
 

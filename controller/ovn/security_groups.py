@@ -29,10 +29,8 @@ from typing import Any
 from controller.core.security_group import Acl, acl_sort_key, check_sg_name
 from controller.ovn import external_ids as ext
 from controller.ovn.api import InvalidRequestError, SecurityGroupRows
+from controller.ovn.tables import ACL, AS, PG
 
-PG = "Port_Group"
-AS = "Address_Set"
-ACL = "ACL"
 ACTIONS = ("allow-related", "allow", "drop", "reject")
 DIRECTIONS = ("to-lport", "from-lport")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controller import pod_logic as pl
-from controller.apiclient.errors import ConflictError as KubeConflictError
+from controller.apiclient.errors import ConflictError
 from controller.apiclient.errors import NotFoundError as KubeNotFoundError
 from controller.core import annotations as ann
 from controller.core.constants import (
@@ -58,12 +58,7 @@ class AddHandler:
         self._pending = pending
 
     def handle(self, key: str) -> None:
-        ctx = self._ctx
-        with ctx.key_mutex.locked(key):
-            raw = ctx.view.pod_raw(key)
-            if raw is None:
-                return
-            self._add_pod(key, raw, ctx.pod_of(raw))
+        self._ctx.on_cached_pod(key, self._add_pod)
 
     def _add_pod(self, key: str, raw: KubeObject, pod: Pod) -> None:
         try:
@@ -99,7 +94,7 @@ class AddHandler:
             LOG.info("pod %s deleted during its add, cleaning up", key)
             self._pending.enqueue_vanished(key, raw)
             return
-        except KubeConflictError:
+        except ConflictError:
             # NOTE: kube-ovn v1.8 patches without a UID precondition, so the allocation of a
             # pod deleted meanwhile lands on its same-name successor. Here the patch carries the
             # UID: the successor's own add allocates for it, once this run's work is undone.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from controller import pod_logic as pl
 from controller.config import Config
@@ -81,10 +80,18 @@ class PodContext:
         permanent until the pod itself changes."""
         return to_pod(raw, self.view.pod_model)
 
+    def on_cached_pod(self, key: str, handle: Callable[[str, KubeObject, Pod], None]) -> None:
+        """Run `handle(key, raw, pod)` on the cached pod under the key's lock (so one pod's
+        handlers never overlap); nothing when the pod is no longer cached."""
+        with self.key_mutex.locked(key):
+            raw = self.view.pod_raw(key)
+            if raw is not None:
+                handle(key, raw, self.pod_of(raw))
+
     def warn(self, raw: KubeObject, reason: str, exc: BaseException) -> None:
         """A Warning Event on the pod. Every caller re-raises, and the worker logs the one line
         per attempt that names the item and the error, so this line is only for debugging."""
-        LOG.debug("pod %s: %s: %s", describe(raw), reason, exc)
+        LOG.debug("pod %s: %s: %s", pod_label(raw), reason, exc)
         if raw:
             self.recorder.event(raw, EVENT_TYPE_WARNING, reason, str(exc))
 
@@ -119,15 +126,7 @@ class PodContext:
         return owner is not None and pl.owns_other(name, owner, (namespace, pod_name))
 
 
-def guard(event: str, callback: Callable[..., None], *args: Any) -> None:
-    """Informer callbacks must never raise into the informer: log a bug instead."""
-    try:
-        callback(*args)
-    except Exception:
-        LOG.exception("pod %s event handler failed", event)
-
-
-def pod_or_none(obj: Any, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod | None:
+def pod_or_none(obj: KubeObject, parse: Callable[[KubeObject], Pod] = Pod.from_dict) -> Pod | None:
     """The model of an informer object (`parse`: the view's `pod_model`, which parses each
     version once); None (logged) for anything that is not a valid pod."""
     try:
@@ -137,7 +136,7 @@ def pod_or_none(obj: Any, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod | 
         return None
 
 
-def to_pod(raw: KubeObject, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod:
+def to_pod(raw: KubeObject, parse: Callable[[KubeObject], Pod] = Pod.from_dict) -> Pod:
     """The model of a cached pod; a malformed pod is permanent until the pod itself changes."""
     try:
         return parse(raw)
@@ -145,7 +144,7 @@ def to_pod(raw: KubeObject, parse: Callable[[Any], Pod] = Pod.from_dict) -> Pod:
         raise PermanentError(str(exc)) from None
 
 
-def describe(raw: Mapping[str, Any]) -> str:
+def pod_label(raw: Mapping[str, object]) -> str:
     meta = raw.get("metadata") if isinstance(raw, Mapping) else None
     if isinstance(meta, Mapping):
         return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
-from controller.cache import Indexer, ResourceEventHandlerFuncs
+from controller.cache import Indexer
 from controller.config import Config
 from controller.ipam import IPAM
 from controller.kube.api import EventRecorder, KubeApi, KubeObject
@@ -46,6 +45,7 @@ from controller.queues import Clock, RealClock
 from controller.queues.clock import WallClock, utcnow
 from controller.routing import RoutingReconciler
 from controller.runtime.keymutex import KeyMutex
+from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.metrics import ControllerMetrics
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
@@ -134,16 +134,11 @@ class PodController:
 
     # --- informer callbacks (kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod) ------
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._events.on_add(obj, is_in_initial_list)
+    def event_handler(self) -> LeaderGated:
+        """The pods informer's handler, run only while leading (`PodEvents`)."""
+        return self._events.event_handler()
 
-    def on_update(self, old: Any, new: Any) -> None:
-        self._events.on_update(old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        self._events.on_delete(obj)
-
-    def nad_event_handler(self) -> ResourceEventHandlerFuncs:
+    def nad_event_handler(self) -> LeaderGated:
         """Re-queue the pods that wait for a NetworkAttachmentDefinition (`PodEvents`)."""
         return self._events.nad_event_handler()
 

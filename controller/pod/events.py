@@ -1,28 +1,26 @@
 """The pod controller's informer callbacks: classify each event, enqueue the pod key.
 
-kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod. The callbacks are cheap, never
-raise, return at once when this replica is not the leader, and accept `DeletedFinalStateUnknown`
-tombstones; the decision is `pod_logic.classify_*`'s, and they only enqueue keys ("ns/name"),
-a delete with the object to clean up (`PendingDeletes`). An update whose two objects have
-different UIDs (a pod deleted and re-created under its name, as a relist shows it) is the
-delete of the one and the add of the other. The NAD callbacks and `subnet_ready` re-queue the
-add of pods that wait for what just appeared.
+kube-ovn enqueueAddPod / enqueueUpdatePod / enqueueDeletePod. The callbacks are cheap and never
+raise; `event_handler()` and `nad_event_handler()` hand them to the informer through
+`LeaderGated`, which runs them only while this replica leads and unwraps
+`DeletedFinalStateUnknown` tombstones. The decision is `pod_logic.classify_*`'s; they only
+enqueue keys ("ns/name"), a delete with the object to clean up (`PendingDeletes`). An update
+whose two objects have different UIDs (a pod deleted and re-created under its name, as a relist
+shows it) is the delete of the one and the add of the other. The NAD callbacks and
+`subnet_ready` re-queue the add of pods that wait for what just appeared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from controller import pod_logic as pl
-from controller.cache import DeletedFinalStateUnknown, ResourceEventHandlerFuncs
-from controller.cache.keys import replaced
+from controller.cache.keys import meta_str, object_name, replaced
 from controller.core import annotations as ann
 from controller.core.model import Pod
 from controller.kube.api import KubeObject
-from controller.pod.context import LOG, PodContext, guard, pod_or_none
+from controller.pod.context import PodContext, pod_or_none
 from controller.pod.nets import PodNets
 from controller.pod.pending import PendingDeletes
+from controller.runtime.leader_gated import LeaderGated
 from controller.view import OwnerLookup
 
 _SECURITY_SUFFIXES = (".kubernetes.io/port_security", ".kubernetes.io/security_groups")
@@ -36,19 +34,17 @@ class PodEvents:
         self._nets = nets
         self._pending = pending
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self._ctx.is_leader():
-            guard("add", self._on_add, obj)
+    def event_handler(self) -> LeaderGated:
+        """The pods informer's handler (kube-ovn enqueueAddPod / UpdatePod / DeletePod)."""
+        return LeaderGated(
+            self._ctx.is_leader,
+            added=lambda obj, _initial: self._on_add(obj),
+            updated=self._on_update,
+            deleted=self._on_delete,
+            errors_logged_as="pod event handler",
+        )
 
-    def on_update(self, old: Any, new: Any) -> None:
-        if self._ctx.is_leader():
-            guard("update", self._on_update, old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        if self._ctx.is_leader():
-            guard("delete", self._on_delete, obj)
-
-    def _on_add(self, obj: Any) -> None:
+    def _on_add(self, obj: KubeObject) -> None:
         pod = pod_or_none(obj, self._ctx.view.pod_model)
         if pod is None:
             return
@@ -60,7 +56,7 @@ class PodEvents:
         )
         self._dispatch(pod.key, obj, decision)
 
-    def _on_update(self, old: Any, new: Any) -> None:
+    def _on_update(self, old: KubeObject, new: KubeObject) -> None:
         parse = self._ctx.view.pod_model
         old_pod, new_pod = pod_or_none(old, parse), pod_or_none(new, parse)
         if old_pod is None or new_pod is None:
@@ -86,20 +82,13 @@ class PodEvents:
         ):
             self._ctx.queues.add.add(new_pod.key)
 
-    def _on_delete(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            raw = obj.obj
-            if raw is None:
-                namespace, _, name = obj.key.rpartition("/")
-                LOG.warning("pod %s deleted while unwatched, cleaning up by name", obj.key)
-                raw = {"metadata": {"namespace": namespace, "name": name}}
-            obj = raw
+    def _on_delete(self, obj: KubeObject) -> None:
         pod = pod_or_none(obj, self._ctx.view.pod_model)
         if pod is None:
             return
         self._dispatch(pod.key, obj, pl.classify_delete(pod))
 
-    def nad_event_handler(self) -> ResourceEventHandlerFuncs:
+    def nad_event_handler(self) -> LeaderGated:
         """Informer callbacks for NetworkAttachmentDefinitions: when a NAD appears or changes,
         re-queue the add of every live pod that asks for it and lacks its network.
 
@@ -108,26 +97,21 @@ class PodEvents:
         """
         ctx = self._ctx
 
-        def changed(obj: Any) -> None:
-            if not ctx.is_leader():
-                return
-            meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-            if not isinstance(meta, Mapping):
-                return
-            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        def changed(obj: KubeObject) -> None:
+            namespace = meta_str(obj, "namespace")
+            name = object_name(obj)
             now = ctx.wall_clock()
             for raw in ctx.view.pods_raw_may_wait():
                 pod = pod_or_none(raw)
                 if pod is not None and pl.waits_for_nad(pod, namespace, name, now):
                     ctx.queues.add.add(pod.key)
 
-        def added(obj: Any) -> None:
-            guard("nad add", changed, obj)
-
-        def updated(old: Any, new: Any) -> None:
-            guard("nad update", changed, new)
-
-        return ResourceEventHandlerFuncs(added, updated, None)
+        return LeaderGated(
+            ctx.is_leader,
+            added=lambda obj, _initial: changed(obj),
+            updated=lambda _old, new: changed(new),
+            errors_logged_as="nad event handler",
+        )
 
     def subnet_ready(self, name: str) -> None:
         """Subnet `name` was registered (IPAM and, for an OVN subnet, its switch): re-queue the

@@ -13,6 +13,7 @@ from controller.core import annotations as ann
 from controller.core.address import split_string_ip
 from controller.core.model import Pod, PodNet, ProviderType
 from controller.core.naming import pod_name_to_port_name
+from controller.kube.api import KubeObject
 from controller.ovn import external_ids as ext
 from controller.ovn.api import PortInfo
 from controller.ovn.logic import port_columns
@@ -28,27 +29,25 @@ class SecurityHandler:
         self._nets = nets
 
     def handle(self, key: str) -> None:
+        self._ctx.on_cached_pod(key, self._sync_security)
+
+    def _sync_security(self, _key: str, raw: KubeObject, pod: Pod) -> None:
         ctx = self._ctx
-        with ctx.key_mutex.locked(key):
-            raw = ctx.view.pod_raw(key)
-            if raw is None:
-                return
-            pod = ctx.pod_of(raw)
-            name = pl.get_name_by_pod(pod, ctx.keep_vm_ip)
-            for net in self._nets.of(raw, pod):
-                if net.type is ProviderType.IPAM:
-                    continue
-                port = pod_name_to_port_name(name, pod.namespace, net.provider_name)
-                info = ctx.nb.get_port(port)
-                if info is None:
-                    continue  # not created yet (the add owns it) or lost (inspection re-adds)
-                to_sync = set(self._reapply_port_security(pod, net, info))
-                # NOTE: without port security a port takes no part in any group.
-                sgs = pl.security_groups_to_sync(pod, net)
-                if sgs or info.external_ids.get(ext.SECURITY_GROUPS_KEY):
-                    to_sync.update(ctx.nb.reconcile_port_sg(port, sgs))
-                for sg in sorted(to_sync):
-                    ctx.nb.sync_sg_ports(sg)
+        name = pl.get_name_by_pod(pod, ctx.keep_vm_ip)
+        for net in self._nets.of(raw, pod):
+            if net.type is ProviderType.IPAM:
+                continue
+            port = pod_name_to_port_name(name, pod.namespace, net.provider_name)
+            info = ctx.nb.get_port(port)
+            if info is None:
+                continue  # not created yet (the add owns it) or lost (inspection re-adds)
+            to_sync = set(self._reapply_port_security(pod, net, info))
+            # NOTE: without port security a port takes no part in any group.
+            sgs = pl.security_groups_to_sync(pod, net)
+            if sgs or info.external_ids.get(ext.SECURITY_GROUPS_KEY):
+                to_sync.update(ctx.nb.reconcile_port_sg(port, sgs))
+            for sg in sorted(to_sync):
+                ctx.nb.sync_sg_ports(sg)
 
     def _reapply_port_security(self, pod: Pod, net: PodNet, info: PortInfo) -> list[str]:
         """Rewrite the port when its port_security column no longer matches the annotation.

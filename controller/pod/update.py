@@ -14,6 +14,8 @@ from controller import pod_logic as pl
 from controller.apiclient.errors import NotFoundError as KubeNotFoundError
 from controller.core import annotations as ann
 from controller.core.constants import ROUTED_ANNOTATION
+from controller.core.model import Pod
+from controller.kube.api import KubeObject
 from controller.pod.context import LOG, PodContext
 from controller.pod.nets import PodNets
 from controller.pod.pending import PendingDeletes
@@ -28,23 +30,19 @@ class UpdateHandler:
         self._pending = pending
 
     def handle(self, key: str) -> None:
+        self._ctx.on_cached_pod(key, self._update_pod)
+
+    def _update_pod(self, key: str, raw: KubeObject, pod: Pod) -> None:
         ctx = self._ctx
-        with ctx.key_mutex.locked(key):
-            raw = ctx.view.pod_raw(key)
-            if raw is None:
-                return
-            pod = ctx.pod_of(raw)
-            if not pl.needs_update(pod, ctx.wall_clock()):
-                return
-            # the pod's networks must resolve (a Warning Event says why not) before it is routed
-            self._nets.of(raw, pod)
-            ctx.route(pod)
-            if ann.is_routed(pod.annotations):
-                return
-            try:
-                ctx.kube.patch_pod_annotations(
-                    pod.namespace, pod.name, {ROUTED_ANNOTATION: ann.TRUE}
-                )
-            except KubeNotFoundError:
-                LOG.info("pod %s deleted during its update, cleaning up", key)
-                self._pending.enqueue_vanished(key, raw)
+        if not pl.needs_update(pod, ctx.wall_clock()):
+            return
+        # the pod's networks must resolve (a Warning Event says why not) before it is routed
+        self._nets.of(raw, pod)
+        ctx.route(pod)
+        if ann.is_routed(pod.annotations):
+            return
+        try:
+            ctx.kube.patch_pod_annotations(pod.namespace, pod.name, {ROUTED_ANNOTATION: ann.TRUE})
+        except KubeNotFoundError:
+            LOG.info("pod %s deleted during its update, cleaning up", key)
+            self._pending.enqueue_vanished(key, raw)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from controller.cache import DeletedFinalStateUnknown, split_meta_namespace_key
 from controller.kube.api import KubeObject
@@ -61,19 +60,19 @@ class LeaderGated:
         self._deleted = deleted
         self._errors_logged_as = errors_logged_as
 
-    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+    def on_add(self, obj: object, is_in_initial_list: bool = False) -> None:
         new = _object(obj)
         if self._added is not None and new is not None and self._is_leader():
             self._run(self._added, new, is_in_initial_list)
 
-    def on_update(self, old: Any, new: Any) -> None:
+    def on_update(self, old: object, new: object) -> None:
         before, after = _object(old), _object(new)
         if self._updated is None or before is None or after is None:
             return
         if self._is_leader():
             self._run(self._updated, before, after)
 
-    def on_delete(self, obj: Any) -> None:
+    def on_delete(self, obj: object) -> None:
         if self._deleted is None or not self._is_leader():
             return
         last: object = obj

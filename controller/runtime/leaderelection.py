@@ -45,6 +45,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller.core.errors import ControllerError
+from controller.core.object_fields import parse_time
 from controller.queues.clock import REAL_CLOCK, Clock, WallClock, utcnow
 
 LOG = logging.getLogger(__name__)
@@ -100,8 +101,8 @@ class LeaderElectionRecord:
         return cls(
             holder_identity=str(spec.get("holderIdentity") or ""),
             lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=parse_time(spec.get("acquireTime")),
-            renew_time=parse_time(spec.get("renewTime")),
+            acquire_time=lock_record_time(spec.get("acquireTime")),
+            renew_time=lock_record_time(spec.get("renewTime")),
             leader_transitions=int(spec.get("leaseTransitions") or 0),
             strategy=str(spec.get("strategy") or ""),
             preferred_holder=str(spec.get("preferredHolder") or ""),
@@ -116,15 +117,14 @@ def _format_time(t: datetime | None) -> str | None:
     return t.astimezone(UTC).strftime(MICROTIME_FORMAT) if t is not None else None
 
 
-def parse_time(value: Any) -> datetime | None:
+def lock_record_time(value: Any) -> datetime | None:
     """An RFC 3339 time of a lock record (seconds or microseconds); None when absent or bad."""
     if not isinstance(value, str) or not value:
         return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+    parsed = parse_time(value)
+    if parsed is None:
         LOG.warning("unparseable lock record time %r ignored", value)
-        return None
+    return parsed
 
 
 class ResourceLock(Protocol):

@@ -47,7 +47,7 @@ from controller.runtime.leaderelection import (
     LockError,
     LockNotFoundError,
     ResourceLock,
-    parse_time,
+    lock_record_time,
 )
 
 LOG = logging.getLogger(__name__)
@@ -105,8 +105,8 @@ def record_from_annotation(text: str) -> LeaderElectionRecord:
         return LeaderElectionRecord(
             holder_identity=str(doc.get("holderIdentity") or ""),
             lease_duration_seconds=int(doc.get("leaseDurationSeconds") or 0),
-            acquire_time=parse_time(doc.get("acquireTime")),
-            renew_time=parse_time(doc.get("renewTime")),
+            acquire_time=lock_record_time(doc.get("acquireTime")),
+            renew_time=lock_record_time(doc.get("renewTime")),
             leader_transitions=int(doc.get("leaderTransitions") or 0),
         )
     except (ValueError, TypeError) as exc:

@@ -45,12 +45,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from controller.config import KLOG_DEBUG_VERBOSITY, LOG_FORMATS
+
 LOG = logging.getLogger(__name__)
 
-FORMATS = ("text", "json", "klog")
 PROGRAM = "kube-ovn-controller"
-#: kube-ovn logs details at klog V(3) and above.
-KLOG_DEBUG_VERBOSITY = 3
 MB = 1024 * 1024
 
 # Library loggers and the least severe level they may emit when we are not debugging.
@@ -325,8 +324,8 @@ def setup_logging(
     With `outputs.logtostderr` false the file handler comes first (stderr may get only errors).
     """
     numeric = parse_level(level)
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown log format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if fmt not in LOG_FORMATS:
+        raise ValueError(f"unknown log format {fmt!r}; use one of {', '.join(LOG_FORMATS)}")
     out = outputs or LogOutputs()
     if out.stderrthreshold not in _THRESHOLDS:
         raise ValueError(f"unknown stderr threshold {out.stderrthreshold!r}")

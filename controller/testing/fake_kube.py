@@ -44,7 +44,7 @@ from controller.kube.api import (
     KubeObject,
     ObjectRef,
     annotation_merge_patch,
-    check_name,
+    check_object_name,
     desired_ip,
     ip_owner_conflict,
     ip_update,
@@ -90,8 +90,8 @@ def _conflict(resource: str, name: str) -> ConflictError:
 
 
 def _key(namespace: str, name: str) -> str:
-    check_name("name", name)
-    return f"{check_name('namespace', namespace)}/{name}" if namespace else name
+    check_object_name("name", name)
+    return f"{check_object_name('namespace', namespace)}/{name}" if namespace else name
 
 
 class FakeKubeApi:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from controller.core.constants import VENDOR
+from controller.core.naming import pod_key
 from controller.core.security_group import acl_sort_key
 from controller.ovn import external_ids as ext
 from controller.ovn import logic
@@ -129,7 +130,7 @@ class FakeNbClient:
             return None if p is None else port_info(p)
 
     def list_pod_ports(self, pod_name: str, pod_namespace: str) -> list[str]:
-        key = ext.pod_key(pod_namespace, pod_name)
+        key = pod_key(pod_namespace, pod_name)
         with self._lock:
             return sorted(self.state.pod_ports.get(key, ()))
 
@@ -340,11 +341,11 @@ class FakeNbClient:
     # -- security groups -------------------------------------------------------------------
 
     def create_sg_port_group(self, sg: str) -> None:
-        logic.check_name(sg, "security group")
+        logic.check_row_name(sg, "security group")
         self._txn("create_sg_port_group", lambda st, u: ensure_pg(st, u, sg) and None)
 
     def reconcile_port_sg(self, port: str, security_groups: Sequence[str]) -> list[str]:
-        new = list(dict.fromkeys(logic.check_name(s, "security group") for s in security_groups))
+        new = list(logic.check_sg_names(security_groups))
 
         def run(st: NbState, u: Undo) -> list[str]:
             p = st.ports.get(port)
@@ -358,7 +359,7 @@ class FakeNbClient:
         return self._txn("reconcile_port_sg", run)
 
     def sync_sg_ports(self, sg: str) -> None:
-        logic.check_name(sg, "security group")
+        logic.check_row_name(sg, "security group")
 
         def run(st: NbState, u: Undo) -> None:
             if sg != ext.DENY_ALL_SG:
@@ -427,7 +428,7 @@ class FakeNbClient:
     # -- switches and routers --------------------------------------------------------------
 
     def ensure_logical_router(self, name: str) -> None:
-        logic.check_name(name, "logical router")
+        logic.check_row_name(name, "logical router")
 
         def run(st: NbState, u: Undo) -> None:
             if name not in st.routers:
@@ -438,7 +439,7 @@ class FakeNbClient:
     def ensure_logical_switch(
         self, name: str, router: str, cidr: str, gateway: str, external_ids: Mapping[str, str]
     ) -> None:
-        logic.check_name(name, "logical switch")
+        logic.check_row_name(name, "logical switch")
         other = logic.switch_other_config(cidr, gateway)
         ids = {**dict(external_ids), ext.VENDOR_KEY: VENDOR}
         networks = logic.router_port_networks(cidr, gateway) if router else []

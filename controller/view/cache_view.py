@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from controller import pod_logic as pl
 from controller.cache import Indexer
@@ -65,7 +65,7 @@ MAY_WAIT_INDEX = "may-wait-for-network"
 _MAY_WAIT = "yes"
 
 
-def may_wait_index(obj: Any) -> list[str]:
+def may_wait_index(obj: object) -> list[str]:
     """The index function of `MAY_WAIT_INDEX`."""
     return [_MAY_WAIT] if isinstance(obj, Mapping) and pl.may_wait_for_network(obj) else []
 
@@ -74,14 +74,14 @@ NODE_INDEX = "routing.node"
 IP_INDEX = "routing.ip"
 
 
-def node_index(obj: Any) -> list[str]:
+def node_index(obj: object) -> list[str]:
     """The index function of `NODE_INDEX`: a pod's `spec.nodeName`."""
     spec = obj.get("spec") if isinstance(obj, Mapping) else None
     node = spec.get("nodeName") if isinstance(spec, Mapping) else None
     return [node] if isinstance(node, str) and node else []
 
 
-def ip_index(obj: Any) -> list[str]:
+def ip_index(obj: object) -> list[str]:
     """The index function of `IP_INDEX`: the addresses of a pod's default network."""
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from controller.app import EXIT_FAILURE
-from controller.process import EXIT_USAGE, main
+from controller.config import EXIT_USAGE
+from controller.process import main
 from controller.sandbox.apiserver.kubeconfig import write_kubeconfig
 from tests.fixtures.logging_state import preserved_logging
 

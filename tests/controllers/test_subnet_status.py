@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from controller.cache import Indexer
+from controller.cache import DeletedFinalStateUnknown, Indexer
 from controller.config import parse_args
 from controller.controllers.subnet import SubnetController, SubnetQueues
 from controller.controllers.subnet_status import SubnetConditions
@@ -42,6 +42,7 @@ class World:
         self.subnets = Indexer()
         self.nodes = Indexer()
         self.now = START
+        self.leader = True
         self.recorder = FakeEventRecorder()
         clock = FakeClock()
         self.queues = SubnetQueues(
@@ -66,7 +67,7 @@ class World:
             ipam=IPAM(),
             recorder=self.recorder,
             queues=self.queues,
-            is_leader=lambda: True,
+            is_leader=lambda: self.leader,
             nodes=self.nodes,
             conditions=self.conditions,
         )
@@ -144,7 +145,7 @@ def test_an_ipam_only_subnet_gets_no_conditions() -> None:
 def test_a_centralized_subnet_follows_its_gateway_nodes_readiness() -> None:
     # a node's readiness change re-queues the subnet; no ready gateway is NoReadyGateway
     w = World(subnet("c1", "10.3.0.0/24", gatewayType="centralized", gatewayNode="n1,n2"))
-    handler = w.conditions.node_event_handler(w.ctl.enqueue_status)
+    handler = w.conditions.node_event_handler(w.ctl.enqueue_status, lambda: w.leader)
     down = ready_node("n1", ready=False)
     w.nodes.add(down)
     handler.on_add(down, False)
@@ -183,7 +184,7 @@ def test_a_centralized_subnet_follows_its_gateway_nodes_readiness() -> None:
 def test_a_node_update_that_keeps_readiness_and_join_address_queues_nothing() -> None:
     w = World(subnet("c1", "10.3.0.0/24", gatewayType="centralized", gatewayNode="n1"))
     queued: list[str] = []
-    handler = w.conditions.node_event_handler(queued.append)
+    handler = w.conditions.node_event_handler(queued.append, lambda: w.leader)
     old = ready_node("n1")
     new = ready_node("n1")
     new["metadata"]["labels"] = {"x": "y"}
@@ -208,12 +209,27 @@ def test_conditions_wait_for_the_switch_and_a_new_subnet_queues_its_status() -> 
         w.conditions.reconcile(CachedObject.of(w.kube.subnets["s1"]))
     assert w.conditions_of("s1") == {}
     queued: list[str] = []
-    handler = w.conditions.subnet_event_handler(queued.append)
+    handler = w.conditions.subnet_event_handler(queued.append, lambda: w.leader)
     raw = w.kube.subnets["s1"]
     handler.on_add(raw, False)
     handler.on_update(raw, {**raw, "status": {"v4usingIPs": 1}})  # a status write: nothing
     handler.on_update(raw, {**raw, "spec": {**raw["spec"], "gatewayType": "centralized"}})
     assert queued == ["s1", "s1"]
+
+
+def test_a_follower_queues_no_conditions() -> None:
+    w = World(subnet("c1", "10.3.0.0/24", gatewayType="centralized", gatewayNode="n1"))
+    w.leader = False
+    queued: list[str] = []
+    subnets = w.conditions.subnet_event_handler(queued.append, lambda: w.leader)
+    nodes = w.conditions.node_event_handler(queued.append, lambda: w.leader)
+    subnets.on_add(w.kube.subnets["c1"], False)
+    nodes.on_add(ready_node("n1"), False)
+    nodes.on_delete(DeletedFinalStateUnknown("n1", None))
+    assert queued == []
+    w.leader = True
+    nodes.on_delete(DeletedFinalStateUnknown("n1", None))  # a tombstone names its node
+    assert queued == ["c1"]
 
 
 def test_usage_counters_are_written_while_the_conditions_wait_for_the_switch() -> None:

@@ -88,12 +88,12 @@ def test_mac_forms() -> None:
 
 
 def test_nb_translation_follows_the_same_rules() -> None:
-    assert str(ovn_logic.parse_ip(" 10.0.0.1 ")) == "10.0.0.1"
+    assert str(ovn_logic.checked_ip(" 10.0.0.1 ")) == "10.0.0.1"
     for bad in ("fe80::1%eth0", "10.0.0.01", "10.0.0.1/32"):
         with pytest.raises(InvalidRequestError):
-            ovn_logic.parse_ip(bad)
+            ovn_logic.checked_ip(bad)
     with pytest.raises(InvalidRequestError):
-        ovn_logic.parse_cidr("10.0.0.0/255.255.255.0")
+        ovn_logic.checked_cidr("10.0.0.0/255.255.255.0")
     assert ovn_logic.canonical_prefix("10.0.0.5/32") == "10.0.0.5"
     assert ovn_logic.address_ips(["AA:BB:CC:DD:EE:FF FD00::5 10.0.0.5", "router"]) == {
         "fd00::5",

@@ -24,7 +24,7 @@ from controller.core.constants import (
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
 )
-from controller.runtime.leaderelection import parse_time
+from controller.runtime.leaderelection import lock_record_time
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import annotations_of, get_or_none, pod, running, wait_for
 
@@ -137,7 +137,7 @@ def test_subprocess_leader_follower_and_handover(
     taken = lease_spec(cluster)
     assert taken["holderIdentity"] == "controller-b"
     # it waited the lease out from the dead leader's last renewal, as the Lease records them
-    renew, acquire = parse_time(last["renewTime"]), parse_time(taken["acquireTime"])
+    renew, acquire = lock_record_time(last["renewTime"]), lock_record_time(taken["acquireTime"])
     assert renew is not None and acquire is not None
     assert (acquire - renew).total_seconds() >= LEASE_DURATION, (last, taken)
     server.store.create("pods", pod("p-after"))

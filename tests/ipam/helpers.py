@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from controller.ipam.address import format_ip, parse_cidr_block, parse_exclude
-from controller.ipam.subnet import Subnet
+from controller.ipam.subnet import SubnetPool
 
 SUBNET = "test"
 V4_CIDR = "10.16.0.0/16"
@@ -28,8 +28,8 @@ V6_EXCLUDES = [
 DUAL_EXCLUDES = V4_EXCLUDES + V6_EXCLUDES
 
 
-def make_subnet(cidr: str, excludes: list[str] | None = None, seed: int = 0) -> Subnet:
-    return Subnet(
+def make_subnet(cidr: str, excludes: list[str] | None = None, seed: int = 0) -> SubnetPool:
+    return SubnetPool(
         SUBNET,
         parse_cidr_block(cidr),
         [parse_exclude(e) for e in excludes or []],
@@ -37,7 +37,7 @@ def make_subnet(cidr: str, excludes: list[str] | None = None, seed: int = 0) -> 
     )
 
 
-def text_ranges(subnet: Subnet, version: int, which: str) -> list[tuple[str, str]]:
+def text_ranges(subnet: SubnetPool, version: int, which: str) -> list[tuple[str, str]]:
     """A pool's free/released/reserved list as (start, end) strings, like kube-ovn's tests."""
     pool = subnet.pools[version]
     ranges = getattr(pool, which)

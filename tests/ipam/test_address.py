@@ -7,12 +7,12 @@ import pytest
 from controller.ipam.address import (
     V4,
     V6,
+    cidr_network,
     format_ip,
+    ip_value,
     normalize_mac,
-    parse_cidr,
     parse_cidr_block,
     parse_exclude,
-    parse_ip,
     parse_ip_list,
 )
 from controller.ipam.errors import InvalidAddressError, InvalidCIDRError
@@ -23,27 +23,27 @@ from controller.ipam.errors import InvalidAddressError, InvalidCIDRError
 )
 def test_parse_ip_rejects_malformed_text(text: str) -> None:
     with pytest.raises(InvalidAddressError, match="failed to parse IP"):
-        parse_ip(text)
+        ip_value(text)
 
 
 def test_parse_and_format_round_trip_canonically() -> None:
-    assert parse_ip(" 10.16.0.2 ") == (V4, 0x0A100002)
-    version, value = parse_ip("FD00::0002")
+    assert ip_value(" 10.16.0.2 ") == (V4, 0x0A100002)
+    version, value = ip_value("FD00::0002")
     assert (version, format_ip(version, value)) == (V6, "fd00::2")
 
 
 def test_cidr_host_bits_are_masked_and_bounds_computed() -> None:
-    net = parse_cidr("10.16.0.2/30")
+    net = cidr_network("10.16.0.2/30")
     assert str(net) == "10.16.0.0/30"
     assert (format_ip(V4, net.first), format_ip(V4, net.last)) == ("10.16.0.1", "10.16.0.2")
-    host = parse_cidr("10.16.0.5/32")
+    host = cidr_network("10.16.0.5/32")
     assert host.first > host.last  # no host addresses
 
 
 @pytest.mark.parametrize("text", ["10.16.0.0", "10.16.0.0/", "10.16.0.0/x", "10.16.0.0/-1"])
 def test_cidr_needs_a_prefix_length(text: str) -> None:
     with pytest.raises(InvalidCIDRError, match="CIDRInvalid"):
-        parse_cidr(text, subnet="s1")
+        cidr_network(text, subnet="s1")
 
 
 def test_cidr_block_accepts_either_order_and_rejects_two_of_a_family() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from controller.ipam import (
     IPAM,
-    ConflictError,
+    AddressConflictError,
     InvalidAddressError,
     InvalidCIDRError,
     IPAMError,
@@ -55,11 +55,11 @@ def test_only_skipped_addresses_left_is_a_conflict_and_changes_nothing() -> None
     im = new_ipam()
     im.add_or_update_subnet("s", "10.16.0.0/30", None)  # .1 and .2
     im.get_random_address("p1", "s")
-    with pytest.raises(ConflictError, match="skipped"):
+    with pytest.raises(AddressConflictError, match="skipped"):
         im.get_random_address("p2", "s", ["10.16.0.2"])
     assert im.get_pod_address("p2") == []
     # A holder whose only alternative is skipped keeps its address.
-    with pytest.raises(ConflictError):
+    with pytest.raises(AddressConflictError):
         im.get_random_address("p1", "s", ["10.16.0.1", "10.16.0.2"])
     assert im.get_random_address("p1", "s")[0] == "10.16.0.1"
     with pytest.raises(InvalidAddressError):
@@ -121,7 +121,7 @@ def test_same_mac_may_be_used_in_two_subnets_but_not_twice_in_one() -> None:
     assert im.get_static_address("p2", "10.17.0.10", "00:00:00:AA:BB:CC", "b")[2] == (
         "00:00:00:AA:BB:CC"
     )
-    with pytest.raises(ConflictError, match="MAC 00:00:00:AA:BB:CC"):
+    with pytest.raises(AddressConflictError, match="MAC 00:00:00:AA:BB:CC"):
         im.get_static_address("p3", "10.16.0.11", "00-00-00-aa-bb-cc", "a")
     # The failed request left nothing behind.
     assert not im.contain_address("10.16.0.11")
@@ -167,7 +167,7 @@ def test_dual_static_with_one_conflicting_family_leaves_no_half_allocation() -> 
     im = new_ipam()
     im.add_or_update_subnet("s", DUAL_CIDR, DUAL_EXCLUDES)
     im.get_static_address("p1", "10.16.0.100,fd00::100", "", "s")
-    with pytest.raises(ConflictError, match="fd00::100 is already assigned to p1"):
+    with pytest.raises(AddressConflictError, match="fd00::100 is already assigned to p1"):
         im.get_static_address("p2", "10.16.0.101,fd00::100", "", "s")
     assert not im.contain_address("10.16.0.101")
     assert im.get_pod_address("p2") == []
@@ -206,7 +206,7 @@ def test_static_is_idempotent_for_the_holder_and_a_conflict_for_others() -> None
     first = im.get_static_address("p1", "10.16.0.10", "", "s")
     assert im.get_static_address("p1", "10.16.0.10", "", "s") == first
     assert im.get_random_address("p1", "s") == first
-    with pytest.raises(ConflictError) as caught:
+    with pytest.raises(AddressConflictError) as caught:
         im.get_static_address("p2", "10.16.0.10", "", "s")
     assert caught.value.reason == "AddressConflict" and caught.value.subnet == "s"
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from controller.ipam import IPAM, IPAMError
-from controller.ipam.address import format_ip, parse_cidr_block, parse_exclude, parse_ip
+from controller.ipam.address import format_ip, ip_value, parse_cidr_block, parse_exclude
 
 PODS = [f"ns/p{i}" for i in range(8)]
 # Each subnet has a few specs it can be switched between (CIDR change, exclude change, family
@@ -46,7 +46,7 @@ MACS = ["", "", "00:00:00:00:00:01", "00:00:00:00:00:02"]
 
 def excluded_or_edge(subnet_spec: tuple[str, list[str]], ip: str) -> bool:
     """True when `ip` must never come out of random allocation under this spec."""
-    version, value = parse_ip(ip)
+    version, value = ip_value(ip)
     networks = parse_cidr_block(subnet_spec[0])
     net = networks[version]
     if value in (net.network, net.broadcast):
@@ -169,7 +169,7 @@ def subnet_specs(draw: st.DrawFn) -> tuple[str, list[str]]:
     prefix = draw(st.integers(122, 127) if v6 else st.integers(26, 31))
     size = 1 << ((128 if v6 else 32) - prefix)
     base = "fd00::" if v6 else "10.9.0.0"
-    _, base_value = parse_ip(base)
+    _, base_value = ip_value(base)
 
     def text(offset: int) -> str:
         return format_ip(6 if v6 else 4, base_value + offset)

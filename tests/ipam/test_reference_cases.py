@@ -12,12 +12,12 @@ import pytest
 
 from controller.ipam import (
     IPAM,
-    ConflictError,
+    AddressConflictError,
     InvalidCIDRError,
     NoAvailableError,
     OutOfRangeError,
 )
-from controller.ipam.address import V4, V6, parse_ip
+from controller.ipam.address import V4, V6, ip_value
 from tests.ipam.helpers import (
     DUAL_CIDR,
     DUAL_EXCLUDES,
@@ -127,7 +127,7 @@ def test_normal_subnet(fam: Family) -> None:
     got, want = fam.pick(im.get_random_address("pod2.ns", SUBNET), "10.16.0.3", "fd00::3")
     assert got == want
 
-    with pytest.raises(ConflictError):
+    with pytest.raises(AddressConflictError):
         im.get_static_address("pod3.ns", fam.ip("10.16.0.2", "fd00::2"), "", SUBNET)
     im.release_address_by_pod("pod1.ns")
     im.get_static_address("pod3.ns", fam.ip("10.16.0.2", "fd00::2"), "", SUBNET)
@@ -199,7 +199,7 @@ def test_init_subnet(fam: Family) -> None:
 
 
 def _ips(version: int, text: str) -> dict[int, int]:
-    return {version: parse_ip(text)[1]}
+    return {version: ip_value(text)[1]}
 
 
 def test_static_allocation(fam: Family) -> None:
@@ -208,17 +208,17 @@ def test_static_allocation(fam: Family) -> None:
     for i, pod in enumerate(("pod1.ns", "pod2.ns", "pod3.ns")):
         # Both families in one request: on dual stack a single-family request would draw a
         # random partner of the other family.
-        request = {v: parse_ip(picks[v][i])[1] for v in versions(fam)}
+        request = {v: ip_value(picks[v][i])[1] for v in versions(fam)}
         subnet.get_static_address(pod, request, "")
     for version in versions(fam):
         free = V4_FREE if version == V4 else V6_FREE
         assert text_ranges(subnet, version, "free") == free[1:]
         pool = subnet.pools[version]
         assert {p: pool.pod_to_ip[p] for p in ("pod1.ns", "pod2.ns", "pod3.ns")} == {
-            p: parse_ip(ip)[1]
+            p: ip_value(ip)[1]
             for p, ip in zip(("pod1.ns", "pod2.ns", "pod3.ns"), picks[version], strict=True)
         }
-        with pytest.raises(ConflictError):
+        with pytest.raises(AddressConflictError):
             subnet.get_static_address("pod4.ns", _ips(version, picks[version][1]), "")
         outside = "19.16.0.3" if version == V4 else "fe00::3"
         with pytest.raises(OutOfRangeError):
@@ -247,14 +247,14 @@ def test_random_allocation(fam: Family) -> None:
     for version in versions(fam):
         pool = subnet.pools[version]
         assert pool.free.size == 0
-        base = parse_ip("10.16.0.0" if version == V4 else "fd00::")[1]
+        base = ip_value("10.16.0.0" if version == V4 else "fd00::")[1]
         assert (first[version], second[version]) == (base + 1, base + 2)
         assert pool.ip_to_pod == {base + 1: "pod1.ns", base + 2: "pod2.ns"}
     subnet.release("pod1.ns")
     subnet.release("pod2.ns")
     for version in versions(fam):
         pool = subnet.pools[version]
-        base = parse_ip("10.16.0.0" if version == V4 else "fd00::")[1]
+        base = ip_value("10.16.0.0" if version == V4 else "fd00::")[1]
         assert pool.free.ranges() == []
         assert pool.released.ranges() == [(base + 1, base + 2)]
         assert pool.ip_to_pod == {} and pool.pod_to_ip == {}

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from controller.ipam import IPAM, ConflictError, IPAMError
+from controller.ipam import IPAM, AddressConflictError, IPAMError
 
 THREADS = 8
 JOIN_TIMEOUT = 60.0
@@ -92,7 +92,7 @@ def test_concurrent_static_requests_for_one_address_have_one_winner() -> None:
             pod = f"ns/t{index}-{ip}"
             try:
                 im.get_static_address(pod, ip, "", "s")
-            except ConflictError:
+            except AddressConflictError:
                 continue
             with lock:
                 winners[ip].append(pod)

@@ -188,6 +188,7 @@ class Env:
             clock=self.clock,
             wall_clock=lambda: self.now,
         )
+        self.pod_events = self.controller.event_handler()
         self.nb.ensure_logical_router(ROUTER)
         self.vpcs.add({"metadata": {"name": ROUTER}, "status": {"router": ROUTER}})
 
@@ -235,7 +236,7 @@ class Env:
     def create_pod(self, raw: dict[str, Any]) -> dict[str, Any]:
         stored = self.kube.add_pod(raw)
         self.pods.add(copy.deepcopy(stored))
-        self.controller.on_add(copy.deepcopy(stored), False)
+        self.pod_events.on_add(copy.deepcopy(stored), False)
         self.routing_events.on_add(copy.deepcopy(stored), False)
         return stored
 
@@ -246,7 +247,7 @@ class Env:
         if fresh is None:
             if cached is not None:
                 self.pods.delete(cached)
-                self.controller.on_delete(cached)
+                self.pod_events.on_delete(cached)
                 self.routing_events.on_delete(cached)
                 return True
             return False
@@ -257,11 +258,11 @@ class Env:
         new = copy.deepcopy(fresh)
         if cached is None:
             self.pods.add(new)
-            self.controller.on_add(copy.deepcopy(new), False)
+            self.pod_events.on_add(copy.deepcopy(new), False)
             self.routing_events.on_add(copy.deepcopy(new), False)
         else:
             self.pods.update(new)
-            self.controller.on_update(cached, copy.deepcopy(new))
+            self.pod_events.on_update(cached, copy.deepcopy(new))
             self.routing_events.on_update(cached, copy.deepcopy(new))
         return True
 

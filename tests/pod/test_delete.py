@@ -66,7 +66,7 @@ def test_tombstone_with_its_last_state(env: Env) -> None:
     last = allocated(env, "web")
     env.kube.pods.pop("default/web")
     env.pods.delete(env.pods.get_by_key("default/web"))
-    env.controller.on_delete(DeletedFinalStateUnknown("default/web", last))
+    env.pod_events.on_delete(DeletedFinalStateUnknown("default/web", last))
     env.converge()
     assert_released(env, "web")
 
@@ -75,7 +75,7 @@ def test_tombstone_without_object_cleans_up_by_name(env: Env) -> None:
     allocated(env, "web")
     env.kube.pods.pop("default/web")
     env.pods.delete(env.pods.get_by_key("default/web"))
-    env.controller.on_delete(DeletedFinalStateUnknown("default/web", None))
+    env.pod_events.on_delete(DeletedFinalStateUnknown("default/web", None))
     env.converge()
     assert_released(env, "web")
     assert env.routes() == []
@@ -83,15 +83,15 @@ def test_tombstone_without_object_cleans_up_by_name(env: Env) -> None:
 
 def test_tombstone_without_object_leaves_a_live_pod_alone(env: Env) -> None:
     allocated(env, "web")
-    env.controller.on_delete(DeletedFinalStateUnknown("default/web", None))
+    env.pod_events.on_delete(DeletedFinalStateUnknown("default/web", None))
     env.converge()
     assert env.nb.get_port("web.default") is not None
 
 
 def test_malformed_objects_are_ignored(env: Env) -> None:
-    env.controller.on_add({"metadata": {"name": 5}}, False)
-    env.controller.on_update({"metadata": "x"}, {"metadata": "y"})
-    env.controller.on_delete(DeletedFinalStateUnknown("a/b", {"metadata": []}))
+    env.pod_events.on_add({"metadata": {"name": 5}}, False)
+    env.pod_events.on_update({"metadata": "x"}, {"metadata": "y"})
+    env.pod_events.on_delete(DeletedFinalStateUnknown("a/b", {"metadata": []}))
     assert all(len(q) == 0 for q in env.queues.all())
 
 
@@ -248,7 +248,7 @@ def test_informer_final_object_wins_over_a_handlers_older_copy(env: Env) -> None
     final = copy.deepcopy(env.kube.pods["default/db-1"])
     final["metadata"]["deletionTimestamp"] = format_time(env.now)
     env.kube.delete_pod("default", "db-1")
-    env.controller.on_delete(final)  # the delete event arrives while the add is in flight
+    env.pod_events.on_delete(final)  # the delete event arrives while the add is in flight
     env.controller.handle_add_pod("default/db-1")  # its patch finds the pod gone
     pending = env.controller.pending_deletes()["default/db-1"]
     assert pending["metadata"]["deletionTimestamp"]

@@ -141,8 +141,8 @@ def test_statefulset_moved_to_new_subnet_when_new_pod_cached_before_old_delete(e
     new = env.kube.add_pod(_sts_pod("s2"))
     assert new["metadata"]["uid"] != old["metadata"]["uid"]
     env.pods.update(dict(new))
-    env.controller.on_delete(old)
-    env.controller.on_add(dict(new), False)
+    env.pod_events.on_delete(old)
+    env.pod_events.on_add(dict(new), False)
     env.advance(60)
     env.converge()
     _assert_only_on_s2(env)

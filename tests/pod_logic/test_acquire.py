@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 NoAvailable = ipam_errors.NoAvailableError
-Conflict = ipam_errors.ConflictError
+Conflict = ipam_errors.AddressConflictError
 
 
 class FakeAllocator:
@@ -242,7 +242,7 @@ def test_real_ipam_static_falls_through_to_the_matching_subnet() -> None:
     req = AddressRequest(AddressMode.STATIC, "ns/p", (DEFAULT, S2), ("10.18.0.9",))
     assert pl.acquire_address(ipam, req, [])[0::3] == ("10.18.0.9", S2)
     other = AddressRequest(AddressMode.STATIC, "ns/q", (DEFAULT, S2), ("10.18.0.9",))
-    with pytest.raises(ipam_errors.ConflictError):
+    with pytest.raises(ipam_errors.AddressConflictError):
         pl.acquire_address(ipam, other, [])
 
 

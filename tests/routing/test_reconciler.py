@@ -177,7 +177,7 @@ def test_a_pod_re_created_on_another_node_before_its_delete_runs_leaves_no_entry
     new["spec"]["nodeName"] = N2
     env.kube.pods["default/web"] = copy.deepcopy(new)
     env.pods.update(new)
-    env.controller.on_update(old, new)
+    env.pod_events.on_update(old, new)
     env.routing_events.on_update(old, new)
     env.converge()
     assert env.routes() == [("src-ip", ip, N2_JOIN)]

@@ -18,7 +18,7 @@ from controller.runtime.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElector,
-    parse_time,
+    lock_record_time,
 )
 from controller.runtime.locks import LeaseLock
 from controller.sandbox.apiserver.server import ApiServer
@@ -137,7 +137,10 @@ def test_killed_leader_is_replaced_within_the_lease_duration(server: ApiServer) 
         taken = lease_spec(server)
         assert taken["holderIdentity"] == "b"
         # b waited the lease out from a's last renewal (as the Lease records them) before taking it
-        renewed, acquired = parse_time(last["renewTime"]), parse_time(taken["acquireTime"])
+        renewed, acquired = (
+            lock_record_time(last["renewTime"]),
+            lock_record_time(taken["acquireTime"]),
+        )
         assert renewed is not None and acquired is not None
         assert (acquired - renewed).total_seconds() >= LEASE
     finally:

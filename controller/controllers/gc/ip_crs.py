@@ -12,7 +12,7 @@ import logging
 
 from controller.apiclient.errors import KubeApiError
 from controller.cache.keys import raw_field
-from controller.controllers.gc.kept import KeepRules, Kept, SweepActions
+from controller.controllers.gc.kept import KeepRules, Kept, OrphanMarks, SweepActions
 from controller.controllers.gc.ports import RESOURCE_IP
 from controller.core.constants import NODE_PORT_PREFIX
 from controller.core.naming import node_port_name
@@ -51,14 +51,12 @@ class IpCrSweeper:
         self._kube = kube
         self._view = view
         self._rules = rules
-        self._locked = actions.locked
-        self._release = actions.release
-        self._count = actions.count
-        self._last_orphans: set[str] = set()
+        self._actions = actions
+        self._marks = OrphanMarks()
 
     def marked(self) -> bool:
         """Did the last pass find an orphan (which the next pass may delete)?"""
-        return bool(self._last_orphans)
+        return self._marks.any()
 
     def sweep(self, crs: list[KubeObject], kept: Kept) -> list[str]:
         """Mark the orphans of `crs` (listed before `kept` was read), delete those marked in
@@ -71,8 +69,7 @@ class IpCrSweeper:
                 continue
             if not self._kept(name, *owner, kept):
                 orphans[name] = owner
-        due = sorted(n for n in orphans if n in self._last_orphans)
-        self._last_orphans = set(orphans)
+        due = self._marks.due(orphans)
         LOG.info("ip gc: %d CRs, %d orphans, %d due", len(crs), len(orphans), len(due))
         deleted: list[str] = []
         for name in due:
@@ -84,7 +81,7 @@ class IpCrSweeper:
             if gone:
                 deleted.append(name)
             else:
-                self._last_orphans.discard(name)
+                self._marks.unmark(name)
         return deleted
 
     def _kept(self, name: str, key: str, is_node: bool, kept: Kept) -> bool:
@@ -95,7 +92,7 @@ class IpCrSweeper:
         return key in kept.kept_keys or self._rules.absent_key_kept(key)
 
     def _delete_orphan(self, name: str, key: str, is_node: bool, kept: Kept) -> bool:
-        with self._locked("" if is_node else key):
+        with self._actions.locked("" if is_node else key):
             if is_node:
                 if self._view.has_node(key[len(NODE_PORT_PREFIX) :]):
                     return False
@@ -105,7 +102,7 @@ class IpCrSweeper:
             LOG.info("gc IP CR %s (%s)", name, key)
             # NOTE: release before deleting the CR, so subnet status never counts a freed
             # address as used (kube-ovn PR #2769).
-            self._release(key, kept)
+            self._actions.release(key, kept)
             if self._kube.delete_ip(name):
-                self._count(RESOURCE_IP, 1)
+                self._actions.count(RESOURCE_IP, 1)
         return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,6 +34,27 @@ from controller.queues.clock import WallClock
 from controller.view import CacheView, OwnerLookup, ParseCache
 
 LOG = logging.getLogger(__name__)
+
+
+class OrphanMarks:
+    """The two-pass rule of a mark-and-sweep: an orphan is due only when the previous pass
+    marked it too (collector.py's "Safety rules"); one found kept at deletion time is unmarked."""
+
+    def __init__(self) -> None:
+        self._marked: set[str] = set()
+
+    def any(self) -> bool:
+        return bool(self._marked)
+
+    def due(self, orphans: Iterable[str]) -> list[str]:
+        """Mark `orphans` for the next pass; returns, sorted, those the previous pass marked."""
+        found = set(orphans)
+        due = sorted(found & self._marked)
+        self._marked = found
+        return due
+
+    def unmark(self, name: str) -> None:
+        self._marked.discard(name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 
 from controller.apiclient.errors import KubeApiError
-from controller.controllers.gc.kept import KeepRules, Kept, SweepActions
+from controller.controllers.gc.kept import KeepRules, Kept, OrphanMarks, SweepActions
 from controller.controllers.gc.static_routes import RESOURCE_STATIC_ROUTE
 from controller.core.address import host_prefix
 from controller.core.constants import NODE_PORT_PREFIX, VENDOR
@@ -55,14 +55,12 @@ class PortSweeper:
         self._view = view
         self._rules = rules
         self._router = router
-        self._locked = actions.locked
-        self._release = actions.release
-        self._count = actions.count
-        self._last_orphans: set[str] = set()
+        self._actions = actions
+        self._marks = OrphanMarks()
 
     def marked(self) -> bool:
         """Did the last pass find an orphan (which the next pass may delete)?"""
-        return bool(self._last_orphans)
+        return self._marks.any()
 
     def list_ports(self) -> list[PortInfo]:
         # NOTE: kube-ovn v1.8 markAndCleanLSP judges every vendor=kube-ovn port of type "" it
@@ -79,8 +77,7 @@ class PortSweeper:
             if port_name not in names:
                 # NOTE: the inspection (PodController.inspect_pods) re-creates it.
                 LOG.warning("lsp lost for pod %s (port %s)", key, port_name)
-        due = [orphans[n] for n in sorted(orphans) if n in self._last_orphans]
-        self._last_orphans = set(orphans)
+        due = [orphans[n] for n in self._marks.due(orphans)]
         LOG.info("lsp gc: %d ports, %d orphans, %d due", len(ports), len(orphans), len(due))
         if not due:
             return []
@@ -101,8 +98,8 @@ class PortSweeper:
             if gone:
                 deleted.append(port.name)
             else:
-                self._last_orphans.discard(port.name)
-        self._count(RESOURCE_LSP, len(deleted))
+                self._marks.unmark(port.name)
+        self._actions.count(RESOURCE_LSP, len(deleted))
         return deleted
 
     def _port_kept(self, port: PortInfo, kept: Kept) -> bool:
@@ -122,7 +119,7 @@ class PortSweeper:
     ) -> bool:
         key = port.external_ids.get(POD_KEY, "")
         is_node_port = not key and port.name.startswith(NODE_PORT_PREFIX)
-        with self._locked(key):
+        with self._actions.locked(key):
             if key and self._rules.key_kept_now(key):
                 LOG.info("lsp %s is in use again (%s); not deleting", port.name, key)
                 return False
@@ -131,9 +128,9 @@ class PortSweeper:
             LOG.info("gc logical switch port %s (pod %s)", port.name, key or "-")
             self._delete_routes_and_nat(ovn_logic.address_ips(port.addresses), key, routes, nats)
             self._nb.delete_port(port.name)
-            self._release(key or (port.name if is_node_port else ""), kept)
+            self._actions.release(key or (port.name if is_node_port else ""), kept)
             if self._kube.delete_ip(port.name):
-                self._count(RESOURCE_IP, 1)
+                self._actions.count(RESOURCE_IP, 1)
         return True
 
     def _delete_routes_and_nat(
@@ -145,10 +142,10 @@ class PortSweeper:
                 continue
             if routes[ip]:
                 self._nb.delete_static_route(ip, self._router)
-                self._count(RESOURCE_STATIC_ROUTE, routes.pop(ip))
+                self._actions.count(RESOURCE_STATIC_ROUTE, routes.pop(ip))
             if nats[ip]:
                 self._nb.delete_nat_rule(ip, self._router)
-                self._count(RESOURCE_NAT, nats.pop(ip))
+                self._actions.count(RESOURCE_NAT, nats.pop(ip))
 
     def _held_by_other(self, ip: str, key: str) -> bool:
         for subnet in self._ipam.subnet_names():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from controller.controllers.gc.kept import OrphanMarks
 from controller.core.address import host_prefix
 from controller.core.constants import POLICY_SRC_IP
 from controller.ipam import IPAM
@@ -45,11 +46,11 @@ class StaticRouteSweeper:
         self._router = router
         self._present_keys = present_keys
         self._count = count
-        self._last_orphans: set[str] = set()
+        self._marks = OrphanMarks()
 
     def marked(self) -> bool:
         """Did the last pass find an orphan (which the next pass may delete)?"""
-        return bool(self._last_orphans)
+        return self._marks.any()
 
     def sweep(self) -> list[str]:
         if not self._ipam.subnet_names():
@@ -64,12 +65,11 @@ class StaticRouteSweeper:
             ip = host_prefix(route.ip_prefix)
             if ip is not None and self._route_unowned(ip, present):
                 stale[ip] = stale.get(ip, 0) + 1
-        due = sorted(ip for ip in stale if ip in self._last_orphans)
-        self._last_orphans = set(stale)
+        due = self._marks.due(stale)
         deleted: list[str] = []
         for ip in due:
             if not self._route_unowned(ip, self._present_keys()):  # allocated meanwhile
-                self._last_orphans.discard(ip)
+                self._marks.unmark(ip)
                 continue
             try:
                 self._nb.delete_static_route(ip, self._router)
