@@ -307,32 +307,7 @@ class SubnetPool:
         problems: list[str] = []
         holders: set[str] = set()
         for version, pool in self.pools.items():
-            where = f"{self.name} IPv{version}"
-            net = pool.network
-            hosts = max(0, net.last - net.first + 1)
-            if {ip: k for k, ip in pool.pod_to_ip.items()} != pool.ip_to_pod:
-                problems.append(f"{where}: pod_to_ip and ip_to_pod disagree")
-            lists = {"free": pool.free, "released": pool.released, "reserved": pool.reserved}
-            for name, ranges in lists.items():
-                if ranges and not (net.first <= ranges.ranges()[0][0]):
-                    problems.append(f"{where}: {name} starts below the first host")
-                if ranges and not (ranges.ranges()[-1][1] <= net.last):
-                    problems.append(f"{where}: {name} ends above the last host")
-            for a, b in (("free", "released"), ("free", "reserved"), ("released", "reserved")):
-                for start, end in lists[a].ranges():
-                    if lists[b].intersection(start, end):
-                        problems.append(f"{where}: {a} and {b} overlap")
-            held_outside = 0
-            for ip in pool.ip_to_pod:
-                if pool.free.contains(ip) or pool.released.contains(ip):
-                    problems.append(f"{where}: held {format_ip(version, ip)} is also available")
-                if not pool.is_host(ip):
-                    problems.append(f"{where}: held {format_ip(version, ip)} is not a host")
-                if not pool.reserved.contains(ip):
-                    held_outside += 1
-            total = pool.free.size + pool.released.size + pool.reserved.size + held_outside
-            if total != hosts:
-                problems.append(f"{where}: counts add up to {total}, not {hosts} hosts")
+            problems += _pool_problems(f"{self.name} IPv{version}", version, pool)
             holders.update(pool.pod_to_ip)
         if {mac: k for k, mac in self.pod_to_mac.items()} != self.mac_to_pod:
             problems.append(f"{self.name}: pod_to_mac and mac_to_pod disagree")
@@ -399,3 +374,34 @@ class SubnetPool:
 
 
 __all__ = ["V4", "V6", "AddressPool", "StaleAddress", "SubnetPool", "SubnetUsage"]
+
+
+def _pool_problems(where: str, version: int, pool: AddressPool) -> list[str]:
+    """The invariant's violations within one family's pool (see `SubnetPool.verify`)."""
+    problems: list[str] = []
+    net = pool.network
+    hosts = max(0, net.last - net.first + 1)
+    if {ip: k for k, ip in pool.pod_to_ip.items()} != pool.ip_to_pod:
+        problems.append(f"{where}: pod_to_ip and ip_to_pod disagree")
+    lists = {"free": pool.free, "released": pool.released, "reserved": pool.reserved}
+    for name, ranges in lists.items():
+        if ranges and not (net.first <= ranges.ranges()[0][0]):
+            problems.append(f"{where}: {name} starts below the first host")
+        if ranges and not (ranges.ranges()[-1][1] <= net.last):
+            problems.append(f"{where}: {name} ends above the last host")
+    for a, b in (("free", "released"), ("free", "reserved"), ("released", "reserved")):
+        for start, end in lists[a].ranges():
+            if lists[b].intersection(start, end):
+                problems.append(f"{where}: {a} and {b} overlap")
+    held_outside = 0
+    for ip in pool.ip_to_pod:
+        if pool.free.contains(ip) or pool.released.contains(ip):
+            problems.append(f"{where}: held {format_ip(version, ip)} is also available")
+        if not pool.is_host(ip):
+            problems.append(f"{where}: held {format_ip(version, ip)} is not a host")
+        if not pool.reserved.contains(ip):
+            held_outside += 1
+    total = pool.free.size + pool.released.size + pool.reserved.size + held_outside
+    if total != hosts:
+        problems.append(f"{where}: counts add up to {total}, not {hosts} hosts")
+    return problems
