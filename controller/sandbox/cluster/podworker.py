@@ -220,7 +220,12 @@ class PodWorker:
             self._queue.add_after(key, due - now)
             return False
         was_ready = readiness.ready
-        for message in readiness.run_due(pod, self._prober, now):
+        # the probes target the address this kubelet reported, which the watch may not show yet
+        seen = {
+            **pod,
+            "status": {**(pod.get("status") or {}), "podIP": next(iter(started.ips), "")},
+        }
+        for message in readiness.run_due(seen, self._prober, now):
             self.report(pod, REASON_UNHEALTHY, f"Readiness probe failed: {message}")
         if readiness.ready != was_ready:
             retry = self._write_status(key, pod, started)

@@ -135,8 +135,10 @@ class HostProber:
         node_netns = getattr(self._wiring, "node_netns", None)
         host = text(action, "host") or text(pod, "status", "podIP")
         port = _port(container, action.get("port"))
-        if not callable(node_netns) or not host or port is None:
+        if not callable(node_netns):
             return ProbeResult(True)
+        if not host or port is None:
+            return ProbeResult(False, f"no address to probe (host {host!r}, port {port!r})")
         path = text(action, "path") or "/"
         argv = [
             "ip", "netns", "exec", str(node_netns(text(pod, "spec", "nodeName"))),
