@@ -31,11 +31,18 @@ def wiring() -> RecordingWiring:
 
 
 @pytest.fixture
+def sigterm_exit() -> float | None:
+    """Seconds the pods' containers take to exit on SIGTERM (None: they ignore it); a test
+    overrides it with `@pytest.mark.parametrize("sigterm_exit", [...])`."""
+    return 0.0
+
+
+@pytest.fixture
 def kubelet(
-    server: ApiServer, clock: FakeClock, wiring: RecordingWiring
+    server: ApiServer, clock: FakeClock, wiring: RecordingWiring, sigterm_exit: float | None
 ) -> Iterator[SandboxKubelet]:
     api = server.api_client()
-    kl = SandboxKubelet(api, NODES, wiring=wiring, clock=clock).start()
+    kl = SandboxKubelet(api, NODES, wiring=wiring, clock=clock, sigterm_exit=sigterm_exit).start()
     try:
         yield kl
     finally:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.sandbox.apiserver.server import ApiServer
 from controller.sandbox.cluster.kubelet import SandboxKubelet
 from controller.sandbox.cluster.wiring import WiringError
 from controller.testing import builders
+from controller.testing.clock import FakeClock
+from controller.testing.wait import wait_for
 
 NS = "default"
 
@@ -108,3 +110,28 @@ def events(server: ApiServer, name: str, reason: str) -> list[dict[str, Any]]:
         for e in server.store.list("events", NS)
         if e["involvedObject"]["name"] == name and e["reason"] == reason
     ]
+
+
+def wait_for_events(
+    server: ApiServer, name: str, reason: str, count: int, timeout: float = 10.0
+) -> list[dict[str, Any]]:
+    """At least `count` Events of `reason` about pod `name`, once there are."""
+
+    def enough() -> list[dict[str, Any]] | None:
+        found = events(server, name, reason)
+        return found if len(found) >= count else None
+
+    return wait_for(enough, timeout, f"{count} {reason} events for {name}")
+
+
+def stepping(clock: FakeClock, cond: Callable[[], Any]) -> Any:
+    """`cond()`'s first truthy value, moving the clock on while it is not (the kubelet queues
+    its retry just after writing what `cond` sees, so one fixed step could come too early)."""
+
+    def check() -> Any:
+        value = cond()
+        if not value:
+            clock.step(0.5)
+        return value
+
+    return wait_for(check, message="the kubelet's retry")

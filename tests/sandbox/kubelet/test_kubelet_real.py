@@ -64,6 +64,12 @@ def test_scheduled_pod_runs_and_graceful_delete_finishes(
     )
     assert up is not None
     assert up["status"]["podIP"] == "10.16.3.4" and up["status"]["hostIP"] == NODE.internal_ip
+    # the real API server takes the status fields a real kubelet writes, and keeps PodScheduled
+    assert {"PodScheduled", "Ready"} <= {c["type"] for c in up["status"]["conditions"]}
+    assert up["status"]["qosClass"] == "BestEffort"
+    assert up["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
+    lease = store.get("leases", "kube-node-lease", NODE.name)
+    assert lease["spec"]["holderIdentity"] == NODE.name
     _, gone = store.delete("pods", NS, "sched")
     assert not gone  # terminating: the kubelet finishes it after the 1 s grace period
     store.wait_for("pods", NS, "sched", lambda p: p is None)
