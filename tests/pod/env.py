@@ -311,6 +311,8 @@ class Env:
             self.routing.enqueue(subnet.name)
             for node in self.view.nodes():
                 self.routing.enqueue(f"{subnet.name}/{node.name}")
+        for node in self.view.nodes():
+            self.routing.enqueue(f"/{node.name}")
 
     def converge(self, rounds: int = 20) -> None:
         """Process the ready items and feed the API server's changes back until quiet."""
