@@ -298,7 +298,9 @@ class RoutingReconciler:
                 names.add(ids[rp.NODE_KEY])
         return sorted(names)
 
-    def _reconcile_subnet(self, name: str, dry_run: bool = False) -> RoutingChange:
+    def _reconcile_subnet(
+        self, name: str, dry_run: bool = False, queue_nodes: bool = True
+    ) -> RoutingChange:
         cfg = self._cfg()
         now = self._wall_clock()
         subnet, malformed = self._inputs.subnet(name)
@@ -357,6 +359,7 @@ class RoutingReconciler:
             self._nb.apply_routing(router, change)
         if not dry_run:
             self._write_gateway(subnet, desired)
+        if not dry_run and queue_nodes:
             for node in sorted(node_names):
                 self.enqueue(rs.node_key(name, node))
         return change
@@ -480,13 +483,15 @@ class RoutingReconciler:
         found: list[tuple[str, RoutingChange]] = []
         # NOTE: a key queued when the pass starts is converging (an event reached it and its
         # handler has not run yet): what differs there is the reconciler's to write, not
-        # drift. Keys the pass itself queues (a subnet key queues its node keys) are diffed.
+        # drift.
         with self._queued_lock:
             converging = set(self._queued)
         for name in self._subnet_names():
             if rs.subnet_key(name) not in converging:
                 with self._locks.locked(rs.subnet_key(name)):
-                    change = self._reconcile_subnet(name)
+                    # NOTE: the pass diffs the node keys itself, next: queued, a worker could
+                    # repair their drift first and the pass would neither see nor count it
+                    change = self._reconcile_subnet(name, queue_nodes=False)
                 if not change.empty():
                     found.append((name, change))
             for node in self._node_names_of(name):

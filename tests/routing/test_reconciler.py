@@ -524,3 +524,18 @@ def test_the_backstop_leaves_a_queued_key_to_the_reconciler(env: Env) -> None:
     found = env.routing.backstop()
     assert [key for key, _ in found] == [f"{DEFAULT_SUBNET}/{NODE}"]
     quiet(env)
+
+
+def test_the_backstop_diffs_the_node_keys_itself_and_queues_none(env: Env) -> None:
+    """Drift in a node key is found (and counted) by the pass: the pass does not queue the node
+    keys for a worker that could repair the drift before the pass sees it."""
+    start(env, "web")
+    env.converge()
+    env.nb.add_address_set_addresses(
+        rp.set_name(DEFAULT_SUBNET, NODE, 4),
+        ["10.16.0.99"],
+        rp.ids(rp.KIND_GATEWAY, 4, subnet=DEFAULT_SUBNET, node=NODE),
+    )
+    found = env.routing.backstop()
+    assert [key for key, _ in found] == [f"{DEFAULT_SUBNET}/{NODE}"]
+    assert env.drain(env.routing_queue) == []
