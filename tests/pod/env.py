@@ -230,6 +230,7 @@ class Env:
             }
         )
         self.nodes.add(obj)
+        self.routing.node_event_handler().on_add(obj, False)  # the informer's add
 
     # --- pods, the informer's way ----------------------------------------------------------------
     def create_pod(self, raw: dict[str, Any]) -> dict[str, Any]:
