@@ -236,6 +236,40 @@ def test_a_pod_moved_to_another_subnet_leaves_no_entry_or_nat() -> None:
         env.close()
 
 
+def test_a_pod_routed_again_then_replaced_in_another_subnet_leaves_no_nat() -> None:
+    """A second add of a routed pod routes it again with no change to its annotations (no
+    event settles its node key). The pod is then replaced, in one relist, by a pod of the
+    same name on another subnet and node: the old address's NAT rule goes with the relist's
+    keys, though the subnet key runs before the old node key."""
+    env = standard_env(config=Config(enable_eip_snat=True))
+    try:
+        make_ready(env, NODE, NODE_JOIN_IP)
+        make_ready(env, N2, N2_JOIN)
+        env.add_subnet(raw_subnet("other", "10.17.0.0/16", gateway="10.17.0.1"))
+        env.configmaps.add(GW_CONFIG)
+        ip = start(env, "db-0", annotations={SNAT: "172.56.0.20"})
+        assert env.routing.route_pod(env.view.pod_model(cached(env.pods, "default/db-0")))
+        assert ("snat", ip, "172.56.0.20", "") in env.nats()
+        successor = raw_pod(
+            "db-0",
+            node=N2,
+            annotations={"ovn.kubernetes.io/logical_switch": "other", SNAT: "172.56.0.20"},
+        )
+        successor["metadata"]["uid"] = "successor"
+        env.kube.pods.pop("default/db-0")
+        env.kube.add_pod(successor)
+        env.kube.pods["default/db-0"]["metadata"]["resourceVersion"] = str(10**7)
+        env.sync("default/db-0")  # the relist: an update whose objects have different UIDs
+        env.converge()
+        new_ip = env.annotations("default/db-0")["ovn.kubernetes.io/ip_address"]
+        assert new_ip.startswith("10.17.")
+        assert [n for n in env.nats() if n[1] == ip] == []
+        assert [r for r in env.routes() if r[1] == ip] == []
+        quiet(env)
+    finally:
+        env.close()
+
+
 def test_a_pod_whose_user_preset_routed_still_gets_routed(env: Env) -> None:
     ip = start(env, "web", annotations={ROUTED: "true"})
     assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
