@@ -276,7 +276,11 @@ class RoutingReconciler:
         return change, desired
 
     def _reconcile_node_policies(self, name: str) -> RoutingChange:
-        """Node policy key `name`: the node's priority-30000 reroutes of its InternalIPs."""
+        """Node policy key `name`: the node's priority-30000 reroutes of its InternalIPs (the
+        built-in node controller's part: with `--enable-node-controller=false` whoever
+        registers the nodes writes them, and the key changes nothing)."""
+        if not self._config.enable_node_controller:
+            return RoutingChange()
         cfg = self._cfg()
         owners = rs.internal_ip_owners(self._inputs.nodes().values())
         desired = rs.desired_node_policies(name, self._inputs.node(name), cfg, owners)
@@ -291,6 +295,8 @@ class RoutingReconciler:
 
     def _policy_node_names(self) -> list[str]:
         """Every node that may have node policies: the cached ones and those the NB names."""
+        if not self._config.enable_node_controller:
+            return []
         names = set(self._inputs.nodes())
         for p in self._nb.list_router_policies(self._config.cluster_router):
             ids = p.external_ids

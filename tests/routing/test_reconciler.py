@@ -374,6 +374,18 @@ def test_two_nodes_reporting_one_internal_ip_do_not_overwrite_each_other(env: En
     quiet(env)
 
 
+def test_without_the_node_controller_node_policies_are_left_alone() -> None:
+    env = standard_env(config=Config(enable_node_controller=False))
+    try:
+        make_ready(env, NODE, NODE_JOIN_IP, internal="172.18.0.11")
+        env.enqueue_routing()
+        env.converge()
+        assert node_policies(env) == {}
+        assert env.routing.backstop() == []
+    finally:
+        env.close()
+
+
 def test_an_internal_ip_change_queues_the_node_policy_key(env: Env) -> None:
     env.converge()
     make_ready(env, N2, N2_JOIN, internal="172.18.0.40")
