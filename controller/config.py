@@ -158,6 +158,7 @@ class Config:
     worker_num: int = 3
     inspect_interval: float = 20.0
     gc_interval: float = 360.0
+    routing_resync_period: float = 60.0
     # leader election
     leader_elect: bool = True
     leader_elect_lease_duration: float = 15.0
@@ -227,6 +228,7 @@ def _check_loops(ns: argparse.Namespace) -> None:
     check_positive("--ovn-timeout", ns.ovn_timeout)
     check_positive("--inspect-interval", ns.inspect_interval)
     check_positive("--gc-interval", ns.gc_interval)
+    check_positive("--routing-resync-period", ns.routing_resync_period)
 
 
 def _check_leader_election(ns: argparse.Namespace) -> None:
@@ -369,6 +371,7 @@ def parse_args(argv: Sequence[str], environ: Mapping[str, str]) -> Config:
         worker_num=ns.worker_num,
         inspect_interval=ns.inspect_interval,
         gc_interval=ns.gc_interval,
+        routing_resync_period=ns.routing_resync_period,
         leader_elect=ns.leader_elect,
         leader_elect_lease_duration=ns.leader_elect_lease_duration,
         leader_elect_renew_deadline=ns.leader_elect_renew_deadline,

@@ -43,8 +43,6 @@ from controller.wiring import Components
 LOG = logging.getLogger(__name__)
 
 SUBNET_STATUS_RESYNC = 30.0  # kube-ovn resyncSubnetMetrics
-# every routing key re-diffed (the events keep it converged; this is the proof)
-ROUTING_RESYNC = 60.0
 
 
 @dataclass
@@ -146,7 +144,7 @@ class LeaderStartup:
         threads += c.pod_controller.run_workers(cfg.worker_num, stop)
         self.spawn("inspect-pods", self._every, cfg.inspect_interval, self._inspect)
         self.spawn("gc", c.gc.run, stop)
-        self.spawn("routing-resync", self._every, ROUTING_RESYNC, c.routing.resync)
+        self.spawn("routing-resync", self._every, cfg.routing_resync_period, c.routing.resync)
         if c.subnet_controller is not None:
             self.spawn(
                 "subnet-status-resync",

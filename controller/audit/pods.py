@@ -20,7 +20,12 @@ from controller.audit.findings import (
     KIND_POD_REFUSED,
     KIND_SG_MISMATCH,
 )
-from controller.audit.routing import check_pod_routing, check_subnet_gateways, routing_index
+from controller.audit.routing import (
+    check_node_policies,
+    check_pod_routing,
+    check_subnet_gateways,
+    routing_index,
+)
 from controller.audit.state import AuditState, Net, field_str, lsp_addresses
 from controller.core import annotations as ann
 from controller.core import keep
@@ -393,8 +398,10 @@ class PodChecks(AuditState):
                     self.add(KIND_NAT_MISSING, obj, f"no snat {ip} -> {snat}")
 
     def check_gateways(self) -> None:
-        """Each routed subnet's subnet-wide reroute and active gateway (`audit.routing`)."""
+        """Each routed subnet's subnet-wide reroute and active gateway, and each node's own
+        reroutes (`audit.routing`)."""
         check_subnet_gateways(self, routing_index(self))
+        check_node_policies(self, routing_index(self))
 
     # -- nodes -------------------------------------------------------------------------------
 

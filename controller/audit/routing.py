@@ -22,6 +22,11 @@ else `gateway-mismatch`; and each CIDR block has its priority-29000 `src == <blo
 (`route-missing`) via that node's join address of the block's family (`route-mismatch`). A
 distributed subnet has no subnet-wide reroute (`route-stale`: its egress would leave through
 one node beside the pods' own).
+
+Nodes (`check_node_policies`): each node's InternalIP of a family it has a join address of is
+rerouted by a priority-30000 `dst == <ip>` policy via that join address (`route-missing`,
+`route-mismatch`); a marked node policy of a node that is gone, or of an address the node no
+longer has, is `route-stale`.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from controller.audit.findings import (
 )
 from controller.audit.state import AuditState
 from controller.core import router_policy as rp
-from controller.core.address import canonical_ip, host_prefix
+from controller.core.address import canonical_ip, host_prefix, parse_ip
 from controller.core.constants import (
     DEFAULT_VPC,
     GATEWAY_TYPE_CENTRALIZED,
@@ -226,3 +231,42 @@ def _check_centralized(
                 f"{block} rerouted via {','.join(policy.nexthops)}, but the active gateway "
                 f"{active} is {' or '.join(want)}",
             )
+
+
+def check_node_policies(state: AuditState, index: RoutingIndex) -> None:
+    """The priority-30000 reroute of every node's InternalIPs (kube-ovn v1.8.18
+    `pkg/controller/node.go` handleAddNode) and none left for what is gone."""
+    router = state.config.cluster_router
+    wanted: set[tuple[int, str]] = set()
+    for node in sorted(state.nodes.values(), key=lambda n: n.name):
+        hops = [h for h in join_ips(node) if parse_ip(h) is not None]
+        for internal in node.internal_ips:
+            if parse_ip(internal) is None:
+                continue
+            want = [h for h in hops if rp.family(h) == rp.family(internal)]
+            if not want:
+                continue
+            key = (rp.NODE_PRIORITY, rp.dst_match(internal))
+            if key in wanted:
+                continue  # another node reports the address too: the first by name routes it
+            wanted.add(key)
+            obj = f"node {node.name}"
+            policy = index.policies.get(key)
+            if policy is None:
+                state.add(KIND_ROUTE_MISSING, obj, f"no reroute policy for {key[1]} on {router}")
+            elif want[0] not in policy.nexthops:
+                state.add(
+                    KIND_ROUTE_MISMATCH,
+                    obj,
+                    f"{key[1]} rerouted via {','.join(policy.nexthops)}, want {want[0]}",
+                )
+    for key, policy in sorted(index.policies.items()):
+        ids = policy.external_ids
+        if ids.get(rp.ROUTE_KIND_KEY) != rp.KIND_NODE or key in wanted:
+            continue
+        state.add(
+            KIND_ROUTE_STALE,
+            f"policy {policy.match}",
+            f"node policy of {ids.get(rp.NODE_KEY, '?')} via {','.join(policy.nexthops)}: "
+            "no such node address",
+        )

@@ -237,6 +237,11 @@ _WORKERS = (
     _opt("--worker-num", 3, "workers per pod queue", type=int),
     _duration("--inspect-interval", 20.0, "pod inspection (s or 20s)"),
     _duration("--gc-interval", 360.0, "LSP GC (s or 6m)"),
+    _duration(
+        "--routing-resync-period",
+        60.0,
+        "full pass of the routing reconciler over every key (s or 1m)",
+    ),
 )
 
 _LEADER_ELECTION = (

@@ -8,14 +8,13 @@ Contract:
 * The node gets a logical switch port `node-<name>` on the join switch (`--node-switch`) with
   that MAC and address, an IP CR `node-<name>` (podName = node, namespace ""), and the annotations
   `ovn.kubernetes.io/ip_address`, `mac_address`, `cidr`, `gateway`, `logical_switch`,
-  `port_name` and `allocated=true`, written only when they differ; a priority-30000 router
-  policy sends traffic to each of the node's InternalIPs through its own join address, and the
-  cluster router gets a default route per family to the join gateway when it has none. The pod
-  controller reads `ip_address` as the node's ovn0 address (the next hop of its pods' reroute
-  policy).
-* A node delete removes the node's own router policies (its pods' reroutes and address sets are
-  the routing reconciler's, `controller.routing`), releases the address and deletes the port
-  and the IP CR (unless a node of the same name exists again by then).
+  `port_name` and `allocated=true`, written only when they differ, and the cluster router gets
+  a default route per family to the join gateway when it has none. The routing reconciler
+  (`controller.routing`, node policy key) reads `ip_address` as the node's ovn0 address: the
+  next hop of its pods' reroutes and of the priority-30000 policy of each InternalIP.
+* A node delete releases the address and deletes the port and the IP CR (unless a node of the
+  same name exists again by then); its router policies are the routing reconciler's, which
+  follows the delete.
 * Queues `AddNode` and `DeleteNode`, key = node name; idempotent handlers. Not done:
   gateway checks, `NodeAddressConflictWithSubnet` events.
 """
@@ -44,7 +43,6 @@ from controller.core.constants import (
     PORT_NAME_ANNOTATION,
 )
 from controller.core.errors import ResourceNotReadyError
-from controller.core.model import Node
 from controller.core.naming import node_port_name
 from controller.core.subnet_spec import format_subnet_spec
 from controller.ipam import IPAM, IPAMError, SubnetNotFoundError
@@ -172,7 +170,6 @@ class NodeController:
             PORT_NAME_ANNOTATION: key,
             ALLOCATED_ANNOTATION: "true",
         }
-        self._route_node(node, [a for a in (v4, v6) if a])
         self._ensure_default_route(str(spec["gateway"]))
         cr = desired_ip(node_ip_cr(name, ip, mac, join_name))
         cached = self._view.ip_cr_raw(key)
@@ -181,20 +178,6 @@ class NodeController:
         if any(ann.get(k) != v for k, v in wanted.items()):
             self._kube.annotate_node(name, dict(wanted))
             LOG.info("node %s: join address %s mac %s", name, ip, mac)
-
-    def _route_node(self, node: Node, join_ips: list[str]) -> None:
-        """Traffic to the node's InternalIP goes through its own join port (priority 30000)."""
-        router = self._config.cluster_router
-        for internal in node.internal_ips:
-            if parse_ip(internal) is None:
-                continue
-            version = rp.family(internal)
-            hop = [j for j in join_ips if rp.family(j) == version]
-            if hop:
-                ids = rp.ids(rp.KIND_NODE, version, node=node.name)
-                self._nb.add_router_policy(
-                    router, rp.NODE_PRIORITY, rp.dst_match(internal), "reroute", hop[:1], ids
-                )
 
     def _ensure_default_route(self, join_gateway: str) -> None:
         """kube-ovn addNodeGwStaticRoute: a default route per family towards the join gateway,
@@ -213,15 +196,6 @@ class NodeController:
             default = "0.0.0.0/0" if rp.family(gateway) == 4 else "::/0"
             if default not in have:
                 self._nb.add_static_route(POLICY_DST_IP, default, gateway, router)
-
-    def _unroute_node(self, name: str) -> None:
-        """The node's own router policies (the reroute of its InternalIPs); its pods' rows are
-        the routing reconciler's, which follows the node's delete."""
-        router = self._config.cluster_router
-        for p in self._nb.list_router_policies(router):
-            ids = p.external_ids
-            if ids.get(rp.ROUTE_KIND_KEY) == rp.KIND_NODE and ids.get(rp.NODE_KEY) == name:
-                self._nb.delete_router_policy(router, p.priority, p.match)
 
     def _acquire(self, key: str, ann: Mapping[str, str], join: str) -> tuple[str, str, str]:
         ip, mac = ann.get(IP_ADDRESS_ANNOTATION, ""), ann.get(MAC_ADDRESS_ANNOTATION, "")
@@ -245,7 +219,6 @@ class NodeController:
             return  # a node of that name is back: the add queue owns it
         key = node_port_name(name)
         self._ipam.release_address_by_pod(key)
-        self._unroute_node(name)
         self._nb.delete_port(key)
         self._kube.delete_ip(key)
         LOG.info("node %s deleted: released %s", name, key)

@@ -11,7 +11,10 @@ The routing reconciler (`controller.controllers.routing`) owns every row with th
 * a node key (`node_key(subnet, node)`) owns the rows of the subnet's pods on that node: for a
   distributed subnet the (subnet, node) address set and its priority-29000 reroute to the node's
   join address, each pod's priority-29250 reroute (north gateway, EIP/SNAT), its NAT rules, and
-  the removal of kube-ovn v1.8's src-ip routes of its addresses.
+  the removal of kube-ovn v1.8's src-ip routes of its addresses;
+* a node policy key (`node_policy_key(node)`, the key of the empty subnet) owns the node's
+  priority-30000 reroute of each of its InternalIPs to its own join address of that family
+  (kube-ovn v1.8.18 `pkg/controller/node.go` handleAddNode), none once the node is gone.
 
 `desired_*` compute what should exist; `diff_*` compare it with the rows read back and return
 the `RoutingChange` that one NB transaction applies (writes and removals together, so traffic
@@ -78,8 +81,13 @@ def node_key(subnet: str, node: str) -> str:
     return f"{subnet}{KEY_SEP}{node}"
 
 
+def node_policy_key(node: str) -> str:
+    """The key of a node's own policies: no subnet's ("" before the separator)."""
+    return f"{KEY_SEP}{node}"
+
+
 def split_key(key: str) -> tuple[str, str]:
-    """(subnet, node) of a key; node "" for a subnet key."""
+    """(subnet, node) of a key; node "" for a subnet key, subnet "" for a node policy key."""
     subnet, _, node = key.partition(KEY_SEP)
     return subnet, node
 
@@ -309,6 +317,41 @@ def desired_subnet_rows(
     return SubnetDesired(rows, gateway.name, True)
 
 
+def internal_ip_owners(nodes: Iterable[Node]) -> dict[str, str]:
+    """InternalIP -> the node whose policy routes it: of nodes reporting the same address
+    (a misconfiguration), the first by name, so their keys never overwrite each other."""
+    owners: dict[str, str] = {}
+    for node in sorted(nodes, key=lambda n: n.name):
+        for ip in node.internal_ips:
+            owners.setdefault(ip, node.name)
+    return owners
+
+
+def desired_node_policies(
+    name: str, node: Node | None, cfg: RoutingConfig, owners: Mapping[str, str] | None = None
+) -> Rows:
+    """Node policy key `name`: traffic to each InternalIP of the node goes through the node's
+    join address of the same family (priority 30000); nothing for a node that is gone or has
+    no join address of that family yet, nor for an address `owners` gives another node."""
+    rows = Rows()
+    if node is None:
+        return rows
+    hops = join_ips(node)
+    for internal in node.internal_ips:
+        if parse_ip(internal) is None or (owners or {}).get(internal, name) != name:
+            continue
+        version = rp.family(internal)
+        hop = [h for h in hops if parse_ip(h) is not None and rp.family(h) == version]
+        if not hop:
+            continue
+        match = rp.dst_match(internal)
+        ids = rp.ids(rp.KIND_NODE, version, node=name)
+        rows.policies[(rp.NODE_PRIORITY, match)] = RouterPolicy(
+            cfg.router, rp.NODE_PRIORITY, match, "reroute", (hop[0],), ids
+        )
+    return rows
+
+
 # --- reading back ------------------------------------------------------------------------------
 
 
@@ -316,7 +359,7 @@ def owned_by(ids: Mapping[str, str], subnet: str, node: str) -> bool:
     """Does a marked row with `ids` belong to key (subnet, node) (node "": the subnet key)?"""
     return (
         bool(ids.get(rp.ROUTE_KIND_KEY))
-        and ids.get(rp.SUBNET_KEY) == subnet
+        and ids.get(rp.SUBNET_KEY, "") == subnet
         and ids.get(rp.NODE_KEY, "") == node
     )
 

@@ -3,8 +3,9 @@
 * a pod add / delete, or an update that changes what its rows depend on (subnet, node,
   addresses, liveness, EIP/SNAT, north gateway), enqueues its old and new node keys and subnet
   keys;
-* a node event enqueues the node key of every subnet (join address, readiness, delete and
-  re-register) and the subnet key of every centralized subnet it may gate;
+* a node event (join address, InternalIPs, readiness, delete and re-register) enqueues its
+  node policy key, the node key of every subnet and the subnet key of every centralized subnet
+  it may gate;
 * a subnet event (spec or `status.activateGateway`) enqueues its subnet key;
 * the external gateway ConfigMap feeds every EIP/SNAT pod's rows: a change of its data is a
   full resync.
@@ -96,6 +97,7 @@ def node_event_handler(
         name = object_name(obj)
         if not name:
             return
+        enqueue(rs.node_policy_key(name))
         for subnet in subnets():
             enqueue(rs.node_key(subnet.name, name))
             if name in gateway_node_names(subnet.gateway_node):

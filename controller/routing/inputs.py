@@ -79,14 +79,32 @@ class RoutingInputs:
         return list(pods.values())
 
     def holders(self, ip: str) -> list[Pod]:
-        """The pods holding `ip` in their default network (cached or pending)."""
+        """The pods holding `ip` in their default network (cached or pending; a pending pod
+        the cache shows gone, replaced or allocated is dropped here too: a key reading its
+        claims must not wait for the pod's node key to run first)."""
         pods = {p.key: p for p in self._models(self._view.pods_raw_with_ip(ip))}
         with self._pending_lock:
             for pending in self._pending.values():
-                for key, routed in pending.items():
-                    if ip in rs.pod_ips(routed):
+                for key, routed in list(pending.items()):
+                    if ip not in rs.pod_ips(routed):
+                        continue
+                    if self._settled(key, routed):
+                        del pending[key]
+                    else:
                         pods.setdefault(key, routed)
         return list(pods.values())
+
+    def _settled(self, key: str, routed: Pod) -> bool:
+        """Does the cache show pod `key` gone, replaced, or with its allocation (so `routed`
+        pends no more)?"""
+        raw = self._view.pod_raw(key)
+        if raw is None:
+            return True
+        try:
+            cached = self._view.pod_model(raw)
+        except MalformedObjectError:
+            return True
+        return cached.uid != routed.uid or bool(rs.pod_ips(cached))
 
     def routed(self, node_key: str, pod: Pod) -> None:
         """`pod`'s rows were written under `node_key` from the allocation it carries."""

@@ -3,14 +3,17 @@ equal to what the caches say they should be (`controller.pod_logic.routing_state
 
 Contract:
 
-* Keys (queue `UpdateRouting`): a subnet key `<subnet>` and a node key `<subnet>/<node>` (see
-  `routing_state`). A key's handler reads the caches, computes its desired rows, reads its rows
-  back from the NB (the controller's mark says which are its) and applies the difference in ONE
-  NB transaction (`NbClient.apply_routing`), under the key's own lock.
+* Keys (queue `UpdateRouting`): a subnet key `<subnet>`, a node key `<subnet>/<node>` and a
+  node policy key `/<node>` (see `routing_state`). A key's handler reads the caches, computes
+  its desired rows, reads its rows back from the NB (the controller's mark says which are its)
+  and applies the difference in ONE NB transaction (`NbClient.apply_routing`), under the key's
+  own lock.
 * What enqueues what: the informer events (`controller.routing.events`) enqueue the keys they
   affect; a subnet key's handler enqueues the node keys of every cached node and of every node
-  its rows in the NB name. `resync()` (every `--gc-interval`, and once at
-  the start) enqueues every subnet key: the periodic proof of convergence.
+  its rows in the NB name. `resync()` (every `--routing-resync-period`) enqueues every subnet
+  key and every node policy key (cached nodes and nodes the NB's node policies name): the
+  periodic proof of convergence; gc's `backstop()` (at the start, then every `--gc-interval`)
+  diffs the same keys.
 * A subnet switched to distributed gets its node keys applied before its subnet-wide reroute
   (and kube-ovn v1.8's src-ip route of its blocks) goes; switched to centralized, the subnet-wide
   reroute is written first. Old rows are removed in the transaction that writes their
@@ -180,11 +183,14 @@ class RoutingReconciler:
         return events.configmap_event_handler(resync, self._is_leader)
 
     def resync(self) -> None:
-        """Enqueue every subnet key (which enqueue their node keys): the full pass."""
+        """Enqueue every subnet key (which enqueue their node keys) and every node policy
+        key: the full pass."""
         if not self._is_leader():
             return
         for name in self._subnet_names():
             self.enqueue(rs.subnet_key(name))
+        for node in self._policy_node_names():
+            self.enqueue(rs.node_policy_key(node))
 
     # --- reading the caches ----------------------------------------------------------------------
 
@@ -218,6 +224,9 @@ class RoutingReconciler:
     def reconcile(self, key: str) -> RoutingChange:
         """Bring one key's rows to their desired state; returns the change applied."""
         subnet, node = rs.split_key(key)
+        if not subnet:
+            with self._locks.locked(key):
+                return self._reconcile_node_policies(node)
         if node:
             with self._locks.locked(key):
                 change, _ = self._reconcile_node(subnet, node)
@@ -266,7 +275,38 @@ class RoutingReconciler:
             self._nb.apply_routing(router, change)
         return change, desired
 
-    def _reconcile_subnet(self, name: str, dry_run: bool = False) -> RoutingChange:
+    def _reconcile_node_policies(self, name: str) -> RoutingChange:
+        """Node policy key `name`: the node's priority-30000 reroutes of its InternalIPs (the
+        built-in node controller's part: with `--enable-node-controller=false` whoever
+        registers the nodes writes them, and the key changes nothing)."""
+        if not self._config.enable_node_controller:
+            return RoutingChange()
+        cfg = self._cfg()
+        owners = rs.internal_ip_owners(self._inputs.nodes().values())
+        desired = rs.desired_node_policies(name, self._inputs.node(name), cfg, owners)
+        policies = self._nb.list_router_policies(cfg.router)
+        actual = rs.actual_rows("", name, policies, (), (), (), ())
+        change = rs.diff_rows(desired, actual)
+        if not change.empty():
+            key = rs.node_policy_key(name)
+            LOG.info("routing %s: %s", key, describe(change))
+            self._nb.apply_routing(cfg.router, change)
+        return change
+
+    def _policy_node_names(self) -> list[str]:
+        """Every node that may have node policies: the cached ones and those the NB names."""
+        if not self._config.enable_node_controller:
+            return []
+        names = set(self._inputs.nodes())
+        for p in self._nb.list_router_policies(self._config.cluster_router):
+            ids = p.external_ids
+            if ids.get(rp.ROUTE_KIND_KEY) == rp.KIND_NODE and ids.get(rp.NODE_KEY):
+                names.add(ids[rp.NODE_KEY])
+        return sorted(names)
+
+    def _reconcile_subnet(
+        self, name: str, dry_run: bool = False, queue_nodes: bool = True
+    ) -> RoutingChange:
         cfg = self._cfg()
         now = self._wall_clock()
         subnet, malformed = self._inputs.subnet(name)
@@ -325,6 +365,7 @@ class RoutingReconciler:
             self._nb.apply_routing(router, change)
         if not dry_run:
             self._write_gateway(subnet, desired)
+        if not dry_run and queue_nodes:
             for node in sorted(node_names):
                 self.enqueue(rs.node_key(name, node))
         return change
@@ -448,13 +489,15 @@ class RoutingReconciler:
         found: list[tuple[str, RoutingChange]] = []
         # NOTE: a key queued when the pass starts is converging (an event reached it and its
         # handler has not run yet): what differs there is the reconciler's to write, not
-        # drift. Keys the pass itself queues (a subnet key queues its node keys) are diffed.
+        # drift.
         with self._queued_lock:
             converging = set(self._queued)
         for name in self._subnet_names():
             if rs.subnet_key(name) not in converging:
                 with self._locks.locked(rs.subnet_key(name)):
-                    change = self._reconcile_subnet(name)
+                    # NOTE: the pass diffs the node keys itself, next: queued, a worker could
+                    # repair their drift first and the pass would neither see nor count it
+                    change = self._reconcile_subnet(name, queue_nodes=False)
                 if not change.empty():
                     found.append((name, change))
             for node in self._node_names_of(name):
@@ -465,6 +508,14 @@ class RoutingReconciler:
                     change, _ = self._reconcile_node(name, node)
                 if not change.empty():
                     found.append((key, change))
+        for node in self._policy_node_names():
+            key = rs.node_policy_key(node)
+            if key in converging:
+                continue
+            with self._locks.locked(key):
+                change = self._reconcile_node_policies(node)
+            if not change.empty():
+                found.append((key, change))
         for key, change in found:
             if removes(change):
                 LOG.warning("routing gc found drift: %s: %s", key, describe(change))

@@ -187,6 +187,13 @@ class ControllerMetrics:
             ("resource",),
             registry=registry,
         )
+        self.gc_added = Counter(
+            f"{PREFIX}_gc_added",
+            "Routing rows a periodic routing gc pass had to write (missing or different), by "
+            "resource (router_policy, address_set_entry, nat_rule)",
+            ("resource",),
+            registry=registry,
+        )
         self.events_dropped = Counter(
             f"{PREFIX}_events_dropped",
             "Kubernetes Events dropped because the recorder's buffer was full",
@@ -280,6 +287,10 @@ class ControllerMetrics:
     def gc_deleted_objects(self, resource: str, count: int = 1) -> None:
         if count > 0:
             self.gc_deleted.labels(resource).inc(count)
+
+    def gc_added_objects(self, resource: str, count: int = 1) -> None:
+        if count > 0:
+            self.gc_added.labels(resource).inc(count)
 
     def event_dropped(self) -> None:
         """`on_drop` hook for `controller.kube.events.BackgroundEventRecorder`."""

@@ -53,9 +53,11 @@ class Cluster:
         self.ports[name] = PortInfo(name, subnet.name, ("router",), (), {"vendor": VENDOR})
 
     def add_node(self, name: str, ip: str, mac_: str) -> None:
+        """A node with join address `ip` and its priority-30000 policy (InternalIP via it)."""
+        internal = f"172.18.0.{2 + len(self.nodes)}"
         self.nodes[name] = Node(
             name,
-            ("172.18.0.2",),
+            (internal,),
             FrozenDict(
                 {
                     "ovn.kubernetes.io/allocated": "true",
@@ -69,6 +71,10 @@ class Cluster:
         )
         self.ips[f"node-{name}"] = node_ip_cr(name, ip, mac_, JOIN.name)
         self.port(f"node-{name}", "join", mac_, ip, pod="")
+        match = rp.dst_match(internal)
+        self.policies[(rp.NODE_PRIORITY, match)] = RouterPolicy(
+            ROUTER, rp.NODE_PRIORITY, match, "reroute", (ip,), rp.ids(rp.KIND_NODE, 4, node=name)
+        )
 
     def ip_cr(
         self,

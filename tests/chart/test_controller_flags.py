@@ -106,6 +106,7 @@ def test_overridden_values_reach_the_config(chart: helm_python.Chart) -> None:
                 "enable-node-controller": False,
                 "worker-num": 12,
                 "gc-interval": 90,
+                "routing-resync-period": "2m",
                 "inspect-interval": "1m30s",
                 "leader-elect": False,
                 "log-level": "debug",
@@ -131,6 +132,7 @@ def test_overridden_values_reach_the_config(chart: helm_python.Chart) -> None:
     assert got.enable_node_controller is False
     assert got.worker_num == 12
     assert got.gc_interval == 90.0
+    assert got.routing_resync_period == 120.0
     assert got.inspect_interval == 90.0
     assert got.leader_elect is False
     assert (got.log_level, got.log_format) == ("debug", "json")

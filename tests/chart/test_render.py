@@ -211,6 +211,7 @@ def test_default_args(default_render: Rendered) -> None:
         "worker-num": "3",
         "inspect-interval": "20s",
         "gc-interval": "6m",
+        "routing-resync-period": "1m",
         "leader-elect": "true",
         # kube-ovn v1.8.18's timings (pkg/controller/election.go)
         "leader-elect-lease-duration": "15s",

@@ -265,5 +265,11 @@ class World:
         )
         return value or 0.0
 
+    def added_metric(self, resource: str) -> float:
+        value = self.registry.get_sample_value(
+            "kube_ovn_controller_gc_added_total", {"resource": resource}
+        )
+        return value or 0.0
+
     def runs_metric(self) -> float:
         return self.registry.get_sample_value("kube_ovn_controller_gc_runs_total") or 0.0

@@ -77,6 +77,31 @@ def test_an_entry_nobody_holds_goes_in_one_pass_and_is_counted() -> None:
     assert w.deleted_metric("address_set_entry") == 1
 
 
+def test_rows_a_pass_has_to_write_are_counted_as_added() -> None:
+    """A reroute and an entry deleted by hand are written again and counted."""
+    w = converged()  # its first pass is a periodic one: what it wrote is counted too
+    policies, entries_ = w.added_metric("router_policy"), w.added_metric("address_set_entry")
+    w.nb.delete_router_policy(LR, rp.GATEWAY_PRIORITY, rp.src_set_match(SET, 4))
+    w.nb.remove_address_set_addresses(SET, [A_IP])
+    (found,) = w.gc.gc_routing()
+    assert found.startswith(f"{LS}/n1: ")
+    assert entries(w) == [A_IP]
+    assert w.added_metric("router_policy") == policies + 1
+    assert w.added_metric("address_set_entry") == entries_ + 1
+    assert w.deleted_metric("router_policy") == 0
+
+
+def test_the_start_up_pass_does_not_count_what_it_writes() -> None:
+    w = World()
+    node(w, "n1", NODE_IP)
+    pod(w, "alive", A_IP)
+    w.sync()
+    w.gc.run_startup_gc()
+    assert entries(w) == [A_IP]
+    assert w.added_metric("router_policy") == 0
+    assert w.added_metric("address_set_entry") == 0
+
+
 def test_an_entry_of_a_pod_now_on_another_node_moves_with_it() -> None:
     w = converged()
     node(w, "n2", N2_IP)

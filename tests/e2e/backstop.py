@@ -1,28 +1,30 @@
 """The routing backstop check of the e2e and fault tiers: once a test is over, the routing
-garbage collector of every controller it ran has found nothing to remove.
+garbage collector of every controller it ran has found nothing to remove and nothing to add.
 
 The routing reconciler keeps the router policies, address sets and NAT rules converged from
 the events alone; gc's routing pass (`RoutingReconciler.backstop`) diffs every key again and
 counts what it has to remove in `kube_ovn_controller_gc_deleted_total` (`router_policy`,
-`address_set_entry`, `address_set`), logging it as `routing gc found drift`. In a test that
-does not corrupt routing rows on purpose, that count is zero.
+`address_set_entry`, `address_set`), logging it as `routing gc found drift`, and what it has
+to write in `kube_ovn_controller_gc_added_total` (`router_policy`, `address_set_entry`,
+`nat_rule`), logging it as `routing gc wrote missing rows`. In a test that does not corrupt
+routing rows on purpose, both counts are zero.
 
 * `launch_controller` (tests/e2e/conftest.py) records every in-process controller (`record`).
   `start_controller` judges its controllers before it stops them (`check_controllers`); an
   autouse fixture judges, after each test, every recorded controller not judged yet
   (`check_launched`: one a test stopped itself, or a module-scoped one, judged after each
   test of its module).
-* `check_controller(ctl)`: what its periodic routing gc passes removed since the last check
-  must be zero; and when `ctl` still leads, its work queues are waited on until idle (a
-  deadline, not a sleep) and one more routing gc pass runs, which must remove nothing.
+* `check_controller(ctl)`: what its periodic routing gc passes removed or added since the last
+  check must be zero; and when `ctl` still leads, its work queues are waited on until idle (a
+  deadline, not a sleep) and one more routing gc pass runs, which must remove and add nothing.
 * The start-up pass is not judged: it is the reconciler's first full pass, and what it
-  removes is what changed while no controller ran or what a stopped (or killed) one left
-  queued, which no event can tell a new leader. Its count is taken as the baseline the moment
-  the controller's workers start (the start-up gc has run by then, the first periodic pass
-  comes one `--gc-interval` later).
+  changes is what changed while no controller ran or what a stopped (or killed) one left
+  queued, which no event can tell a new leader. Its removals are taken as the baseline the
+  moment the controller's workers start (the start-up gc has run by then, the first periodic
+  pass comes one `--gc-interval` later); its additions are not counted by the controller.
 * `check_process`: a child process (`controller_process`, tests/faults/conftest.py, gives each
-  its own metrics port) cannot be asked for a pass: its counters (every pass it ran, the
-  start-up one included: the tests start children on a fresh NB) are read from `/metrics`
+  its own metrics port) cannot be asked for a pass: its counters (every pass it ran: the tests
+  start children on a fresh NB, so the start-up pass removes nothing) are read from `/metrics`
   before it is killed.
 * A test that corrupts routing rows itself (a fault, a drift scenario) carries
   `@pytest.mark.routing_drift_expected("why")`: its controllers are not judged (their counts
@@ -48,18 +50,21 @@ from tests.e2e.helpers import http_get
 MARKER = "routing_drift_expected"
 METRIC = "kube_ovn_controller_gc_deleted_total"
 RESOURCES = ("router_policy", "address_set_entry", "address_set")
+ADDED_METRIC = "kube_ovn_controller_gc_added_total"
+ADDED_RESOURCES = ("router_policy", "address_set_entry", "nat_rule")
 #: How long the work queues may take to go idle before the teardown pass runs anyway.
 SETTLE_TIMEOUT = 15.0
 DRIFT_LOGGER = "controller.routing.reconciler"
 DRIFT_MESSAGE = "routing gc found drift"
+ADDED_MESSAGE = "routing gc wrote missing rows"
 
 
 class _DriftLog(logging.Handler):
-    """Keeps the `routing gc found drift` warnings of the in-process controllers (to say what
-    was found, not only how much)."""
+    """Keeps the `routing gc found drift` warnings and `routing gc wrote missing rows` lines
+    of the in-process controllers (to say what was found, not only how much)."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.INFO)
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -67,7 +72,7 @@ class _DriftLog(logging.Handler):
             message = record.getMessage()
         except Exception:  # a log call's bad arguments are not this check's business
             return
-        if message.startswith(DRIFT_MESSAGE):
+        if message.startswith((DRIFT_MESSAGE, ADDED_MESSAGE)):
             self.lines.append(f"[{record.threadName}] {message}")
 
     def take(self) -> list[str]:
@@ -76,7 +81,24 @@ class _DriftLog(logging.Handler):
 
 
 DRIFT_LOG = _DriftLog()
-logging.getLogger(DRIFT_LOGGER).addHandler(DRIFT_LOG)
+_drift_logger = logging.getLogger(DRIFT_LOGGER)
+_drift_logger.addHandler(DRIFT_LOG)
+if _drift_logger.getEffectiveLevel() > logging.INFO:
+    _drift_logger.setLevel(logging.INFO)  # the "wrote missing rows" lines are INFO
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What routing gc removed and added so far (rows)."""
+
+    removed: float = 0.0
+    added: float = 0.0
+
+    def __sub__(self, other: Counts) -> Counts:
+        return Counts(self.removed - other.removed, self.added - other.added)
+
+    def at_least(self, other: Counts) -> Counts:
+        return Counts(max(self.removed, other.removed), max(self.added, other.added))
 
 
 @dataclass
@@ -84,11 +106,11 @@ class Tracker:
     """The controllers launched in-process, and what was judged of each one's counters."""
 
     launched: list[Controller] = field(default_factory=list)
-    judged: weakref.WeakKeyDictionary[Controller, float] = field(
+    judged: weakref.WeakKeyDictionary[Controller, Counts] = field(
         default_factory=weakref.WeakKeyDictionary
     )
-    # the count once the workers started (the start-up pass's removals are not judged)
-    started: weakref.WeakKeyDictionary[Controller, float] = field(
+    # the counts once the workers started (the start-up pass's removals are not judged)
+    started: weakref.WeakKeyDictionary[Controller, Counts] = field(
         default_factory=weakref.WeakKeyDictionary
     )
 
@@ -109,27 +131,46 @@ def record(ctl: Controller) -> Controller:
                 return
         c = ref()
         if c is not None:
-            TRACKER.started[c] = routing_deleted(c.registry)
+            TRACKER.started[c] = routing_counts(c.registry)
 
     threading.Thread(target=baseline, name="routing-backstop-baseline", daemon=True).start()
     return ctl
 
 
-def routing_deleted(registry: CollectorRegistry) -> float:
-    """What routing gc removed so far (policies + set entries + sets)."""
-    return sum(registry.get_sample_value(METRIC, {"resource": r}) or 0.0 for r in RESOURCES)
+def routing_counts(registry: CollectorRegistry) -> Counts:
+    """What routing gc removed (policies + set entries + sets) and added (policies + set
+    entries + NAT rules) so far."""
+
+    def total(metric: str, resources: Iterable[str]) -> float:
+        return sum(registry.get_sample_value(metric, {"resource": r}) or 0.0 for r in resources)
+
+    return Counts(total(METRIC, RESOURCES), total(ADDED_METRIC, ADDED_RESOURCES))
 
 
-def routing_deleted_text(metrics: str) -> float:
-    """`routing_deleted` from a `/metrics` exposition."""
-    total = 0.0
-    for line in metrics.splitlines():
-        if not line.startswith(METRIC + "{"):
-            continue
-        labels, _, value = line.rpartition(" ")
-        if any(f'resource="{r}"' in labels for r in RESOURCES):
-            total += float(value)
-    return total
+def routing_counts_text(metrics: str) -> Counts:
+    """`routing_counts` from a `/metrics` exposition."""
+
+    def total(metric: str, resources: Iterable[str]) -> float:
+        out = 0.0
+        for line in metrics.splitlines():
+            if not line.startswith(metric + "{"):
+                continue
+            labels, _, value = line.rpartition(" ")
+            if any(f'resource="{r}"' in labels for r in resources):
+                out += float(value)
+        return out
+
+    return Counts(total(METRIC, RESOURCES), total(ADDED_METRIC, ADDED_RESOURCES))
+
+
+def _rows(what: str, counts: Counts) -> list[str]:
+    """ "<what> removed N row(s)" / "<what> added N row(s)", for the counts that are not 0."""
+    out = []
+    if counts.removed:
+        out.append(f"{what} removed {counts.removed:g} row(s)")
+    if counts.added:
+        out.append(f"{what} added {counts.added:g} row(s)")
+    return out
 
 
 def _idle(ctl: Controller) -> bool:
@@ -158,41 +199,39 @@ def _leads(ctl: Controller) -> bool:
 
 def check_controller(ctl: Controller, *, judge: bool) -> list[str]:
     """Run the teardown pass of `ctl` (if it still leads) and return what its routing gc
-    removed since the last check, one line per finding (empty: nothing)."""
-    base = max(TRACKER.judged.get(ctl, 0.0), TRACKER.started.get(ctl, 0.0))
-    during = routing_deleted(ctl.registry) - base
+    removed or added since the last check, one line per finding (empty: nothing)."""
+    base = TRACKER.judged.get(ctl, Counts()).at_least(TRACKER.started.get(ctl, Counts()))
+    during = routing_counts(ctl.registry) - base
     problems: list[str] = []
-    if judge and during:
-        problems.append(f"routing gc passes removed {during:g} row(s) during the test")
+    if judge:
+        problems += [f"{p} during the test" for p in _rows("routing gc passes", during)]
     if judge and _leads(ctl):
         settled = settle(ctl)
-        before = routing_deleted(ctl.registry)
+        before = routing_counts(ctl.registry)
         try:
             found = ctl.gc.gc_routing()
         except OvnError as exc:  # the test took the NB away: nothing to judge by
             found = []
             logging.getLogger(__name__).info("teardown routing gc pass not run: %s", exc)
-        removed = routing_deleted(ctl.registry) - before
-        if removed:
-            busy = "" if settled else " (its work queues were still busy)"
-            problems.append(
-                f"the teardown routing gc pass removed {removed:g} row(s){busy}: "
-                + "; ".join(found)
-            )
-    TRACKER.judged[ctl] = routing_deleted(ctl.registry)
+        busy = "" if settled else " (its work queues were still busy)"
+        problems += [
+            f"{p}{busy}: " + "; ".join(found)
+            for p in _rows("the teardown routing gc pass", routing_counts(ctl.registry) - before)
+        ]
+    TRACKER.judged[ctl] = routing_counts(ctl.registry)
     return problems
 
 
 def check_process(identity: str, url: str, *, judge: bool) -> list[str]:
-    """What routing gc removed in a child process so far, read from its `/metrics`."""
+    """What routing gc removed or added in a child process so far, read from its `/metrics`."""
     try:
         status, body = http_get(url)
     except OSError:
         return []  # killed or stopped by the test: nothing to read
-    removed = routing_deleted_text(body) if status == 200 else 0.0
-    if judge and removed:
-        return [f"process {identity}: routing gc passes removed {removed:g} row(s) ({url})"]
-    return []
+    counts = routing_counts_text(body) if status == 200 else Counts()
+    if not judge:
+        return []
+    return [f"process {identity}: {p} ({url})" for p in _rows("routing gc passes", counts)]
 
 
 def judged(request: pytest.FixtureRequest) -> bool:

@@ -1,6 +1,7 @@
 """The routing backstop check the e2e and fault tiers run after every test
-(tests/e2e/backstop.py) can fail: drift planted in a routing set is reported, both when the
-teardown pass finds it and when a periodic pass already removed it."""
+(tests/e2e/backstop.py) can fail: drift planted in a routing set (an orphan entry, or a live
+pod's entry deleted by hand) is reported, both when the teardown pass finds it and when a
+periodic pass already removed or restored it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.fixtures.nb import nbctl
 
 pytestmark = [
     pytest.mark.emulator_only("the check itself: one plane is enough"),
-    pytest.mark.routing_drift_expected("plants an orphan set entry to see the check report it"),
+    pytest.mark.routing_drift_expected("plants drift in a set entry to see the check report it"),
 ]
 
 ORPHAN = "10.16.200.250"
@@ -66,3 +67,36 @@ def test_a_periodic_pass_that_removed_drift_is_reported(
     )
     problems = backstop.check_controller(ctl, judge=True)
     assert problems == ["routing gc passes removed 1 row(s) during the test"], problems
+
+
+def test_the_teardown_pass_reports_a_row_it_had_to_add(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = running(start_controller("--gc-interval=3600"))
+    name = routed_set(cluster)
+    ip = annotations_of(cluster.server, "pods", "default", "a")[IP_ADDRESS_ANNOTATION]
+    assert backstop.check_controller(ctl, judge=True) == []
+
+    nbctl(cluster.nb_server.remote, "remove", "Address_Set", name, "addresses", ip)
+    problems = backstop.check_controller(ctl, judge=True)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("the teardown routing gc pass added 1 row(s)"), problems
+    assert ip in problems[0]
+    assert name in routing_sets_holding(Snapshot.read(cluster.nb_server.remote), ip)
+
+
+def test_a_periodic_pass_that_added_a_missing_row_is_reported(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = running(start_controller("--gc-interval=0.5"))
+    name = routed_set(cluster)
+    ip = annotations_of(cluster.server, "pods", "default", "a")[IP_ADDRESS_ANNOTATION]
+    assert backstop.check_controller(ctl, judge=True) == []
+
+    nbctl(cluster.nb_server.remote, "remove", "Address_Set", name, "addresses", ip)
+    wait_for(
+        lambda: name in routing_sets_holding(Snapshot.read(cluster.nb_server.remote), ip),
+        message="a periodic pass restored the entry",
+    )
+    problems = backstop.check_controller(ctl, judge=True)
+    assert problems == ["routing gc passes added 1 row(s) during the test"], problems

@@ -231,6 +231,7 @@ class Env:
             }
         )
         self.nodes.add(obj)
+        self.routing.node_event_handler().on_add(obj, False)  # the informer's add
 
     # --- pods, the informer's way ----------------------------------------------------------------
     def create_pod(self, raw: dict[str, Any]) -> dict[str, Any]:
@@ -312,6 +313,8 @@ class Env:
             self.routing.enqueue(subnet.name)
             for node in self.view.nodes():
                 self.routing.enqueue(f"{subnet.name}/{node.name}")
+        for node in self.view.nodes():
+            self.routing.enqueue(f"/{node.name}")
 
     def converge(self, rounds: int = 20) -> None:
         """Process the ready items and feed the API server's changes back until quiet."""

@@ -50,7 +50,9 @@ def env() -> Iterator[Env]:
     e.close()
 
 
-def make_ready(env: Env, name: str, join: str, *, ready: bool = True) -> None:
+def make_ready(
+    env: Env, name: str, join: str, *, ready: bool = True, internal: str = "172.18.0.9"
+) -> None:
     """A node (created or replaced) with its join address and Ready condition; fires the event."""
     old = env.nodes.get_by_key(name)
     version = str(int((old or {}).get("metadata", {}).get("resourceVersion") or 0) + 1)
@@ -61,7 +63,7 @@ def make_ready(env: Env, name: str, join: str, *, ready: bool = True) -> None:
             "annotations": {"ovn.kubernetes.io/ip_address": join},
         },
         "status": {
-            "addresses": [{"type": "InternalIP", "address": "172.18.0.9"}],
+            "addresses": [{"type": "InternalIP", "address": internal}],
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }
@@ -234,6 +236,40 @@ def test_a_pod_moved_to_another_subnet_leaves_no_entry_or_nat() -> None:
         env.close()
 
 
+def test_a_pod_routed_again_then_replaced_in_another_subnet_leaves_no_nat() -> None:
+    """A second add of a routed pod routes it again with no change to its annotations (no
+    event settles its node key). The pod is then replaced, in one relist, by a pod of the
+    same name on another subnet and node: the old address's NAT rule goes with the relist's
+    keys, though the subnet key runs before the old node key."""
+    env = standard_env(config=Config(enable_eip_snat=True))
+    try:
+        make_ready(env, NODE, NODE_JOIN_IP)
+        make_ready(env, N2, N2_JOIN)
+        env.add_subnet(raw_subnet("other", "10.17.0.0/16", gateway="10.17.0.1"))
+        env.configmaps.add(GW_CONFIG)
+        ip = start(env, "db-0", annotations={SNAT: "172.56.0.20"})
+        assert env.routing.route_pod(env.view.pod_model(cached(env.pods, "default/db-0")))
+        assert ("snat", ip, "172.56.0.20", "") in env.nats()
+        successor = raw_pod(
+            "db-0",
+            node=N2,
+            annotations={"ovn.kubernetes.io/logical_switch": "other", SNAT: "172.56.0.20"},
+        )
+        successor["metadata"]["uid"] = "successor"
+        env.kube.pods.pop("default/db-0")
+        env.kube.add_pod(successor)
+        env.kube.pods["default/db-0"]["metadata"]["resourceVersion"] = str(10**7)
+        env.sync("default/db-0")  # the relist: an update whose objects have different UIDs
+        env.converge()
+        new_ip = env.annotations("default/db-0")["ovn.kubernetes.io/ip_address"]
+        assert new_ip.startswith("10.17.")
+        assert [n for n in env.nats() if n[1] == ip] == []
+        assert [r for r in env.routes() if r[1] == ip] == []
+        quiet(env)
+    finally:
+        env.close()
+
+
 def test_a_pod_whose_user_preset_routed_still_gets_routed(env: Env) -> None:
     ip = start(env, "web", annotations={ROUTED: "true"})
     assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
@@ -259,6 +295,101 @@ def test_a_node_deleted_and_re_registered_gets_its_pods_back(env: Env) -> None:
     env.converge()
     assert env.routes() == [("src-ip", ip, NODE_JOIN_IP)]
     quiet(env)
+
+
+def node_policies(env: Env) -> dict[str, tuple[str, ...]]:
+    """match -> next hops of the priority-30000 policies (a node's InternalIP via its join)."""
+    return {
+        p.match: tuple(p.nexthops)
+        for p in env.nb.list_router_policies(ROUTER)
+        if p.priority == rp.NODE_PRIORITY
+    }
+
+
+def two_internal_ips(env: Env) -> None:
+    make_ready(env, NODE, NODE_JOIN_IP, internal="172.18.0.11")
+    make_ready(env, N2, N2_JOIN, internal="172.18.0.12")
+    env.enqueue_routing()
+    env.converge()
+
+
+def test_a_nodes_policy_follows_its_internal_ip_and_join_address(env: Env) -> None:
+    two_internal_ips(env)
+    assert node_policies(env) == {
+        "ip4.dst == 172.18.0.11": (NODE_JOIN_IP,),
+        "ip4.dst == 172.18.0.12": (N2_JOIN,),
+    }
+    make_ready(env, NODE, "100.64.0.99", internal="172.18.0.21")
+    env.converge()
+    assert node_policies(env) == {
+        "ip4.dst == 172.18.0.21": ("100.64.0.99",),
+        "ip4.dst == 172.18.0.12": (N2_JOIN,),
+    }
+    quiet(env)
+
+
+def test_a_deleted_nodes_policy_goes_and_comes_back_with_it(env: Env) -> None:
+    two_internal_ips(env)
+    delete_node(env, N2)
+    env.converge()
+    assert node_policies(env) == {"ip4.dst == 172.18.0.11": (NODE_JOIN_IP,)}
+    make_ready(env, N2, "100.64.0.77", internal="172.18.0.12")
+    env.converge()
+    assert node_policies(env)["ip4.dst == 172.18.0.12"] == ("100.64.0.77",)
+    quiet(env)
+
+
+def test_the_backstop_restores_and_removes_node_policies(env: Env) -> None:
+    """A node policy deleted by hand is written again; one of a node no cache knows (deleted
+    while no controller ran) is removed: both by the full pass and by gc's backstop."""
+    two_internal_ips(env)
+    env.nb.delete_router_policy(ROUTER, rp.NODE_PRIORITY, "ip4.dst == 172.18.0.11")
+    env.nb.add_router_policy(
+        ROUTER,
+        rp.NODE_PRIORITY,
+        "ip4.dst == 172.18.0.50",
+        "reroute",
+        ["100.64.0.50"],
+        rp.ids(rp.KIND_NODE, 4, node="gone"),
+    )
+    found = dict(env.routing.backstop())
+    assert sorted(found) == ["/gone", f"/{NODE}"]
+    assert node_policies(env) == {
+        "ip4.dst == 172.18.0.11": (NODE_JOIN_IP,),
+        "ip4.dst == 172.18.0.12": (N2_JOIN,),
+    }
+    env.nb.delete_router_policy(ROUTER, rp.NODE_PRIORITY, "ip4.dst == 172.18.0.12")
+    env.routing.resync()
+    env.converge()
+    assert node_policies(env)["ip4.dst == 172.18.0.12"] == (N2_JOIN,)
+    quiet(env)
+
+
+def test_two_nodes_reporting_one_internal_ip_do_not_overwrite_each_other(env: Env) -> None:
+    """The fixture's nodes share 172.18.0.9: the first by name routes it, and a full pass
+    finds nothing to change (the keys do not take the row from each other)."""
+    env.enqueue_routing()
+    env.converge()
+    assert node_policies(env) == {"ip4.dst == 172.18.0.9": (NODE_JOIN_IP,)}
+    quiet(env)
+
+
+def test_without_the_node_controller_node_policies_are_left_alone() -> None:
+    env = standard_env(config=Config(enable_node_controller=False))
+    try:
+        make_ready(env, NODE, NODE_JOIN_IP, internal="172.18.0.11")
+        env.enqueue_routing()
+        env.converge()
+        assert node_policies(env) == {}
+        assert env.routing.backstop() == []
+    finally:
+        env.close()
+
+
+def test_an_internal_ip_change_queues_the_node_policy_key(env: Env) -> None:
+    env.converge()
+    make_ready(env, N2, N2_JOIN, internal="172.18.0.40")
+    assert f"/{N2}" in env.drain(env.routing_queue)
 
 
 def test_the_centralized_gateway_must_be_ready_and_follows_the_nodes(env: Env) -> None:
@@ -439,3 +570,18 @@ def test_the_backstop_leaves_a_queued_key_to_the_reconciler(env: Env) -> None:
     found = env.routing.backstop()
     assert [key for key, _ in found] == [f"{DEFAULT_SUBNET}/{NODE}"]
     quiet(env)
+
+
+def test_the_backstop_diffs_the_node_keys_itself_and_queues_none(env: Env) -> None:
+    """Drift in a node key is found (and counted) by the pass: the pass does not queue the node
+    keys for a worker that could repair the drift before the pass sees it."""
+    start(env, "web")
+    env.converge()
+    env.nb.add_address_set_addresses(
+        rp.set_name(DEFAULT_SUBNET, NODE, 4),
+        ["10.16.0.99"],
+        rp.ids(rp.KIND_GATEWAY, 4, subnet=DEFAULT_SUBNET, node=NODE),
+    )
+    found = env.routing.backstop()
+    assert [key for key, _ in found] == [f"{DEFAULT_SUBNET}/{NODE}"]
+    assert env.drain(env.routing_queue) == []

@@ -107,6 +107,8 @@ class GcMetrics(Protocol):
 
     def gc_deleted_objects(self, resource: str, count: int = 1) -> None: ...
 
+    def gc_added_objects(self, resource: str, count: int = 1) -> None: ...
+
 
 class KeyLock(Protocol):
     """`runtime.keymutex.KeyMutex`: serialises the sweep with the pod handlers per key."""
@@ -186,7 +188,9 @@ class GarbageCollector:
                 wall_clock=wall_clock,
             )
         )
-        self._routing = RoutingSweeper(backstop=self.routing.backstop, count=self._count)
+        self._routing = RoutingSweeper(
+            backstop=self.routing.backstop, count=self._count, count_added=self._count_added
+        )
         # rows of deleted SecurityGroups (gc/security_groups.py), when the SGs are cached
         self._sg_gc = None
         if self._view.security_groups_cached():
@@ -203,6 +207,8 @@ class GarbageCollector:
         # parse each one once. An updated pod has a new resourceVersion and is parsed again.
         memo = pods if pods is not None else ParseCache(Pod.from_dict, max_entries=None)
         self._rules.pod_memo = memo
+        # the start-up pass is the reconciler's first full pass: rows it writes are not drift
+        self._routing.counting_adds = False
         try:
             self.run_once()
             # The second pass deletes only what the first one marked (nothing changes between
@@ -213,6 +219,7 @@ class GarbageCollector:
                 LOG.info("start-up garbage collection: no orphan found, one pass is enough")
         finally:
             self._rules.pod_memo = None
+            self._routing.counting_adds = True
 
     def _marked(self) -> bool:
         """Did the last pass mark anything, in any of the collectors?"""
@@ -338,3 +345,7 @@ class GarbageCollector:
     def _count(self, resource: str, n: int) -> None:
         if self._metrics is not None and n > 0:
             self._metrics.gc_deleted_objects(resource, n)
+
+    def _count_added(self, resource: str, n: int) -> None:
+        if self._metrics is not None and n > 0:
+            self._metrics.gc_added_objects(resource, n)

@@ -9,8 +9,10 @@ Contract:
   between a check and a delete is lost; rows of other owners are never looked at.
 * What a pass has to remove is drift the events missed: it is applied, logged as a warning and
   counted in the gc metric (`router_policy` per policy, `address_set_entry` per entry,
-  `address_set` per set removed). Rows it only adds (the first pass after a start) are not
-  deletions. In a healthy cluster a pass finds nothing.
+  `address_set` per set removed). What it has to write (a row missing or different) is counted
+  in the added metric (`router_policy` per policy written, `address_set_entry` per entry
+  added, `nat_rule` per NAT rule set), except in the start-up pass (`counting_adds` False),
+  the reconciler's first full pass. In a healthy cluster a periodic pass finds nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ LOG = logging.getLogger(__name__)
 RESOURCE_POLICY = "router_policy"
 RESOURCE_SET_ENTRY = "address_set_entry"
 RESOURCE_SET = "address_set"
+RESOURCE_NAT = "nat_rule"
 
 
 class RoutingSweeper:
@@ -36,9 +39,12 @@ class RoutingSweeper:
         *,
         backstop: Callable[[], list[tuple[str, RoutingChange]]],
         count: Callable[[str, int], None],
+        count_added: Callable[[str, int], None] | None = None,
     ) -> None:
         self._backstop = backstop
         self._count = count
+        self._count_added = count_added
+        self.counting_adds = True
         self.last: list[str] = []
 
     def marked(self) -> bool:
@@ -60,6 +66,15 @@ class RoutingSweeper:
         ):
             if n:
                 self._count(resource, n)
+        if self._count_added is not None and self.counting_adds:
+            added = (
+                (RESOURCE_POLICY, sum(len(c.policies) for _, c in found)),
+                (RESOURCE_SET_ENTRY, sum(len(s.add) for _, c in found for s in c.sets)),
+                (RESOURCE_NAT, sum(1 for _, c in found for n in c.nats if n.external_ip)),
+            )
+            for resource, n in added:
+                if n:
+                    self._count_added(resource, n)
         self.last = [f"{key}: {describe(change)}" for key, change in found]
         LOG.info("routing gc: %d keys changed", len(found))
         return self.last
