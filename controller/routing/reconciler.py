@@ -34,16 +34,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.core.constants import (
     NAT_TYPE_DNAT_AND_SNAT,
     NAT_TYPE_SNAT,
-    POLICY_SRC_IP,
 )
 from controller.core.errors import PermanentError
 from controller.core.model import Pod, Subnet
@@ -62,26 +59,13 @@ from controller.queues.clock import WallClock, utcnow
 from controller.routing import events
 from controller.routing.changes import describe, removes
 from controller.routing.inputs import RoutingInputs
+from controller.routing.node_policies import KeyLocks, NodePolicyKeys
+from controller.routing.range_rows import range_rows
 from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
-
-
-class _KeyLocks:
-    """One lock per key (no striping: a subnet key's handler holds its node keys' locks too)."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
-
-    @contextmanager
-    def locked(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._locks[key]
-        with lock:
-            yield
 
 
 class RoutingReconciler:
@@ -134,8 +118,9 @@ class RoutingReconciler:
         self.queue = queue
         self._is_leader = is_leader
         self._wall_clock = wall_clock
-        self._locks = _KeyLocks()
+        self._locks = KeyLocks()
         self._inputs = RoutingInputs(view)
+        self._node_policies = NodePolicyKeys(config, nb, self._inputs, self._cfg)
         # key -> how often it was enqueued; dropped once a handle that started after the last
         # enqueue succeeded. A key in here is converging, so the backstop leaves it alone.
         self._queued_lock = threading.Lock()
@@ -189,7 +174,7 @@ class RoutingReconciler:
             return
         for name in self._subnet_names():
             self.enqueue(rs.subnet_key(name))
-        for node in self._policy_node_names():
+        for node in self._node_policies.node_names():
             self.enqueue(rs.node_policy_key(node))
 
     # --- reading the caches ----------------------------------------------------------------------
@@ -226,7 +211,7 @@ class RoutingReconciler:
         subnet, node = rs.split_key(key)
         if not subnet:
             with self._locks.locked(key):
-                return self._reconcile_node_policies(node)
+                return self._node_policies.reconcile(node)
         if node:
             with self._locks.locked(key):
                 change, _ = self._reconcile_node(subnet, node)
@@ -275,35 +260,6 @@ class RoutingReconciler:
             self._nb.apply_routing(router, change)
         return change, desired
 
-    def _reconcile_node_policies(self, name: str) -> RoutingChange:
-        """Node policy key `name`: the node's priority-30000 reroutes of its InternalIPs (the
-        built-in node controller's part: with `--enable-node-controller=false` whoever
-        registers the nodes writes them, and the key changes nothing)."""
-        if not self._config.enable_node_controller:
-            return RoutingChange()
-        cfg = self._cfg()
-        owners = rs.internal_ip_owners(self._inputs.nodes().values())
-        desired = rs.desired_node_policies(name, self._inputs.node(name), cfg, owners)
-        policies = self._nb.list_router_policies(cfg.router)
-        actual = rs.actual_rows("", name, policies, (), (), (), ())
-        change = rs.diff_rows(desired, actual)
-        if not change.empty():
-            key = rs.node_policy_key(name)
-            LOG.info("routing %s: %s", key, describe(change))
-            self._nb.apply_routing(cfg.router, change)
-        return change
-
-    def _policy_node_names(self) -> list[str]:
-        """Every node that may have node policies: the cached ones and those the NB names."""
-        if not self._config.enable_node_controller:
-            return []
-        names = set(self._inputs.nodes())
-        for p in self._nb.list_router_policies(self._config.cluster_router):
-            ids = p.external_ids
-            if ids.get(rp.ROUTE_KIND_KEY) == rp.KIND_NODE and ids.get(rp.NODE_KEY):
-                names.add(ids[rp.NODE_KEY])
-        return sorted(names)
-
     def _reconcile_subnet(
         self, name: str, dry_run: bool = False, queue_nodes: bool = True
     ) -> RoutingChange:
@@ -324,21 +280,10 @@ class RoutingReconciler:
         routed = subnet is not None and rs.routed_subnet(subnet, cfg)
         cidr = subnet.cidr_block if subnet is not None and routed else ""
         blocks = [b.strip() for b in cidr.split(",") if b.strip()]
-        nats = (
-            [n for n in self._nb.list_nat_rules(router) if _in_any(n.logical_ip, blocks)]
-            if cfg.enable_eip_snat
-            else []
-        )
-        routes = self._nb.list_static_routes(router)
-        hosts = {
-            r.ip_prefix.split("/", 1)[0]
-            for r in routes
-            if r.policy == POLICY_SRC_IP
-            and r.ip_prefix not in blocks
-            and _in_any(r.ip_prefix.split("/", 1)[0], blocks)
-        }
-        addresses = {n.logical_ip for n in nats} | set(blocks) | hosts
-        actual = rs.actual_rows(name, "", policies, sets, nats, routes, addresses)
+        in_range = range_rows(self._nb, router, blocks, cfg.enable_eip_snat)
+        hosts = in_range.hosts
+        addresses = {n.logical_ip for n in in_range.nats} | set(blocks) | hosts
+        actual = rs.actual_rows(name, "", policies, sets, in_range.nats, in_range.routes, addresses)
         # v1.8 src-ip routes of addresses no live pod holds (a holder's node key moves its own)
         claims = self._inputs.claims(cfg, now)
         desired.rows.stale_routes.update(
@@ -508,12 +453,12 @@ class RoutingReconciler:
                     change, _ = self._reconcile_node(name, node)
                 if not change.empty():
                     found.append((key, change))
-        for node in self._policy_node_names():
+        for node in self._node_policies.node_names():
             key = rs.node_policy_key(node)
             if key in converging:
                 continue
             with self._locks.locked(key):
-                change = self._reconcile_node_policies(node)
+                change = self._node_policies.reconcile(node)
             if not change.empty():
                 found.append((key, change))
         for key, change in found:
@@ -539,10 +484,6 @@ class RoutingReconciler:
         stopper = threading.Thread(target=shut_down_on_stop, name="routing-stopper", daemon=True)
         stopper.start()
         return [*threads, stopper]
-
-
-def _in_any(ip: str, blocks: Iterable[str]) -> bool:
-    return any(rs.in_blocks(ip, b) for b in blocks)
 
 
 def _nothing() -> None:
