@@ -14,6 +14,7 @@ so it sits below them and imports nothing from the sandbox.
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import socket
 import subprocess
@@ -129,3 +130,31 @@ def free_tcp_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def process_start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (field 22 of /proc/<pid>/stat), None when it is gone:
+    with the pid it names one process for good (a pid alone may be reused)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after its last ")"
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def owner_record() -> str:
+    """The line naming this process as the owner of a run: `<pid> <start time>`."""
+    return f"{os.getpid()} {process_start_time(os.getpid())}\n"
+
+
+def owner_alive(record: Path) -> bool:
+    """Is the process an `owner_record()` in `record` names still running (a missing or garbled
+    record: no)?"""
+    try:
+        pid_text, start = record.read_text().split()[:2]
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return False
+    return process_start_time(pid) == start

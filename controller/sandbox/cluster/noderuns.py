@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from controller.sandbox.processes import SandboxError, run_tool
+from controller.sandbox.processes import SandboxError, owner_alive, owner_record, run_tool
 
 LOG = logging.getLogger(__name__)
 
@@ -42,28 +42,9 @@ CONTAINER_LOG_LINKS = Path("/var/log/containers")
 _RUN_ALPHABET = string.ascii_lowercase + string.digits
 
 
-def _start_time(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _owner_alive(run_dir: Path) -> bool:
-    try:
-        pid_text, start = (run_dir / "owner").read_text().split()[:2]
-        pid = int(pid_text)
-    except (OSError, ValueError):
-        return False
-    return _start_time(pid) == start
-
-
 def claim_run() -> tuple[str, Path]:
     """A fresh run directory, holding its owner record from the moment it appears."""
     RUN_BASE.mkdir(parents=True, exist_ok=True)
-    start = _start_time(os.getpid())
     for _ in range(100):
         run = "".join(secrets.choice(_RUN_ALPHABET) for _ in range(RUN_ID_LEN))
         run_dir = RUN_BASE / run
@@ -72,7 +53,7 @@ def claim_run() -> tuple[str, Path]:
         # Written aside, then renamed: a sweep never sees the run without its owner.
         tmp = RUN_BASE / f".claim-{run}-{os.getpid()}"
         tmp.mkdir()
-        (tmp / "owner").write_text(f"{os.getpid()} {start}\n")
+        (tmp / "owner").write_text(owner_record())
         try:
             tmp.rename(run_dir)
         except OSError:
@@ -288,7 +269,7 @@ def sweep_dead_runs() -> list[str]:
     """Sweep every run whose owner process is gone (or that has no owner record left)."""
     swept: list[str] = []
     for run in sorted(known_runs()):
-        if not _owner_alive(RUN_BASE / run):
+        if not owner_alive(RUN_BASE / run / "owner"):
             LOG.info("sweeping real-node run %s left by a dead owner", run)
             sweep_run(run)
             swept.append(run)

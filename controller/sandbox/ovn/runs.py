@@ -16,7 +16,7 @@ import signal
 import string
 from pathlib import Path
 
-from controller.sandbox.processes import SandboxError, run_tool
+from controller.sandbox.processes import SandboxError, owner_alive, owner_record, run_tool
 
 LOG = logging.getLogger(__name__)
 
@@ -25,26 +25,6 @@ NETNS_DIR = Path("/run/netns")
 NETNS_PREFIX = "kop-"
 RUN_ID_LEN = 4
 _RUN_ALPHABET = string.ascii_lowercase + string.digits
-
-
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (field 22 of /proc/<pid>/stat), None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name (field 2) may hold spaces and parentheses: split after its last ")"
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _owner_alive(record: Path) -> bool:
-    try:
-        pid_text, start = record.read_text().split()[:2]
-        pid = int(pid_text)
-    except (OSError, ValueError):
-        return False
-    return _start_time(pid) == start
 
 
 def list_netns() -> list[str]:
@@ -81,7 +61,7 @@ def sweep_dead_runs() -> list[str]:
     live: set[str] = set()
     dead: set[str] = set()
     for record in OWNER_DIR.glob("*.owner") if OWNER_DIR.is_dir() else []:
-        (live if _owner_alive(record) else dead).add(record.stem)
+        (live if owner_alive(record) else dead).add(record.stem)
     swept: set[str] = set()
     for name in namespaces:
         run = run_of(name)
@@ -99,7 +79,6 @@ def sweep_dead_runs() -> list[str]:
 def claim_run_id() -> str:
     """A fresh run id, its owner record written (atomically: O_EXCL) for this process."""
     OWNER_DIR.mkdir(parents=True, exist_ok=True)
-    start = _start_time(os.getpid())
     for _ in range(100):
         run = "".join(secrets.choice(_RUN_ALPHABET) for _ in range(RUN_ID_LEN))
         if any(run_of(n) == run for n in list_netns()):
@@ -109,6 +88,6 @@ def claim_run_id() -> str:
         except FileExistsError:
             continue
         with os.fdopen(fd, "w") as f:
-            f.write(f"{os.getpid()} {start}\n")
+            f.write(owner_record())
         return run
     raise SandboxError("could not find a free data-plane run id")
