@@ -4,30 +4,18 @@ positive figure for every phase (no timing assertion: figures depend on the mach
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from controller.sandbox.cluster.controlplane import Binaries
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
 
 pytestmark = [pytest.mark.realcp, pytest.mark.timeout(240)]
 
 
 def test_one_run_prints_every_phase(control_plane_binaries: Binaries) -> None:
-    proc = subprocess.run(
-        [sys.executable, "bench/controlplane.py", "--runs", "1"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=200,
-    )
+    proc = run_bench("bench/controlplane.py", "--runs", "1", timeout=200)
     out = proc.stdout
-    assert proc.returncode == 0, out + proc.stderr
     for phase in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "total"):
         m = re.search(rf"^{re.escape(phase)}\s+(\d+\.\d+)", out, re.MULTILINE)
         assert m and float(m.group(1)) > 0, out

@@ -7,16 +7,12 @@ fixture does). No timing assertion (figures depend on the machine).
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from controller.sandbox.cluster.controlplane import Binaries
+from tests.bench.helpers import run_bench
 from tests.bench.test_bench_smoke import _row
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.realcp, pytest.mark.timeout(240)]
 
@@ -24,15 +20,10 @@ pytestmark = [pytest.mark.realcp, pytest.mark.timeout(240)]
 def test_real_plane_run_prints_controller_and_api_limit(
     control_plane_binaries: Binaries,
 ) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable, "bench/e2e", "--control-plane", "real", "--pods", "20",
-            "--existing", "0",
-        ],
-        check=False, cwd=ROOT, capture_output=True, text=True, timeout=200,
-    )  # fmt: skip
+    proc = run_bench(
+        "bench/e2e", "--control-plane", "real", "--pods", "20", "--existing", "0", timeout=200
+    )
     out = proc.stdout
-    assert proc.returncode == 0, out + proc.stderr
     assert "on the real control plane" in out
     for label in ("pods/s to allocated", "pods/s to routed"):
         controller, api_limit, ovn_limit, *ratios = _row(out, label)

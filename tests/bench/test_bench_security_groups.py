@@ -4,27 +4,16 @@ figures in which the edit rewrites exactly one ACL row. No timing assertion."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def test_quick_run_prints_figures() -> None:
-    proc = subprocess.run(
-        [sys.executable, "bench/security_groups.py", "--quick"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=100,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_bench("bench/security_groups.py", "--quick", timeout=100)
     (row,) = [line for line in proc.stdout.splitlines() if re.match(r"\s*\d", line)]
     rules, translate, create, edit, baseline, ratio, ours, theirs = (
         float(x) for x in re.findall(r"\d+(?:\.\d+)?", row)

@@ -6,13 +6,10 @@ No timing assertion (figures depend on the machine); only that each measurement 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -24,16 +21,8 @@ def _row(out: str, label: str) -> list[float]:
 
 
 def test_quick_run_prints_figures_limits_and_startup() -> None:
-    proc = subprocess.run(
-        [sys.executable, "bench/e2e", "--quick"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=200,
-    )
+    proc = run_bench("bench/e2e", "--quick", timeout=200)
     out = proc.stdout
-    assert proc.returncode == 0, out + proc.stderr
     for label in ("pods/s to allocated", "pods/s to routed"):
         controller, emulator_limit, ovn_limit, *ratios = _row(out, label)
         assert min(controller, emulator_limit, ovn_limit) > 0

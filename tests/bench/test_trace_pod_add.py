@@ -4,27 +4,16 @@ files it lists are the pod controller's handler chain, grouped as the script say
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.helpers import run_bench
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def test_lists_the_files_of_one_bound_pods_add() -> None:
-    proc = subprocess.run(
-        [sys.executable, "bench/trace_pod_add.py", "--list"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=100,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_bench("bench/trace_pod_add.py", "--list", timeout=100)
     listed = dict(
         (path, group)
         for group, path in re.findall(r"^(\w+)\s+(controller/\S+\.py)$", proc.stdout, re.M)
