@@ -40,7 +40,6 @@ KIND_POD = "pod"
 KIND_GATEWAY = "gateway"
 SUBNET_KEY = "subnet"
 NODE_KEY = "node"
-POD_KEY = "pod"
 AF_KEY = "af"
 
 SET_PREFIX = "kubeovn."
