@@ -1,5 +1,6 @@
 """audit() of each node's own priority-30000 policy: its InternalIP rerouted via its join
-address (kube-ovn v1.8.18 `pkg/controller/node.go` handleAddNode), none left for what is gone."""
+address (kube-ovn v1.9's form, v1.9.0 `pkg/controller/node.go` l.305-320 handleAddNode), none
+left for what is gone."""
 
 from __future__ import annotations
 

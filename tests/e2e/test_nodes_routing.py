@@ -1,7 +1,8 @@
 """A node's own priority-30000 policy (`ip4.dst == <InternalIP>` rerouted to the node's join
-address, kube-ovn v1.8.18 `pkg/controller/node.go` handleAddNode) follows the node: its
-InternalIP changing, its delete while no controller runs, a hand-deleted row, and the node
-registering again with another join address.
+address, kube-ovn v1.9's form: v1.9.0 `pkg/controller/node.go` l.305-320 handleAddNode) follows
+the node: its InternalIP changing, its delete while no controller runs, a hand-deleted row, the
+node registering again with another join address, and kube-ovn v1.8.18's static route to the
+node (v1.8.18 node.go l.254-268) giving way to it.
 
 Rows are found by priority and match in the NB (`Snapshot`), never through the controller.
 """
