@@ -259,3 +259,22 @@ def test_a_gone_nodes_v18_route_goes_by_the_next_hop_its_policy_named() -> None:
         ("172.18.0.11", "100.64.0.2"),
         ("172.18.0.30", "100.64.0.2"),
     )
+
+
+def test_an_ipv6_nodes_v18_route_goes_by_its_128_prefix_and_the_default_stays() -> None:
+    n6 = Node(
+        "n1",
+        annotations=FrozenDict({"ovn.kubernetes.io/ip_address": "100.64.0.2,fd00:100:64::2"}),
+        internal_ips=("172.18.0.11", "fc00:f853:ccd:e793::3"),
+    )
+    routes = [
+        StaticRoute(LR, "fc00:f853:ccd:e793::3/128", "fd00:100:64::2"),
+        StaticRoute(LR, "fc00:f853:ccd:e793::/64", "fd00:100:64::2"),
+        StaticRoute(LR, "::/0", "fd00:100:64::2"),
+    ]
+    change = node_policy_change(n6, "n1", routes)
+    assert sorted(p.match for p in change.policies) == [
+        "ip4.dst == 172.18.0.11",
+        "ip6.dst == fc00:f853:ccd:e793::3",
+    ]
+    assert change.delete_dst_routes == (("fc00:f853:ccd:e793::3/128", "fd00:100:64::2"),)
