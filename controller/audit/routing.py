@@ -234,8 +234,8 @@ def _check_centralized(
 
 
 def check_node_policies(state: AuditState, index: RoutingIndex) -> None:
-    """The priority-30000 reroute of every node's InternalIPs (kube-ovn v1.8.18
-    `pkg/controller/node.go` handleAddNode) and none left for what is gone."""
+    """The priority-30000 reroute of every node's InternalIPs (kube-ovn v1.9's form, v1.9.0
+    `pkg/controller/node.go` l.305-320 handleAddNode) and none left for what is gone."""
     router = state.config.cluster_router
     wanted: set[tuple[int, str]] = set()
     for node in sorted(state.nodes.values(), key=lambda n: n.name):

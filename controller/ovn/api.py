@@ -165,13 +165,15 @@ class NatChange:
 class RoutingChange:
     """What `apply_routing` writes on a router in ONE transaction: router policies created or
     rewritten (external_ids merged), policies removed by (priority, match), address-set changes,
-    NAT rules, and src-ip static routes removed by prefix (any next hop)."""
+    NAT rules, src-ip static routes removed by prefix (any next hop), and dst-ip static routes
+    removed by (prefix, next hop)."""
 
     policies: tuple[RouterPolicy, ...] = ()
     delete_policies: tuple[tuple[int, str], ...] = ()
     sets: tuple[SetChange, ...] = ()
     nats: tuple[NatChange, ...] = ()
     delete_src_routes: tuple[str, ...] = ()
+    delete_dst_routes: tuple[tuple[str, str], ...] = ()
 
     def empty(self) -> bool:
         return not (
@@ -180,6 +182,7 @@ class RoutingChange:
             or self.sets
             or self.nats
             or self.delete_src_routes
+            or self.delete_dst_routes
         )
 
 

@@ -107,8 +107,18 @@ def pending(
                 for r in index.rows(ROUTE, ("route", prefix, "src-ip"))
             )
         ),
+        dst_routes=tuple(pair for pair in change.dst_routes if dst_route_rows(index, lr, *pair)),
     )
     return todo, missing
+
+
+def dst_route_rows(index: NbIndex, lr: Row, prefix: str, hop: str) -> list[Row]:
+    """The router's dst-ip static routes at `prefix` via `hop`."""
+    return [
+        r
+        for r in index.rows(ROUTE, ("route", prefix, "dst-ip"))
+        if has_ref(lr, "static_routes", r) and r.nexthop == hop
+    ]
 
 
 def lock_keys(
@@ -129,6 +139,8 @@ def lock_keys(
         keys.update({("nat", router, n.type, lip), ("nat-eip", router, n.type, eip)})
     for prefix in change.routes:
         keys.add(("route", router, prefix, "src-ip"))
+    for prefix, _ in change.dst_routes:
+        keys.add(("route", router, prefix, "dst-ip"))
     return frozenset(keys)
 
 
@@ -186,6 +198,10 @@ def _remove_rows(ctx: VerbContext, lr: Row, change: CheckedRoutingChange) -> Non
     for prefix in change.routes:
         for r in ctx.index.rows(ROUTE, ("route", prefix, "src-ip")):
             if has_ref(lr, "static_routes", r) and r.uuid not in ctx.deleted:
+                ctx.delete(r, lr, "static_routes")
+    for prefix, hop in change.dst_routes:
+        for r in dst_route_rows(ctx.index, lr, prefix, hop):
+            if r.uuid not in ctx.deleted:
                 ctx.delete(r, lr, "static_routes")
 
 

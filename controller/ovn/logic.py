@@ -390,9 +390,13 @@ class CheckedRoutingChange:
     nats: tuple[tuple[NatChange, str, str], ...]
     #: src-ip static route prefixes to remove
     routes: tuple[str, ...]
+    #: (prefix, next hop) of the dst-ip static routes to remove
+    dst_routes: tuple[tuple[str, str], ...] = ()
 
     def empty(self) -> bool:
-        return not (self.policies or self.drops or self.sets or self.nats or self.routes)
+        return not (
+            self.policies or self.drops or self.sets or self.nats or self.routes or self.dst_routes
+        )
 
 
 def check_routing_change(change: RoutingChange) -> CheckedRoutingChange:
@@ -416,4 +420,8 @@ def check_routing_change(change: RoutingChange) -> CheckedRoutingChange:
             for n in change.nats
         ),
         routes=tuple(p for prefix in change.delete_src_routes for p in route_prefixes(prefix)),
+        dst_routes=tuple(
+            (canonical_prefix(prefix.strip()), str(checked_ip(hop, "route nexthop")))
+            for prefix, hop in change.delete_dst_routes
+        ),
     )

@@ -14,7 +14,9 @@ The routing reconciler (`controller.controllers.routing`) owns every row with th
   the removal of kube-ovn v1.8's src-ip routes of its addresses;
 * a node policy key (`node_policy_key(node)`, the key of the empty subnet) owns the node's
   priority-30000 reroute of each of its InternalIPs to its own join address of that family
-  (kube-ovn v1.8.18 `pkg/controller/node.go` handleAddNode), none once the node is gone.
+  (kube-ovn v1.9's form, v1.9.0 `pkg/controller/node.go` l.305-320 handleAddNode), none once
+  the node is gone, and the removal of kube-ovn v1.8.18's dst-ip static route to the node
+  (v1.8.18 node.go l.254-268) that the reroute replaces.
 
 `desired_*` compute what should exist; `diff_*` compare it with the rows read back and return
 the `RoutingChange` that one NB transaction applies (writes and removals together, so traffic
@@ -25,6 +27,7 @@ never removed by a key that no longer wants it.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +47,7 @@ from controller.core.constants import (
     NAT_TYPE_DNAT_AND_SNAT,
     NAT_TYPE_SNAT,
     NORTH_GATEWAY_ANNOTATION,
+    POLICY_DST_IP,
     POLICY_SRC_IP,
     SNAT_ANNOTATION,
 )
@@ -350,6 +354,47 @@ def desired_node_policies(
             cfg.router, rp.NODE_PRIORITY, match, "reroute", (hop[0],), ids
         )
     return rows
+
+
+def _host(prefix: str) -> str:
+    """The address of a host route prefix (bare, /32 or /128), "" for any other prefix."""
+    addr, _, length = prefix.strip().partition("/")
+    ip = parse_ip(addr)
+    if ip is None or (length and length != str(ip.max_prefixlen)):
+        return ""
+    return str(ip)
+
+
+def v18_node_routes(
+    desired: Rows, actual: Rows, routes: Iterable[StaticRoute]
+) -> tuple[tuple[str, str], ...]:
+    """kube-ovn v1.8.18's dst-ip static routes of a node policy key, as (prefix, next hop).
+
+    v1.8.18 routed to a node's InternalIP with a static route `<InternalIP>` via the node's join
+    address (pkg/controller/node.go l.254-268, handleAddNode) and removed them by that next hop
+    alone on node delete (l.431, handleDeleteNode). Of a node with policies to write, the
+    routes each policy replaces go (its address, via its next hop); of a node that wants none,
+    every dst-ip host route via a next hop its own marked policies named. Nothing else: no
+    other prefix (a default route), no other next hop, no src-ip route.
+    """
+    dst = [r for r in routes if r.policy in ("", POLICY_DST_IP)]
+    stale: set[tuple[str, str]] = set()
+    if desired.policies:
+        wanted = {
+            (_host(policy_ip(p)), hop) for p in desired.policies.values() for hop in p.nexthops
+        }
+        stale = {(r.ip_prefix, r.nexthop) for r in dst if (_host(r.ip_prefix), r.nexthop) in wanted}
+    else:
+        hops = {hop for p in actual.policies.values() for hop in p.nexthops}
+        stale = {(r.ip_prefix, r.nexthop) for r in dst if r.nexthop in hops and _host(r.ip_prefix)}
+    return tuple(sorted(stale))
+
+
+def diff_node_policies(desired: Rows, actual: Rows, routes: Iterable[StaticRoute]) -> RoutingChange:
+    """A node policy key's change: its policies (`diff_rows`) and, in the same transaction,
+    the kube-ovn v1.8 node routes they replace (`v18_node_routes`)."""
+    change = diff_rows(desired, actual)
+    return dataclasses.replace(change, delete_dst_routes=v18_node_routes(desired, actual, routes))
 
 
 # --- reading back ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ def removes(change: RoutingChange) -> bool:
     return bool(
         change.delete_policies
         or change.delete_src_routes
+        or change.delete_dst_routes
         or any(s.delete or s.remove for s in change.sets)
         or any(not n.external_ip for n in change.nats)
     )
@@ -31,4 +32,7 @@ def describe(change: RoutingChange) -> str:
         parts.append(f"nat {n.type} {n.logical_ip} -> {n.external_ip or '(none)'}")
     if change.delete_src_routes:
         parts.append(f"drop src-ip routes {list(change.delete_src_routes)}")
+    if change.delete_dst_routes:
+        routes = ", ".join(f"{p} via {h}" for p, h in change.delete_dst_routes)
+        parts.append(f"drop dst-ip routes {routes}")
     return "; ".join(parts)

@@ -2,9 +2,12 @@
 is applied under.
 
 A node policy key owns the node's priority-30000 reroutes of its InternalIPs to its join
-address (kube-ovn v1.8.18 pkg/controller/node.go, handleAddNode): planned by
-`routing_state.desired_node_policies` from the cached nodes, diffed against the marked rows that
-name the node and no subnet, applied in one NB transaction. They belong to the built-in node
+address, kube-ovn v1.9's form (v1.9.0 pkg/controller/node.go l.305-320 handleAddNode, l.400
+handleDeleteNode; v1.8.18 routed to a node with a dst-ip static route instead, node.go
+l.254-268): planned by `routing_state.desired_node_policies` from the cached nodes, diffed
+against the marked rows that name the node and no subnet, applied in one NB transaction
+together with the removal of the v1.8 static routes they replace
+(`routing_state.v18_node_routes`). They belong to the built-in node
 controller's part of the job: with `--enable-node-controller=false` whoever registers the nodes
 writes them, and the key changes nothing.
 """
@@ -67,7 +70,8 @@ class NodePolicyKeys:
         desired = rs.desired_node_policies(name, self._inputs.node(name), cfg, owners)
         policies = self._nb.list_router_policies(cfg.router)
         actual = rs.actual_rows("", name, policies, (), (), (), ())
-        change = rs.diff_rows(desired, actual)
+        routes = self._nb.list_static_routes(cfg.router)
+        change = rs.diff_node_policies(desired, actual, routes)
         if not change.empty():
             LOG.info("routing %s: %s", rs.node_policy_key(name), describe(change))
             self._nb.apply_routing(cfg.router, change)

@@ -209,6 +209,10 @@ def routing_in_place(st: NbState, lr: FakeRouter, checked: logic.CheckedRoutingC
         and sets_in_place(st, checked)
         and nats_in_place(lr, checked)
         and not any((prefix, "src-ip") in lr.routes for prefix in checked.routes)
+        and not any(
+            (r := lr.routes.get((prefix, "dst-ip"))) is not None and r.nexthop == hop
+            for prefix, hop in checked.dst_routes
+        )
     )
 
 
@@ -239,6 +243,10 @@ def write_routing(
         u.pop(lr.policies, key)
     for prefix in checked.routes:
         u.pop(lr.routes, (prefix, "src-ip"))
+    for prefix, hop in checked.dst_routes:
+        route = lr.routes.get((prefix, "dst-ip"))
+        if route is not None and route.nexthop == hop:
+            u.pop(lr.routes, (prefix, "dst-ip"))
 
 
 def set_nat(

@@ -3,12 +3,14 @@
 The NB database is written the way kube-ovn v1.8's ovn-nbctl calls write it (pkg/ovs/ovn-nbctl.go:
 CreateLogicalRouter, CreateLogicalSwitch + createRouterPort, CreatePort, CreateLocalnetPort,
 the cluster load balancers, a NetworkPolicy's port group with its ACLs and address sets, a
-security group's port group and address set, the deny-all group, the pods' src-ip routes); the
+security group's port group and address set, the deny-all group, the pods' src-ip routes; and
+node.go handleAddNode's route to the node); the
 API server holds its CRs (Vpc, Subnets with status, IPs, a Vlan) and pods and nodes with
 kube-ovn's annotations. Then this controller starts on it and:
 
 * replaces kube-ovn v1.8's src-ip static route of each existing pod by the pod's entry in an
-  address set of the node's reroute policy (`controller/pod/migration.py`), and otherwise
+  address set of the node's reroute policy (`controller/pod/migration.py`), and v1.8's dst-ip
+  route to the node's InternalIP by the node's priority-30000 reroute, and otherwise
   deletes no row that was there, and changes no column of rows it does not manage (load
   balancers, NetworkPolicy and security-group port groups, ACLs and address sets, localnet
   ports, other routes); rows it manages (switches, router ports, pod and node ports) may gain keys
@@ -87,6 +89,8 @@ def _kube_ovn_v18_nb(remote: str) -> None:
         ["lsp-add", "join", f"node-{NODE}"],
         ["lsp-set-addresses", f"node-{NODE}", f"{NODE_MAC} {NODE_JOIN_IP}"],
         ["set", "logical_switch_port", f"node-{NODE}", f"external_ids:vendor={V18}"],
+        # handleAddNode's dst-ip route to the node's InternalIP (v1.8.18 node.go l.254-268)
+        ["lr-route-add", "ovn-cluster", NODE_IP, NODE_JOIN_IP],
     ]
     for name, (ip, mac) in PODS.items():
         port = f"{name}.default"
@@ -401,6 +405,34 @@ def _pod_src_ip_routes(snapshot: dict[str, dict[str, dict[str, Any]]]) -> dict[s
     return out
 
 
+def _node_routes(snapshot: dict[str, dict[str, dict[str, Any]]]) -> dict[str, str]:
+    """uuid -> InternalIP of kube-ovn v1.8's dst-ip route to the node (`NODE_IP` via its join)."""
+    router = next(r for r in snapshot["Logical_Router"].values() if r["name"] == "ovn-cluster")
+    routes = snapshot["Logical_Router_Static_Route"]
+    out = {}
+    for uuid in _members(router["static_routes"]):
+        route = routes[str(uuid)]
+        ip = str(route["ip_prefix"]).removesuffix("/32")
+        if route.get("policy") != "src-ip" and ip == NODE_IP and route["nexthop"] == NODE_JOIN_IP:
+            out[str(uuid)] = ip
+    return out
+
+
+def _node_rerouted(after: dict[str, dict[str, dict[str, Any]]], ip: str) -> bool:
+    """`ip` has its priority-30000 `ip4.dst == <ip>` reroute to the node's join address."""
+    router = next(r for r in after["Logical_Router"].values() if r["name"] == "ovn-cluster")
+    for uuid in _members(router["policies"]):
+        policy = after["Logical_Router_Policy"][str(uuid)]
+        hops = _members(policy.get("nexthops")) + _members(policy.get("nexthop"))
+        if (
+            int(policy["priority"]) == 30000
+            and str(policy["match"]).strip() == f"ip4.dst == {ip}"
+            and NODE_JOIN_IP in hops
+        ):
+            return True
+    return False
+
+
 def _rerouted(after: dict[str, dict[str, dict[str, Any]]], ip: str) -> bool:
     """`ip` is in an address set that a reroute policy of ovn-cluster sends to the node."""
     router = next(r for r in after["Logical_Router"].values() if r["name"] == "ovn-cluster")
@@ -418,16 +450,30 @@ def _rerouted(after: dict[str, dict[str, dict[str, Any]]], ip: str) -> bool:
     return False
 
 
-def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    # the one sanctioned removal: the src-ip host routes of the pods this controller manages,
-    # each replaced by the pod's address-set entry under the node's reroute policy
-    migrated = _pod_src_ip_routes(before)
+def _migrated(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """The sanctioned removals (uuid -> address) and what is wrong with them: the src-ip host
+    routes of the pods this controller manages, each replaced by the pod's address-set entry
+    under the node's reroute policy, and the node's dst-ip route, replaced by the node's own
+    reroute policy."""
+    pod_routes, node_routes = _pod_src_ip_routes(before), _node_routes(before)
     out = []
-    for uuid, ip in migrated.items():
+    for uuid, ip in pod_routes.items():
         if uuid in after["Logical_Router_Static_Route"]:
             out.append(f"src-ip route of {ip}: not migrated")
         if not _rerouted(after, ip):
             out.append(f"{ip}: in no address set of a reroute policy to {NODE_JOIN_IP}")
+    if not node_routes:
+        out.append(f"the seeded route to {NODE_IP} via {NODE_JOIN_IP} is not in the snapshot")
+    for uuid, ip in node_routes.items():
+        if uuid in after["Logical_Router_Static_Route"]:
+            out.append(f"dst-ip route to node {ip}: not migrated")
+        if not _node_rerouted(after, ip):
+            out.append(f"{ip}: no 30000 reroute policy to {NODE_JOIN_IP}")
+    return {**pod_routes, **node_routes}, out
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    migrated, out = _migrated(before, after)
     for table, rows in before.items():
         for uuid, row in rows.items():
             new = after[table].get(uuid)
@@ -465,8 +511,10 @@ def test_a_kube_ovn_v18_cluster_is_adopted(
     wait_for(lambda: audit_clean(cluster.argv()), message="audit clean", interval=0.3)
     # the migration of the existing pods' src-ip routes to policies must finish
     wait_for(
-        lambda: not _pod_src_ip_routes(_snapshot(cluster.nb_server.remote)),
-        message="src-ip routes migrated",
+        lambda: (
+            not _pod_src_ip_routes(s := _snapshot(cluster.nb_server.remote)) and not _node_routes(s)
+        ),
+        message="v1.8 routes migrated",
         interval=0.3,
     )
     after = _snapshot(cluster.nb_server.remote)

@@ -1,7 +1,8 @@
 """A node's own priority-30000 policy (`ip4.dst == <InternalIP>` rerouted to the node's join
-address, kube-ovn v1.8.18 `pkg/controller/node.go` handleAddNode) follows the node: its
-InternalIP changing, its delete while no controller runs, a hand-deleted row, and the node
-registering again with another join address.
+address, kube-ovn v1.9's form: v1.9.0 `pkg/controller/node.go` l.305-320 handleAddNode) follows
+the node: its InternalIP changing, its delete while no controller runs, a hand-deleted row, the
+node registering again with another join address, and kube-ovn v1.8.18's static route to the
+node (v1.8.18 node.go l.254-268) giving way to it.
 
 Rows are found by priority and match in the NB (`Snapshot`), never through the controller.
 """
@@ -129,3 +130,37 @@ def test_a_node_re_registered_with_another_join_address_is_routed_through_it(
         lambda: node_policies(cluster).get(f"ip4.dst == {NODE2_IP}") == (new,),
         "node2's InternalIP routed via its new join address",
     )
+
+
+def static_routes(cluster: Cluster) -> set[tuple[str, str, str]]:
+    """(policy, prefix, next hop) of every static route in the NB (policy "" is dst-ip)."""
+    out = nbctl(
+        cluster.nb_server.remote,
+        "--format=csv",
+        "--data=bare",
+        "--no-headings",
+        "--columns=policy,ip_prefix,nexthop",
+        "list",
+        "Logical_Router_Static_Route",
+    )
+    rows = (line.split(",") for line in out.splitlines() if line.strip())
+    return {(policy or "dst-ip", prefix, hop) for policy, prefix, hop in rows}
+
+
+def test_a_v18_static_route_to_a_node_gives_way_to_its_policy(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    """kube-ovn v1.8.18's `<InternalIP>` via `<join address>` dst-ip route (node.go l.254-268)
+    left on the router goes at the next pass; routes that are no v1.8 node route stay."""
+    with_node2(cluster, start_controller, "--gc-interval=3600", "--routing-resync-period=1")
+    j2 = join_ip(cluster.server, NODE2)
+    remote = cluster.nb_server.remote
+    nbctl(remote, "lr-route-add", "ovn-cluster", NODE2_IP, j2)
+    nbctl(remote, "lr-route-add", "ovn-cluster", "172.18.0.99", j2)  # not node2's address
+    nbctl(remote, "--policy=src-ip", "lr-route-add", "ovn-cluster", NODE2_IP, j2)
+    assert ("dst-ip", NODE2_IP, j2) in static_routes(cluster)
+    until(lambda: ("dst-ip", NODE2_IP, j2) not in static_routes(cluster), "the v1.8 route gone")
+    routes = static_routes(cluster)
+    assert ("dst-ip", "172.18.0.99", j2) in routes
+    assert ("src-ip", NODE2_IP, j2) in routes
+    assert node_policies(cluster).get(f"ip4.dst == {NODE2_IP}") == (j2,)

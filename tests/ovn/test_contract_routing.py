@@ -178,3 +178,39 @@ def test_apply_routing_is_one_transaction_for_a_keys_rows(s: Subject) -> None:
             ),
         )
     assert s.nb.list_address_sets({})[0].addresses == ("10.16.0.5",)
+
+
+def test_apply_routing_removes_dst_routes_by_prefix_and_next_hop(s: Subject) -> None:
+    """A kube-ovn v1.8 node route (`<InternalIP>` via the join address) goes with the policy
+    that replaces it; a route at the prefix via another hop, or of another policy, stays."""
+    from controller.ovn.api import RoutingChange, StaticRoute
+
+    ids = {"vendor": "kube-ovn", "node": "n1", "kube-ovn-route": "node"}
+    s.nb.add_static_route("", "172.18.0.11", "100.64.0.2", LR)
+    s.nb.add_static_route("", "172.18.0.12/32", "100.64.0.2", LR)
+    s.nb.add_static_route("", "172.18.0.13", "10.0.0.1", LR)
+    s.nb.add_static_route("src-ip", "172.18.0.11", "100.64.0.2", LR)
+    s.nb.add_static_route("", "0.0.0.0/0", "100.64.0.1", LR)
+    change = RoutingChange(
+        policies=(
+            RouterPolicy(LR, 30000, "ip4.dst == 172.18.0.11", "reroute", ("100.64.0.2",), ids),
+        ),
+        delete_dst_routes=(
+            ("172.18.0.11/32", "100.64.0.2"),
+            ("172.18.0.12", "100.64.0.2"),
+            ("172.18.0.13", "100.64.0.2"),  # another hop: stays
+        ),
+    )
+    s.nb.apply_routing(LR, change)
+    assert [p.match for p in s.nb.list_router_policies(LR)] == ["ip4.dst == 172.18.0.11"]
+    assert s.nb.list_static_routes(LR) == [
+        StaticRoute(LR, "0.0.0.0/0", "100.64.0.1"),
+        StaticRoute(LR, "172.18.0.11", "100.64.0.2", "src-ip"),
+        StaticRoute(LR, "172.18.0.13", "10.0.0.1"),
+    ]
+    if isinstance(s.nb, FakeNbClient):
+        before = sum(s.nb.requests.values())
+        s.nb.apply_routing(LR, change)
+        assert sum(s.nb.requests.values()) == before
+    with pytest.raises(InvalidRequestError):
+        s.nb.apply_routing(LR, RoutingChange(delete_dst_routes=(("nope", "100.64.0.2"),)))

@@ -189,3 +189,92 @@ def test_a_family_the_join_network_lacks_is_not_routed_and_does_not_hold_the_pod
     got = rs.pod_rows(dual, Subnet("ovn-default", "10.16.0.0/16,fd00::/64"), N1, CFG)
     assert [ip for _, ip, _ in got.members] == ["10.16.0.5"]
     assert got.complete
+
+
+# --- kube-ovn v1.8's per-node dst-ip static routes ---------------------------------------------
+
+
+def with_internal(n: Node, *ips: str) -> Node:
+    return Node(n.name, annotations=n.annotations, ready=n.ready, internal_ips=ips)
+
+
+def node_policy_change(n: Node | None, name: str, routes: list[StaticRoute]) -> rs.RoutingChange:
+    """The node policy key's change against an NB holding `routes` and, for a node that is
+    gone, the policy it had (172.18.0.11 via 100.64.0.2)."""
+    desired = rs.desired_node_policies(name, n, CFG)
+    had = (
+        []
+        if n is not None
+        else [
+            RouterPolicy(
+                LR,
+                rp.NODE_PRIORITY,
+                "ip4.dst == 172.18.0.11",
+                "reroute",
+                ("100.64.0.2",),
+                rp.ids(rp.KIND_NODE, 4, node=name),
+            )
+        ]
+    )
+    actual = rs.actual_rows("", name, had, (), (), (), ())
+    return rs.diff_node_policies(desired, actual, routes)
+
+
+def test_a_nodes_v18_dst_route_goes_with_the_policy_written() -> None:
+    n1 = with_internal(N1, "172.18.0.11")
+    routes = [
+        StaticRoute(LR, "172.18.0.11", "100.64.0.2"),  # v1.8.18 handleAddNode's
+        StaticRoute(LR, "172.18.0.11/32", "100.64.0.2", ""),
+        StaticRoute(LR, "172.18.0.12", "100.64.0.2"),  # another prefix
+        StaticRoute(LR, "172.18.0.11", "10.0.0.1"),  # another next hop
+        StaticRoute(LR, "172.18.0.11", "100.64.0.2", "src-ip"),
+        StaticRoute(LR, "0.0.0.0/0", "100.64.0.1"),
+    ]
+    change = node_policy_change(n1, "n1", routes)
+    assert [p.match for p in change.policies] == ["ip4.dst == 172.18.0.11"]
+    assert change.delete_dst_routes == (
+        ("172.18.0.11", "100.64.0.2"),
+        ("172.18.0.11/32", "100.64.0.2"),
+    )
+    assert change.delete_src_routes == ()
+
+
+def test_no_v18_route_no_route_change() -> None:
+    n1 = with_internal(N1, "172.18.0.11")
+    routes = [StaticRoute(LR, "0.0.0.0/0", "100.64.0.1"), StaticRoute(LR, "::/0", "fd00::1")]
+    assert node_policy_change(n1, "n1", routes).delete_dst_routes == ()
+
+
+def test_a_gone_nodes_v18_route_goes_by_the_next_hop_its_policy_named() -> None:
+    routes = [
+        StaticRoute(LR, "172.18.0.11", "100.64.0.2"),
+        StaticRoute(LR, "172.18.0.30", "100.64.0.2"),  # v1.8 deleted by next hop alone
+        StaticRoute(LR, "172.18.0.12", "100.64.0.3"),  # another node's
+        StaticRoute(LR, "0.0.0.0/0", "100.64.0.2"),
+        StaticRoute(LR, "10.16.0.5", "100.64.0.2", "src-ip"),
+    ]
+    change = node_policy_change(None, "n1", routes)
+    assert change.delete_policies == ((rp.NODE_PRIORITY, "ip4.dst == 172.18.0.11"),)
+    assert change.delete_dst_routes == (
+        ("172.18.0.11", "100.64.0.2"),
+        ("172.18.0.30", "100.64.0.2"),
+    )
+
+
+def test_an_ipv6_nodes_v18_route_goes_by_its_128_prefix_and_the_default_stays() -> None:
+    n6 = Node(
+        "n1",
+        annotations=FrozenDict({"ovn.kubernetes.io/ip_address": "100.64.0.2,fd00:100:64::2"}),
+        internal_ips=("172.18.0.11", "fc00:f853:ccd:e793::3"),
+    )
+    routes = [
+        StaticRoute(LR, "fc00:f853:ccd:e793::3/128", "fd00:100:64::2"),
+        StaticRoute(LR, "fc00:f853:ccd:e793::/64", "fd00:100:64::2"),
+        StaticRoute(LR, "::/0", "fd00:100:64::2"),
+    ]
+    change = node_policy_change(n6, "n1", routes)
+    assert sorted(p.match for p in change.policies) == [
+        "ip4.dst == 172.18.0.11",
+        "ip6.dst == fc00:f853:ccd:e793::3",
+    ]
+    assert change.delete_dst_routes == (("fc00:f853:ccd:e793::3/128", "fd00:100:64::2"),)

@@ -585,3 +585,32 @@ def test_the_backstop_diffs_the_node_keys_itself_and_queues_none(env: Env) -> No
     found = env.routing.backstop()
     assert [key for key, _ in found] == [f"{DEFAULT_SUBNET}/{NODE}"]
     assert env.drain(env.routing_queue) == []
+
+
+def test_a_nodes_v18_static_route_is_replaced_by_its_policy(env: Env) -> None:
+    """kube-ovn v1.8.18 routed to a node's InternalIP with a dst-ip static route via its join
+    address (pkg/controller/node.go l.254-268); the node policy key swaps it for the 30000
+    reroute in one transaction, and a gone node's route goes by that next hop."""
+    env.nb.add_static_route("", "172.18.0.11", NODE_JOIN_IP, ROUTER)
+    env.nb.add_static_route("", "172.18.0.12", N2_JOIN, ROUTER)
+    env.nb.add_static_route("", "172.18.0.99", "10.0.0.1", ROUTER)  # not a node's
+    env.nb.add_static_route("", "0.0.0.0/0", "100.64.0.1", ROUTER)
+    two_internal_ips(env)
+    assert node_policies(env) == {
+        "ip4.dst == 172.18.0.11": (NODE_JOIN_IP,),
+        "ip4.dst == 172.18.0.12": (N2_JOIN,),
+    }
+    assert env.routes() == [
+        ("dst-ip", "0.0.0.0/0", "100.64.0.1"),
+        ("dst-ip", "172.18.0.99", "10.0.0.1"),
+    ]
+    # a node that went while v1.8 still ran: its route by next hop goes with its policy
+    env.nb.add_static_route("", "172.18.0.12", N2_JOIN, ROUTER)
+    delete_node(env, N2)
+    env.converge()
+    assert node_policies(env) == {"ip4.dst == 172.18.0.11": (NODE_JOIN_IP,)}
+    assert env.routes() == [
+        ("dst-ip", "0.0.0.0/0", "100.64.0.1"),
+        ("dst-ip", "172.18.0.99", "10.0.0.1"),
+    ]
+    quiet(env)
