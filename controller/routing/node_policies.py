@@ -4,10 +4,10 @@ is applied under.
 A node policy key owns the node's priority-30000 reroutes of its InternalIPs to its join
 address, kube-ovn v1.9's form (v1.9.0 pkg/controller/node.go l.305-320 handleAddNode, l.400
 handleDeleteNode; v1.8.18 routed to a node with a dst-ip static route instead, node.go
-l.254-268): planned by `routing_state.desired_node_policies` from the cached nodes, diffed
+l.254-268): planned by `pod_logic.node_policies.desired_node_policies` from the cached nodes, diffed
 against the marked rows that name the node and no subnet, applied in one NB transaction
 together with the removal of the v1.8 static routes they replace
-(`routing_state.v18_node_routes`). They belong to the built-in node
+(`pod_logic.node_policies.v18_node_routes`). They belong to the built-in node
 controller's part of the job: with `--enable-node-controller=false` whoever registers the nodes
 writes them, and the key changes nothing.
 """
@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from controller.config import Config
 from controller.core import router_policy as rp
 from controller.ovn.api import NbClient, RoutingChange
+from controller.pod_logic import node_policies as node_rows
 from controller.pod_logic import routing_state as rs
 from controller.routing.changes import describe
 from controller.routing.inputs import RoutingInputs
@@ -66,12 +67,12 @@ class NodePolicyKeys:
         if not self._config.enable_node_controller:
             return RoutingChange()
         cfg = self._routing_config()
-        owners = rs.internal_ip_owners(self._inputs.nodes().values())
-        desired = rs.desired_node_policies(name, self._inputs.node(name), cfg, owners)
+        owners = node_rows.internal_ip_owners(self._inputs.nodes().values())
+        desired = node_rows.desired_node_policies(name, self._inputs.node(name), cfg, owners)
         policies = self._nb.list_router_policies(cfg.router)
         actual = rs.actual_rows("", name, policies, (), (), (), ())
         routes = self._nb.list_static_routes(cfg.router)
-        change = rs.diff_node_policies(desired, actual, routes)
+        change = node_rows.diff_node_policies(desired, actual, routes)
         if not change.empty():
             LOG.info("routing %s: %s", rs.node_policy_key(name), describe(change))
             self._nb.apply_routing(cfg.router, change)

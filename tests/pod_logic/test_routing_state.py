@@ -8,6 +8,7 @@ from datetime import timedelta
 from controller.core import router_policy as rp
 from controller.core.model import FrozenDict, Node, Pod, Subnet
 from controller.ovn.api import AddressSetInfo, NatChange, NatRule, RouterPolicy, StaticRoute
+from controller.pod_logic import node_policies as np_plan
 from controller.pod_logic import routing_state as rs
 from controller.testing import builders
 
@@ -201,7 +202,7 @@ def with_internal(n: Node, *ips: str) -> Node:
 def node_policy_change(n: Node | None, name: str, routes: list[StaticRoute]) -> rs.RoutingChange:
     """The node policy key's change against an NB holding `routes` and, for a node that is
     gone, the policy it had (172.18.0.11 via 100.64.0.2)."""
-    desired = rs.desired_node_policies(name, n, CFG)
+    desired = np_plan.desired_node_policies(name, n, CFG)
     had = (
         []
         if n is not None
@@ -217,7 +218,7 @@ def node_policy_change(n: Node | None, name: str, routes: list[StaticRoute]) -> 
         ]
     )
     actual = rs.actual_rows("", name, had, (), (), (), ())
-    return rs.diff_node_policies(desired, actual, routes)
+    return np_plan.diff_node_policies(desired, actual, routes)
 
 
 def test_a_nodes_v18_dst_route_goes_with_the_policy_written() -> None:
