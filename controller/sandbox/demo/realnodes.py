@@ -48,6 +48,7 @@ from controller.sandbox.ovn.cni_install import conflist, install_plugin
 from controller.sandbox.ovn.dataplane import DataPlane
 from controller.sandbox.ovn.ovsdb import NbServer
 from controller.sandbox.processes import SandboxError, die_with_parent, free_tcp_ports
+from controller.testing.wait import WaitTimeout, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 NODES = ("rn1", "rn2")
@@ -60,14 +61,11 @@ LEASE_FLAGS = (
 
 
 def _wait(cond: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise SandboxError(f"{what}: not within {timeout:.0f}s")
-        time.sleep(interval)
+    """`wait_for`, failing as the sandbox fails: a `SandboxError` saying what did not come."""
+    try:
+        return wait_for(cond, timeout, what, interval=interval)
+    except WaitTimeout:
+        raise SandboxError(f"{what}: not within {timeout:.0f}s") from None
 
 
 @dataclass
