@@ -72,8 +72,8 @@ class RoutingInputs:
             pending = self._pending.get(rs.node_key(subnet, node), {})
             for key, routed in list(pending.items()):
                 cached = pods.get(key)
-                if cached is None or cached.uid != routed.uid or rs.pod_ips(cached):
-                    del pending[key]  # gone, replaced, or the cache has its allocation now
+                if _settled(cached, routed):
+                    del pending[key]
                 else:
                     pods[key] = routed
         return list(pods.values())
@@ -88,13 +88,13 @@ class RoutingInputs:
                 for key, routed in list(pending.items()):
                     if ip not in rs.pod_ips(routed):
                         continue
-                    if self._settled(key, routed):
+                    if self._settled_key(key, routed):
                         del pending[key]
                     else:
                         pods.setdefault(key, routed)
         return list(pods.values())
 
-    def _settled(self, key: str, routed: Pod) -> bool:
+    def _settled_key(self, key: str, routed: Pod) -> bool:
         """Does the cache show pod `key` gone, replaced, or with its allocation (so `routed`
         pends no more)?"""
         raw = self._view.pod_raw(key)
@@ -104,7 +104,7 @@ class RoutingInputs:
             cached = self._view.pod_model(raw)
         except MalformedObjectError:
             return True
-        return cached.uid != routed.uid or bool(rs.pod_ips(cached))
+        return _settled(cached, routed)
 
     def routed(self, node_key: str, pod: Pod) -> None:
         """`pod`'s rows were written under `node_key` from the allocation it carries."""
@@ -138,3 +138,9 @@ class RoutingInputs:
             return rs.PodRows(tuple(policies), (), tuple(nats))
 
         return claims
+
+
+def _settled(cached: Pod | None, routed: Pod) -> bool:
+    """A pod routed before the cache showed its allocation pends no more once the cache shows
+    it gone, replaced (another uid), or with its allocation."""
+    return cached is None or cached.uid != routed.uid or bool(rs.pod_ips(cached))
