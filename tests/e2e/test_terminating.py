@@ -9,11 +9,13 @@ with the rest of the grace period as the delay, which `scheduled_delays` records
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION
-from tests.e2e.conftest import Cluster, StartController
+from tests.e2e.conftest import Cluster, RealServer, StartController
 from tests.e2e.helpers import HANDMADE_STS, get_or_none, node, running, wait_for
 from tests.e2e.workloads import (
     NS,
@@ -39,6 +41,23 @@ LOST_NODE = "node-lost"
 @pytest.fixture
 def ctl(cluster: Cluster, start_controller: StartController) -> Controller:
     return start_graceful(cluster, start_controller)
+
+
+@pytest.fixture
+def containers_ignore_sigterm(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[None]:
+    """On the real plane the sandbox kubelet deletes a pod as soon as its containers exit on
+    SIGTERM, at once by default, so the controller may never see it terminating; here they
+    ignore it, as `sleep` running as PID 1 does, and the test confirms the delete itself."""
+    if not isinstance(cluster.server, RealServer):
+        yield  # the emulator has no kubelet: nothing confirms a delete but the test
+        return
+    kubelet = request.getfixturevalue("real_bed").kubelet
+    before = kubelet.sigterm_exit
+    kubelet.sigterm_exit = None
+    try:
+        yield
+    finally:
+        kubelet.sigterm_exit = before
 
 
 def scheduled_delays(monkeypatch: pytest.MonkeyPatch, ctl: Controller) -> dict[str, float]:
@@ -99,6 +118,7 @@ def test_pods_on_a_lost_node_are_cleaned_up_after_their_grace_period(
     settled(cluster)
 
 
+@pytest.mark.usefixtures("containers_ignore_sigterm")
 def test_a_pod_removed_within_its_grace_period_is_cleaned_up_at_once(
     ctl: Controller, cluster: Cluster
 ) -> None:

@@ -137,7 +137,6 @@ class SandboxKubelet:
         self.wiring: PodWiring = wiring if wiring is not None else NoWiring()
         self.prober: Prober = prober if prober is not None else HostProber(self.wiring)
         self.clock: Clock = clock if clock is not None else RealClock()
-        self.sigterm_exit = sigterm_exit
         self._lease_renew = lease_renew
         self._workers = workers
         self._queue: RateLimitingQueue[str] = RateLimitingQueue(
@@ -163,6 +162,16 @@ class SandboxKubelet:
         self._watch: k8s_watch.Watch | None = None
         self._list_ready = threading.Event()
         self._subnet_watch: SubnetWatch | None = None
+
+    @property
+    def sigterm_exit(self) -> float | None:
+        """Seconds the containers take to exit on SIGTERM (None: they ignore it); a change
+        applies to the deletions this kubelet sees from then on."""
+        return self._pod_worker.sigterm_exit
+
+    @sigterm_exit.setter
+    def sigterm_exit(self, seconds: float | None) -> None:
+        self._pod_worker.sigterm_exit = seconds
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -89,7 +89,7 @@ class PodWorker:
         self._clock = clock
         self._queue = queue
         self._get_nad = get_nad
-        self._sigterm_exit = sigterm_exit
+        self.sigterm_exit = sigterm_exit  # read at each SIGTERM: a test may change it
         self._lock = threading.Lock()
         self._started: dict[str, _Started] = {}  # key -> the pod made Running
         self._wired: dict[str, str] = {}  # key -> uid wired and not yet unwired
@@ -246,7 +246,7 @@ class PodWorker:
         now = self._clock.now()
         with self._lock:
             running = key in self._started or key in self._wired
-            exits = self._sigterm_exit if running else 0.0
+            exits = self.sigterm_exit if running else 0.0
             wait = grace if exits is None else min(grace, exits)
             state = self._terminating.get(key)
             if state is None or state.uid != uid:

@@ -78,6 +78,22 @@ def test_a_pod_whose_containers_exit_on_sigterm_is_deleted_at_once(
     assert len(deletes) == 1  # the kubelet's grace-0 delete (the test deleted in the store)
 
 
+def test_a_change_of_sigterm_behaviour_applies_to_the_next_deletion(
+    server: ApiServer, kubelet: SandboxKubelet, clock: FakeClock, wiring: RecordingWiring
+) -> None:
+    kubelet.sigterm_exit = None  # from now on the containers ignore SIGTERM
+    server.store.create("pods", pod("stubborn", grace=30, annotations=allocation()))
+    running(server, "stubborn")
+    server.store.delete("pods", NS, "stubborn")
+    synced(server, kubelet, "stubborn")
+    clock.step(29)
+    assert synced(server, kubelet, "stubborn")["metadata"]["deletionTimestamp"]
+    assert wiring.unwired == []  # still running, still networked
+    clock.step(1)  # the grace period runs out: killed
+    gone(server, "stubborn")
+    assert wiring.unwired == ["stubborn"]
+
+
 # ------------------------------------------------------------------------- readiness
 
 
