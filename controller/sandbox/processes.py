@@ -5,6 +5,8 @@
 * `stop_process` signals and reaps a child, with SIGKILL after a deadline.
 * `run_tool` runs a command-line tool with a deadline; `free_tcp_ports` and `can_connect_unix`
   find ports and probe sockets.
+* `Service` is the shape every launcher has: `start()` returns the started part, `stop()` ends it,
+  and `with part:` does both.
 
 Every failure or expired wait raises `SandboxError`. The sandbox's subpackages (the emulator's
 neighbours: the real control plane, the NB servers, the OVN data plane) all build on this module,
@@ -19,14 +21,34 @@ import signal
 import socket
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Self
 
 _PR_SET_PDEATHSIG = 1
 
 
 class SandboxError(RuntimeError):
     """A sandbox server could not be created, started, stopped or queried in time."""
+
+
+class Service(ABC):
+    """A part of the test bed that runs between `start()` and `stop()`; a context manager."""
+
+    @abstractmethod
+    def start(self) -> Self:
+        """Start the part and return it once it serves."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop everything the part started."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def die_with_parent() -> Callable[[], None]:

@@ -31,7 +31,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
@@ -42,6 +41,7 @@ from controller.sandbox.apiserver.handler import Handler
 from controller.sandbox.apiserver.hangup import HangupMonitor
 from controller.sandbox.apiserver.resources import ApiError
 from controller.sandbox.apiserver.store import ObjectStore
+from controller.sandbox.processes import Service
 
 LOG = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class HttpServer(ThreadingHTTPServer):
 RequestHook = Callable[[RequestRecord], None]
 
 
-class ApiServer:
+class ApiServer(Service):
     """The emulator: an `ObjectStore` served over HTTP, plus fault injection and a request log.
 
     Use as a context manager or call `start()` / `stop()`. `url` is valid once started.
@@ -151,17 +151,6 @@ class ApiServer:
             self.hangups.close()
             self.hangups = None
         self._httpd = None
-
-    def __enter__(self) -> ApiServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ------------------------------------------------------------------ access
 

@@ -57,7 +57,6 @@ import time
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from controller.sandbox.apiserver import kubeconfig
@@ -81,7 +80,7 @@ from controller.sandbox.cluster.launch import (
 )
 from controller.sandbox.cluster.manifests import CHART_DIR, WATCHED_CRDS, render_chart
 from controller.sandbox.cluster.pki import ControlPlanePki
-from controller.sandbox.processes import SandboxError, free_tcp_ports
+from controller.sandbox.processes import SandboxError, Service, free_tcp_ports
 
 # Re-exported: the tests, the benches and the real-node launcher import them from here.
 __all__ = [
@@ -110,7 +109,7 @@ RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 # --------------------------------------------------------------------------- the plane
 
 
-class RealControlPlane:
+class RealControlPlane(Service):
     """etcd + kube-apiserver + kube-controller-manager + kube-scheduler (module docstring)."""
 
     def __init__(
@@ -189,17 +188,6 @@ class RealControlPlane:
         for component in reversed(self.components):
             component.stop()
         self.components = []
-
-    def __enter__(self) -> RealControlPlane:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def component(self, name: str) -> Component:
         for c in self.components:

@@ -55,9 +55,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from controller.sandbox.cluster.relay import Conn, RequestParser, pending, recv, send_all
+from controller.sandbox.processes import Service
 
 LOG = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def _status_body(status: int, message: str) -> bytes:
     return json.dumps(body).encode()
 
 
-class FaultProxy:
+class FaultProxy(Service):
     """See the module docstring."""
 
     def __init__(
@@ -238,17 +238,6 @@ class FaultProxy:
         for thread in threads:
             thread.join(10)
         self._listener = None
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:

@@ -52,7 +52,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from controller.sandbox.cluster import images, nodeconfig, noderuns
@@ -64,7 +63,7 @@ from controller.sandbox.cluster.controlplane import (
     RealControlPlane,
     find_binaries,
 )
-from controller.sandbox.processes import SandboxError, free_tcp_ports, run_tool
+from controller.sandbox.processes import SandboxError, Service, free_tcp_ports, run_tool
 
 LOG = logging.getLogger(__name__)
 
@@ -160,7 +159,7 @@ class RealNode:
         return [w[0] for w in (line.split() for line in lines) if len(w) >= 3 and w[2] == "RUNNING"]
 
 
-class RealNodes:
+class RealNodes(Service):
     """containerd + kubelet per node against a `RealControlPlane` (module docstring)."""
 
     def __init__(
@@ -241,17 +240,6 @@ class RealNodes:
         self.run = None
         self.run_dir = None
         self.nodes = {}
-
-    def __enter__(self) -> RealNodes:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def node(self, name: str) -> RealNode:
         try:

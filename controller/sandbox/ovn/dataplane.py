@@ -59,6 +59,7 @@ from controller.sandbox.ovn.runs import (
 )
 from controller.sandbox.processes import (
     SandboxError,
+    Service,
     can_connect_unix,
     die_with_parent,
     log_tail,
@@ -106,7 +107,7 @@ def missing_requirements() -> str:
     return ""
 
 
-class DataPlane:
+class DataPlane(Service):
     """SB + ovn-northd + OVS + ovn-controller in `workdir` (see the module docstring)."""
 
     def __init__(
@@ -325,12 +326,6 @@ class DataPlane:
                 (OWNER_DIR / f"{self.run_id}.owner").unlink()
         if errors:
             raise SandboxError("data plane stop: " + "; ".join(errors))
-
-    def __enter__(self) -> DataPlane:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- tools ----------------------------------------------------------------------------------
     def vsctl(self, *args: str, timeout: float = 10.0) -> str:

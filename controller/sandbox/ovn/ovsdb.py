@@ -39,6 +39,7 @@ from pathlib import Path
 
 from controller.sandbox.processes import (
     SandboxError,
+    Service,
     can_connect_unix,
     free_tcp_ports,
     run_tool,
@@ -236,7 +237,7 @@ class SandboxPki:
         )
 
 
-class NbServer:
+class NbServer(Service):
     """A standalone OVN_Northbound ovsdb-server in `workdir` (see the module docstring)."""
 
     def __init__(
@@ -302,14 +303,8 @@ class NbServer:
         """SIGCONT: it carries on with what its clients sent meanwhile."""
         self._proc.send_signal(signal.SIGCONT)
 
-    def __enter__(self) -> NbServer:
-        return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class NbCluster:
+class NbCluster(Service):
     """A Raft OVN_Northbound cluster of `size` members on loopback (see the module docstring)."""
 
     def __init__(self, workdir: Path | str, size: int = 3) -> None:
@@ -380,9 +375,3 @@ class NbCluster:
     def stop(self) -> None:
         for m in self.members:
             m.stop()
-
-    def __enter__(self) -> NbCluster:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
