@@ -89,10 +89,12 @@ from controller.view import (
     IP_INDEX,
     MAY_WAIT_INDEX,
     NODE_INDEX,
+    NODE_IP_INDEX,
     CacheView,
     ip_index,
     may_wait_index,
     node_index,
+    node_ip_index,
 )
 
 LOG = logging.getLogger(__name__)
@@ -113,6 +115,7 @@ def add_informers(
     )
     inf["namespaces"] = factory.informer_for("", "v1", "namespaces", namespaced=False)
     inf["nodes"] = factory.informer_for("", "v1", "nodes", namespaced=False)
+    inf["nodes"].add_indexers({NODE_IP_INDEX: node_ip_index})
     for name in (RESOURCE_SUBNETS, RESOURCE_IPS, RESOURCE_VLANS, RESOURCE_VPCS):
         inf[name] = factory.informer_for(KUBEOVN_GROUP, KUBEOVN_VERSION, name, namespaced=False)
     inf[RESOURCE_SECURITY_GROUPS] = factory.informer_for(

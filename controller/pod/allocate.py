@@ -12,6 +12,8 @@ incarnation of the pod left in a subnet the plan no longer names.
 
 from __future__ import annotations
 
+import dataclasses
+
 from controller import pod_logic as pl
 from controller.apiclient.errors import AlreadyExistsError as KubeAlreadyExistsError
 from controller.apiclient.errors import KubeApiError
@@ -66,10 +68,11 @@ class AddRollback:
             ctx.ipam.release_address(key, subnet)
             LOG.info("pod %s: undid the allocation of %s in %s", key, port, subnet)
 
-    def drop_stale(self, plan: pl.NetAllocationPlan) -> None:
-        """Free what an earlier incarnation of this pod left for the plan's network in a subnet
+    def drop_stale(self, pod: Pod, plan: pl.NetAllocationPlan) -> None:
+        """Free what an earlier incarnation of `pod` left for the plan's network in a subnet
         the pod no longer asks for: its port of this network's name on another switch, and the
-        key's addresses in subnets none of the pod's networks names.
+        key's addresses in subnets none of the pod's networks names, each after its routing
+        rows (`PodContext.unroute`, as the delete does; a failure keeps the address, logged).
 
         NOTE: kube-ovn v1.8 leaves both: a StatefulSet moved to another subnet whose re-created
         pod is cached before the old pod's delete runs (that delete is then skipped as a
@@ -84,9 +87,26 @@ class AddRollback:
                 return  # another key's port of that name: not ours to judge
             LOG.info("pod %s: deleting its stale port %s on %s", key, name, port.switch)
             ctx.nb.delete_port(name)
+        stale: dict[str, list[str]] = {}
         for address in ctx.ipam.get_pod_address(key):
-            if address.subnet not in wanted and ctx.ipam.release_address(key, address.subnet):
-                LOG.info("pod %s: released its stale address in %s", key, address.subnet)
+            if address.subnet not in wanted:
+                stale.setdefault(address.subnet, []).append(address.ip)
+        # the incarnation that held them may have run on another node: no node narrows the
+        # release, every node's rows of the subnet are looked at
+        holder = dataclasses.replace(pod, node_name="")
+        for subnet, ips in stale.items():
+            try:
+                ctx.unroute(holder, subnet, ",".join(ips))
+            except OvnError as exc:
+                LOG.error(
+                    "pod %s: cannot unroute its stale address in %s, keeping it: %s",
+                    key,
+                    subnet,
+                    exc,
+                )
+                continue
+            if ctx.ipam.release_address(key, subnet):
+                LOG.info("pod %s: released its stale address in %s", key, subnet)
 
 
 class NetAllocator:
@@ -121,7 +141,7 @@ class NetAllocator:
         if plan.stale:
             self._rollback.roll_back(pod, list(plan.stale))
             leftover[:] = [item for item in leftover if item not in plan.stale]
-        self._rollback.drop_stale(plan)
+        self._rollback.drop_stale(pod, plan)
         if plan.refusal is not None:
             self._ctx.warn(raw, REASON_VALIDATE_POD_NETWORK_FAILED, plan.refusal)
             raise plan.refusal

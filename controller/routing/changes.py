@@ -1,9 +1,25 @@
 """How a `RoutingChange` reads: whether it removes anything (drift, rather than rows that were
-only missing) and a one-line description for the logs."""
+only missing), a one-line description for the logs, and the sum of several keys' changes."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
+
 from controller.ovn.api import RoutingChange
+
+
+def combined(changes: Iterable[RoutingChange]) -> RoutingChange:
+    """The changes of several keys as one (each field concatenated, in order)."""
+    out = RoutingChange()
+    for change in changes:
+        out = RoutingChange(
+            **{
+                f.name: getattr(out, f.name) + getattr(change, f.name)
+                for f in dataclasses.fields(RoutingChange)
+            }
+        )
+    return out
 
 
 def removes(change: RoutingChange) -> bool:

@@ -56,6 +56,21 @@ class RoutingInputs:
     def nodes(self) -> dict[str, Node]:
         return {n.name: n for n in self._view.nodes()}
 
+    def node_names(self) -> frozenset[str]:
+        """The cached nodes' names (a malformed node counts: its key removes its rows)."""
+        return self._view.node_names()
+
+    def internal_ip_owners(self, node: Node) -> dict[str, str]:
+        """Of `node`'s InternalIPs, which node routes each: the first by name of the nodes
+        reporting it (`pod_logic.node_policies.internal_ip_owners`), read per address from
+        the node cache as it is now, so the answer costs the node's addresses, not the
+        cluster's nodes."""
+        owners: dict[str, str] = {}
+        for ip in node.internal_ips:
+            names = self._view.node_names_with_internal_ip(ip)
+            owners[ip] = names[0] if names else node.name
+        return owners
+
     def _models(self, raws: Iterable[KubeObject]) -> list[Pod]:
         out = []
         for raw in raws:

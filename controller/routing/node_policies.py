@@ -10,6 +10,14 @@ together with the removal of the v1.8 static routes they replace
 (`pod_logic.node_policies.v18_node_routes`). They belong to the built-in node
 controller's part of the job: with `--enable-node-controller=false` whoever registers the nodes
 writes them, and the key changes nothing.
+
+A key's cost is its own node's: the owner of each of its InternalIPs is looked up in the node
+cache (`RoutingInputs.internal_ip_owners`, fresh for every key). The full pass
+(`ALL_NODE_POLICIES`, queued by the periodic resync, and gc's backstop) reads the router's
+policies and static routes once and diffs every node against that read; a node whose rows
+differ from it is diffed again against a fresh read before anything is written, so a write
+never follows a stale read (a row another writer changed after the pass's read and that the
+node still wants as it was is left to the next pass).
 """
 
 from __future__ import annotations
@@ -17,18 +25,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from controller.config import Config
 from controller.core import router_policy as rp
-from controller.ovn.api import NbClient, RoutingChange
+from controller.ovn.api import NbClient, RouterPolicy, RoutingChange, StaticRoute
 from controller.pod_logic import node_policies as node_rows
 from controller.pod_logic import routing_state as rs
 from controller.routing.changes import describe
 from controller.routing.inputs import RoutingInputs
 
 LOG = logging.getLogger(__name__)
+
+# The key of the full pass over every node policy key (a node name is never empty).
+ALL_NODE_POLICIES = rs.node_policy_key("")
 
 
 class KeyLocks:
@@ -44,6 +56,18 @@ class KeyLocks:
             lock = self._locks[key]
         with lock:
             yield
+
+
+@dataclass(frozen=True)
+class RouterRows:
+    """One read of what a node policy key diffs against: the router's policies and routes."""
+
+    policies: list[RouterPolicy]
+    routes: list[StaticRoute]
+
+    @classmethod
+    def read(cls, nb: NbClient, router: str) -> RouterRows:
+        return cls(nb.list_router_policies(router), nb.list_static_routes(router))
 
 
 class NodePolicyKeys:
@@ -62,29 +86,58 @@ class NodePolicyKeys:
         self._routing_config = routing_config
 
     def reconcile(self, name: str) -> RoutingChange:
-        """Bring node `name`'s policies to their desired state; returns the change applied.
-        The caller holds the key's lock."""
+        """Bring node `name`'s policies to their desired state against a fresh read; returns
+        the change applied. The caller holds the key's lock."""
         if not self._config.enable_node_controller:
             return RoutingChange()
+        return self._reconcile(name, self._routing_config(), None)
+
+    def reconcile_all(
+        self, locks: KeyLocks, skip: Collection[str] = ()
+    ) -> list[tuple[str, RoutingChange]]:
+        """The full pass: every node policy key but those in `skip`, each under its lock in
+        `locks`, diffed against one shared read of the router (see the module docstring);
+        returns each key that had to change, with the change applied."""
+        if not self._config.enable_node_controller:
+            return []
         cfg = self._routing_config()
-        owners = node_rows.internal_ip_owners(self._inputs.nodes().values())
-        desired = node_rows.desired_node_policies(name, self._inputs.node(name), cfg, owners)
-        policies = self._nb.list_router_policies(cfg.router)
-        actual = rs.actual_rows("", name, policies, (), (), (), ())
-        routes = self._nb.list_static_routes(cfg.router)
-        change = node_rows.diff_node_policies(desired, actual, routes)
+        shared = RouterRows.read(self._nb, cfg.router)
+        found: list[tuple[str, RoutingChange]] = []
+        for name in self._names(shared.policies):
+            key = rs.node_policy_key(name)
+            if key in skip:
+                continue
+            with locks.locked(key):
+                change = self._reconcile(name, cfg, shared)
+            if not change.empty():
+                found.append((key, change))
+        return found
+
+    def _reconcile(
+        self, name: str, cfg: rs.RoutingConfig, shared: RouterRows | None
+    ) -> RoutingChange:
+        node = self._inputs.node(name)
+        owners = self._inputs.internal_ip_owners(node) if node is not None else {}
+        desired = node_rows.desired_node_policies(name, node, cfg, owners)
+        if shared is not None and self._diff(name, desired, shared).empty():
+            return RoutingChange()
+        change = self._diff(name, desired, RouterRows.read(self._nb, cfg.router))
         if not change.empty():
             LOG.info("routing %s: %s", rs.node_policy_key(name), describe(change))
             self._nb.apply_routing(cfg.router, change)
         return change
 
-    def node_names(self) -> list[str]:
-        """Every node that may have node policies: the cached ones and those the NB names."""
-        if not self._config.enable_node_controller:
-            return []
-        names = set(self._inputs.nodes())
-        for p in self._nb.list_router_policies(self._config.cluster_router):
+    @staticmethod
+    def _diff(name: str, desired: rs.Rows, rows: RouterRows) -> RoutingChange:
+        actual = rs.actual_rows("", name, rows.policies, (), (), (), ())
+        return node_rows.diff_node_policies(desired, actual, rows.routes)
+
+    def _names(self, policies: list[RouterPolicy]) -> list[str]:
+        """Every node that may have node policies: the cached ones and those `policies` name."""
+        names = set(self._inputs.node_names())
+        for p in policies:
             ids = p.external_ids
             if ids.get(rp.ROUTE_KIND_KEY) == rp.KIND_NODE and ids.get(rp.NODE_KEY):
                 names.add(ids[rp.NODE_KEY])
+        names.discard("")  # not a node: "/" is the pass's own key
         return sorted(names)

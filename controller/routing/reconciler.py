@@ -3,17 +3,18 @@ equal to what the caches say they should be (`controller.pod_logic.routing_state
 
 Contract:
 
-* Keys (queue `UpdateRouting`): a subnet key `<subnet>`, a node key `<subnet>/<node>` and a
-  node policy key `/<node>` (see `routing_state`). A key's handler reads the caches, computes
+* Keys (queue `UpdateRouting`): a subnet key `<subnet>`, a node key `<subnet>/<node>`, a
+  node policy key `/<node>` (see `routing_state`) and `/`, every node policy key in one pass
+  (`controller.routing.node_policies`). A key's handler reads the caches, computes
   its desired rows, reads its rows back from the NB (the controller's mark says which are its)
   and applies the difference in ONE NB transaction (`NbClient.apply_routing`), under the key's
   own lock.
 * What enqueues what: the informer events (`controller.routing.events`) enqueue the keys they
   affect; a subnet key's handler enqueues the node keys of every cached node and of every node
   its rows in the NB name. `resync()` (every `--routing-resync-period`) enqueues every subnet
-  key and every node policy key (cached nodes and nodes the NB's node policies name): the
-  periodic proof of convergence; gc's `backstop()` (at the start, then every `--gc-interval`)
-  diffs the same keys.
+  key and `/` (the node policy keys of the cached nodes and of the nodes the NB's node
+  policies name, diffed against one read of the router): the periodic proof of convergence;
+  gc's `backstop()` (at the start, then every `--gc-interval`) diffs the same keys.
 * A subnet switched to distributed gets its node keys applied before its subnet-wide reroute
   (and kube-ovn v1.8's src-ip route of its blocks) goes; switched to centralized, the subnet-wide
   reroute is written first. Old rows are removed in the transaction that writes their
@@ -57,9 +58,9 @@ from controller.pod_logic import routing_state as rs
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.queues.clock import WallClock, utcnow
 from controller.routing import events
-from controller.routing.changes import describe, removes
+from controller.routing.changes import combined, describe, removes
 from controller.routing.inputs import RoutingInputs
-from controller.routing.node_policies import KeyLocks, NodePolicyKeys
+from controller.routing.node_policies import ALL_NODE_POLICIES, KeyLocks, NodePolicyKeys
 from controller.routing.range_rows import range_rows
 from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
@@ -168,14 +169,13 @@ class RoutingReconciler:
         return events.configmap_event_handler(resync, self._is_leader)
 
     def resync(self) -> None:
-        """Enqueue every subnet key (which enqueue their node keys) and every node policy
-        key: the full pass."""
+        """Enqueue every subnet key (which enqueue their node keys) and the pass over every
+        node policy key (`ALL_NODE_POLICIES`): the full pass."""
         if not self._is_leader():
             return
         for name in self._subnet_names():
             self.enqueue(rs.subnet_key(name))
-        for node in self._node_policies.node_names():
-            self.enqueue(rs.node_policy_key(node))
+        self.enqueue(ALL_NODE_POLICIES)
 
     # --- reading the caches ----------------------------------------------------------------------
 
@@ -208,6 +208,8 @@ class RoutingReconciler:
 
     def reconcile(self, key: str) -> RoutingChange:
         """Bring one key's rows to their desired state; returns the change applied."""
+        if key == ALL_NODE_POLICIES:
+            return combined(c for _, c in self._node_policies.reconcile_all(self._locks))
         subnet, node = rs.split_key(key)
         if not subnet:
             with self._locks.locked(key):
@@ -453,14 +455,7 @@ class RoutingReconciler:
                     change, _ = self._reconcile_node(name, node)
                 if not change.empty():
                     found.append((key, change))
-        for node in self._node_policies.node_names():
-            key = rs.node_policy_key(node)
-            if key in converging:
-                continue
-            with self._locks.locked(key):
-                change = self._node_policies.reconcile(node)
-            if not change.empty():
-                found.append((key, change))
+        found += self._node_policies.reconcile_all(self._locks, skip=converging)
         for key, change in found:
             if removes(change):
                 LOG.warning("routing gc found drift: %s: %s", key, describe(change))

@@ -5,11 +5,13 @@ from controller.view.cache_view import (
     IP_INDEX,
     MAY_WAIT_INDEX,
     NODE_INDEX,
+    NODE_IP_INDEX,
     CacheView,
     OwnerGets,
     ip_index,
     may_wait_index,
     node_index,
+    node_ip_index,
 )
 from controller.view.objects import CachedObject
 from controller.view.owner import ListedOwners, OwnerApi, OwnerLookup, OwnerSource
@@ -19,6 +21,7 @@ __all__ = [
     "IP_INDEX",
     "MAY_WAIT_INDEX",
     "NODE_INDEX",
+    "NODE_IP_INDEX",
     "CacheView",
     "CachedObject",
     "ListedOwners",
@@ -31,5 +34,6 @@ __all__ = [
     "ip_index",
     "may_wait_index",
     "node_index",
+    "node_ip_index",
     "parse_subnet",
 ]

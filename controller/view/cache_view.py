@@ -13,7 +13,8 @@ The reconcilers read cluster state through this view instead of their own `get_b
   else one GET through `KubeApi` (the owner informers are optional); API errors propagate.
   `from_api=True` GETs even when an informer runs (what a lagging cache says is confirmed).
 * `vpcs()`, `well_formed_nodes()`: the models of every cached object of the kind, a malformed
-  one left out (logged by its own handler).
+  one left out (logged by its own handler); `node_names_with_internal_ip` finds the nodes
+  reporting an address (the node informer's `NODE_IP_INDEX` when it carries it).
 * Subnets, namespaces and SecurityGroups as their controllers format, diff and write them back:
   `CachedObject`s (`subnet_object`, `subnet_objects`, `namespace_object`, `namespace_names`,
   `security_group`, `security_groups`, `has_security_group`; `security_groups_cached` says
@@ -89,6 +90,18 @@ def ip_index(obj: object) -> list[str]:
     if not isinstance(value, str):
         return []
     return [ip.strip() for ip in value.split(",") if ip.strip()]
+
+
+NODE_IP_INDEX = "routing.node-internal-ip"
+
+
+def node_ip_index(obj: object) -> list[str]:
+    """The index function of `NODE_IP_INDEX` (node informer): a node's InternalIPs as
+    `Node.from_dict` reads them; none for a malformed node (it routes as absent)."""
+    try:
+        return list(Node.from_dict(obj).internal_ips)
+    except MalformedObjectError:
+        return []
 
 
 # pod versions kept parsed: a burst's versions live from their informer event to their handler
@@ -238,6 +251,14 @@ class CacheView:
         return frozenset(
             str(raw_field(raw, "metadata").get("name") or "") for raw in self._nodes.list()
         )
+
+    def node_names_with_internal_ip(self, ip: str) -> list[str]:
+        """The cached well-formed nodes reporting InternalIP `ip`, by name: through the node
+        informer's `NODE_IP_INDEX` when it has it (read with the store, never stale), else by
+        reading every node."""
+        if NODE_IP_INDEX in self._nodes.get_indexers():
+            return self._nodes.index_keys(NODE_IP_INDEX, ip)
+        return sorted(n.name for n in self.well_formed_nodes() if ip in n.internal_ips)
 
     def has_node(self, name: str) -> bool:
         return bool(name) and self._nodes.get_by_key(name) is not None

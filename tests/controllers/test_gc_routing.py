@@ -179,3 +179,31 @@ def test_set_names_are_unambiguous_and_valid_ovn_identifiers() -> None:
     assert rp.legacy_set_name("prod", "db-node1", 4) == rp.legacy_set_name("prod-db", "node1", 4)
     for name in (a, b, rp.set_name("1subnet", "node.example.com", 6)):
         assert check_address_set_name(name) == name
+
+
+def test_static_routes_a_pass_removes_are_counted() -> None:
+    """kube-ovn v1.8's dst-ip route to a node (pkg/controller/node.go l.254-268) goes with the
+    node policy that replaces it, and its src-ip route of a live pod's address with the pod's
+    routing-set entry: each removed route is counted under `static_route`, as gc's own sweep
+    of orphan src-ip routes counts them."""
+    w = converged()
+    w.kube.add_node(
+        {
+            "metadata": {"name": "n1", "annotations": {"ovn.kubernetes.io/ip_address": NODE_IP}},
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": "172.18.0.11"}],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+    w.sync()
+    w.gc.gc_routing()  # the node's policy written
+    w.nb.add_static_route("", "172.18.0.11", NODE_IP, LR)
+    w.nb.add_static_route("src-ip", A_IP, NODE_IP, LR)
+    assert w.deleted_metric("static_route") == 0
+    found = w.gc.gc_routing()
+    assert sorted(f.split(":", 1)[0] for f in found) == ["/n1", f"{LS}/n1"]
+    assert w.nb.list_static_routes(LR) == []
+    assert w.deleted_metric("static_route") == 2
+    assert w.gc.gc_routing() == []
+    assert w.deleted_metric("static_route") == 2

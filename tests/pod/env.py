@@ -35,7 +35,15 @@ from controller.testing import builders
 from controller.testing.clock import FakeClock
 from controller.testing.fake_kube import FakeEventRecorder, FakeKubeApi
 from controller.testing.fake_nb import FakeNbClient
-from controller.view import IP_INDEX, NODE_INDEX, CacheView, ip_index, node_index
+from controller.view import (
+    IP_INDEX,
+    NODE_INDEX,
+    NODE_IP_INDEX,
+    CacheView,
+    ip_index,
+    node_index,
+    node_ip_index,
+)
 
 NOW = builders.NOW
 ROUTER = "ovn-cluster"
@@ -148,6 +156,7 @@ class Env:
             security=_queue("UpdatePodSecurity", self.clock, self.queue_metrics),
         )
         self.pods.add_indexers({NODE_INDEX: node_index, IP_INDEX: ip_index})
+        self.nodes.add_indexers({NODE_IP_INDEX: node_ip_index})
         self.view = CacheView(
             pods=self.pods,
             namespaces=self.namespaces,

@@ -163,3 +163,36 @@ def test_force_deleted_statefulset_pod_back_on_another_subnet_holds_one_address(
     env.advance(60)
     env.converge()
     _assert_only_on_s2(env)
+
+
+def test_a_stale_address_released_for_a_pod_back_on_another_subnet_leaves_its_routing_at_once(
+    env: Env,
+) -> None:
+    """The StatefulSet moves to s2 and its re-created pod is cached before the old one's delete
+    runs (a re-creation: the delete leaves the address and its rows). The add that releases the
+    stale address removes its routing rows in the same step, before the address can be handed
+    out again, and queues its keys, as a delete does."""
+    env.add_subnet(raw_subnet("s2", "10.17.0.0/24", gateway="10.17.0.1"))
+    _sts(env, "ovn-default")
+    env.create_pod(_sts_pod("ovn-default"))
+    env.converge()
+    old_ip = env.annotations("default/web-0")["ovn.kubernetes.io/ip_address"]
+    old = cached(env.pods, "default/web-0")
+    _sts(env, "s2")
+    env.kube.pods.pop("default/web-0")
+    new = env.kube.add_pod(_sts_pod("s2"))
+    env.pods.update(dict(new))
+    env.pod_events.on_delete(old)
+    env.pod_events.on_add(dict(new), False)
+    env.process(env.queues.delete)
+    env.drain(env.routing_queue)  # the routing keys have not run yet
+    assert old_ip in [ip for _, ip, _ in env.routes()]
+    env.process(env.queues.add)
+    assert [a.subnet for a in env.ipam.get_pod_address("default/web-0")] == ["s2"]
+    assert old_ip not in [ip for _, ip, _ in env.routes()]
+    assert env.routing.queued("ovn-default/node1")
+    env.advance(60)
+    env.converge()
+    _assert_only_on_s2(env)
+    new_ip = env.annotations("default/web-0")["ovn.kubernetes.io/ip_address"]
+    assert [ip for _, ip, _ in env.routes()] == [new_ip]

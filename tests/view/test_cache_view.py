@@ -14,7 +14,14 @@ from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.model import Namespace, Node, Pod, Subnet
 from controller.kube.api import KubeObject
 from controller.testing import builders
-from controller.view import CacheView, OwnerLookup, ParseCache, parse_subnet
+from controller.view import (
+    NODE_IP_INDEX,
+    CacheView,
+    OwnerLookup,
+    ParseCache,
+    node_ip_index,
+    parse_subnet,
+)
 
 
 class _Gets:
@@ -339,3 +346,20 @@ def test_pods_that_may_wait_for_a_network_follow_their_updates_through_the_index
         store.update(pod("b", allocated=False, version="2"))
         store.delete(pod("c", allocated=False, version="1"))
     assert waiting() == [["b"], ["b"]]
+
+
+@pytest.mark.parametrize("indexed", [True, False], ids=["index", "scan"])
+def test_the_nodes_reporting_an_internal_ip_follow_the_cache(indexed: bool) -> None:
+    """By name, a malformed node left out; with the node informer's index as without it."""
+    nodes = Indexer(indexers={NODE_IP_INDEX: node_ip_index} if indexed else None)
+    view = CacheView(nodes=nodes)
+    nodes.add(builders.node("b", "172.18.0.1", resource_version="1"))
+    nodes.add(builders.node("a", "172.18.0.1", "172.18.0.2", resource_version="1"))
+    nodes.add({"metadata": {"name": "bad", "resourceVersion": "1"}, "status": {"addresses": 7}})
+    assert view.node_names_with_internal_ip("172.18.0.1") == ["a", "b"]
+    assert view.node_names_with_internal_ip("172.18.0.2") == ["a"]
+    nodes.update(builders.node("a", "172.18.0.3", resource_version="2"))
+    assert view.node_names_with_internal_ip("172.18.0.1") == ["b"]
+    assert view.node_names_with_internal_ip("172.18.0.3") == ["a"]
+    nodes.delete(builders.node("b", "172.18.0.1", resource_version="3"))
+    assert view.node_names_with_internal_ip("172.18.0.1") == []

@@ -9,10 +9,12 @@ Contract:
   between a check and a delete is lost; rows of other owners are never looked at.
 * What a pass has to remove is drift the events missed: it is applied, logged as a warning and
   counted in the gc metric (`router_policy` per policy, `address_set_entry` per entry,
-  `address_set` per set removed). What it has to write (a row missing or different) is counted
-  in the added metric (`router_policy` per policy written, `address_set_entry` per entry
-  added, `nat_rule` per NAT rule set), except in the start-up pass (`counting_adds` False),
-  the reconciler's first full pass. In a healthy cluster a periodic pass finds nothing.
+  `address_set` per set removed, `static_route` per kube-ovn v1.8 static route a key
+  migrates away: a node's dst-ip route, an address's src-ip route). What it has to write (a
+  row missing or different) is counted in the added metric (`router_policy` per policy
+  written, `address_set_entry` per entry added, `nat_rule` per NAT rule set), except in the
+  start-up pass (`counting_adds` False), the reconciler's first full pass. In a healthy
+  cluster a periodic pass finds nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+# the label gc's own sweep of orphan src-ip routes counts under
+from controller.controllers.gc.static_routes import RESOURCE_STATIC_ROUTE
 from controller.ovn.api import RoutingChange
 from controller.routing import describe
 
@@ -54,15 +58,17 @@ class RoutingSweeper:
     def sweep(self) -> list[str]:
         """Returns "<key>: <change>" for every key whose rows had to change (now repaired)."""
         found = self._backstop()
-        policies = entries = sets = 0
+        policies = entries = sets = routes = 0
         for _, change in found:
             policies += len(change.delete_policies)
             entries += sum(len(s.remove) for s in change.sets if not s.delete)
             sets += sum(1 for s in change.sets if s.delete)
+            routes += len(change.delete_src_routes) + len(change.delete_dst_routes)
         for resource, n in (
             (RESOURCE_POLICY, policies),
             (RESOURCE_SET_ENTRY, entries),
             (RESOURCE_SET, sets),
+            (RESOURCE_STATIC_ROUTE, routes),
         ):
             if n:
                 self._count(resource, n)
