@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
@@ -84,7 +83,8 @@ PASSES = [pytest.param(by_backstop, id="backstop"), pytest.param(by_resync, id="
 
 def set_internal_ips(env: Env, name: str, *ips: str) -> None:
     """Change a node's InternalIPs in the cache only (no event queues anything)."""
-    raw: dict[str, Any] = env.nodes.get_by_key(name)
+    raw = env.nodes.get_by_key(name)
+    assert raw is not None
     version = str(int(raw["metadata"]["resourceVersion"]) + 1)
     new = {
         **raw,
