@@ -2,6 +2,10 @@
 the kubelets run them in containerd, the runtime execs the `kube-ovn` CNI plugin, which waits for
 the controller's annotations through the per-node daemon and wires them into the OVN data plane.
 
+A pod no scheduler serves, bound by hand after the controller allocated it, shows the CNI
+daemon recording its node in the pod's IP CR (kube-ovn v1.8.18 pkg/daemon/handler.go
+`UpdateIPCr`) and a restarted controller keeping it.
+
 Every pod's readiness probe pings both nodes' `ovn0` (join) addresses from inside the pod, so a
 Ready pod proves node <-> pod reachability both ways (the reply takes the node's route to the
 pod's subnet). Pods then ping each other with `kubectl exec`, across nodes and subnets. Each
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from controller.sandbox.cluster.controlplane import RealControlPlane
@@ -36,6 +41,7 @@ from tests.realnode.bed import (
 
 NS_DEFAULT = "rn-apps"
 NS_SUBNET = "rn-db"
+NS_BOUND = "rn-bound"
 SUBNET = "rn-db-subnet"
 SUBNET_CIDR = "10.120.0.0/24"
 DEPLOYMENT = "web"
@@ -206,3 +212,48 @@ def test_controller_sigkilled_mid_rollout(bed: Bed) -> None:
     pods = wait_rollout(bed, NS_DEFAULT, f"app={DEPLOYMENT}", 8, ROLLOUT)
     assert len({p.status.pod_ip for p in pods}) == 8
     _clean(bed)
+
+
+def test_the_daemon_records_the_node_in_the_ip_cr_and_the_controller_keeps_it(bed: Bed) -> None:
+    bed.core.create_namespace({"metadata": {"name": NS_BOUND}})
+    spec = workload_pod_spec([bed.join_ip(n) for n in NODES])
+    spec["schedulerName"] = "rn-nobody"  # allocated by the controller before anyone binds it
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late"}, "spec": spec}
+    bed.core.create_namespaced_pod(NS_BOUND, pod)
+    custom = k8s_client.CustomObjectsApi(bed.api)
+    cr_name = f"late.{NS_BOUND}"
+
+    def ip_cr() -> Any:
+        try:
+            return custom.get_cluster_custom_object("kubeovn.io", "v1", "ips", cr_name)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    before = wait_for(ip_cr, timeout=60, message=f"IP CR {cr_name}")
+    assert before["spec"]["nodeName"] == ""
+    node = NODES[1]
+    binding = k8s_client.V1Binding(
+        metadata=k8s_client.V1ObjectMeta(name="late"),
+        target=k8s_client.V1ObjectReference(kind="Node", name=node),
+    )
+    bed.core.create_namespaced_binding(NS_BOUND, binding, _preload_content=False)
+
+    def running() -> Any:
+        obj = bed.core.read_namespaced_pod("late", NS_BOUND)
+        return obj if ready(obj) else None
+
+    late = wait_for(running, timeout=ROLLOUT, message="the bound pod Ready")
+    subnet = late.metadata.annotations["ovn.kubernetes.io/logical_switch"]
+    after = ip_cr()
+    assert after["spec"]["nodeName"] == node
+    assert after["metadata"]["labels"] == {"ovn.kubernetes.io/subnet": subnet, subnet: ""}
+    assert [after["spec"][k] for k in ("attachIps", "attachSubnets", "attachMacs")] == [[]] * 3
+
+    # a new controller's start-up writes back the IP CRs that differ from the pods: not this one
+    bed.stop_controller()
+    bed.start_controller()
+    _clean(bed)
+    assert ip_cr()["metadata"]["resourceVersion"] == after["metadata"]["resourceVersion"]
+    _exec_ping(bed, NS_BOUND, "late", bed.join_ip(NODES[0]))

@@ -8,6 +8,7 @@ import pytest
 
 from controller.sandbox.cluster.wiring import WiringError
 from controller.sandbox.ovn.cni import NicPlan, _ip_batch, node_route_cidrs, plan_node, plan_pod
+from controller.sandbox.ovn.cni_plan import ip_cr_on_node
 from controller.testing import builders
 
 MAC = "00:00:00:AB:CD:EF"
@@ -162,3 +163,46 @@ def test_a_node_has_no_default_route_on_ovn0() -> None:
         }
     }
     assert "route" not in _ip_batch(plan_node(node))
+
+
+def test_the_ip_cr_as_the_daemon_writes_it_back() -> None:
+    # as kube-ovn v1.8.18's controller may leave it: no node yet (allocated before scheduling),
+    # leftover attachments, only the subnet-name label; plus a field and a label of someone else
+    cr = {
+        "apiVersion": "kubeovn.io/v1",
+        "kind": "IP",
+        "metadata": {
+            "name": "web.default",
+            "resourceVersion": "7",
+            "labels": {"ovn.kubernetes.io/subnet": "sw", "team": "a"},
+        },
+        "spec": {
+            "podName": "web",
+            "namespace": "default",
+            "subnet": "sw",
+            "nodeName": "",
+            "ipAddress": "10.16.0.5",
+            "attachIps": ["10.17.0.2"],
+            "attachSubnets": ["other"],
+            "attachMacs": ["00:00:00:00:00:02"],
+            "containerID": "c1",
+        },
+    }
+    before = repr(cr)
+    body = ip_cr_on_node(cr, "node1", "sw")
+    assert repr(cr) == before  # the cached object is not touched
+    assert body["metadata"] == {
+        "name": "web.default",
+        "resourceVersion": "7",  # the PUT is refused if someone wrote the CR since
+        "labels": {"ovn.kubernetes.io/subnet": "sw", "team": "a", "sw": ""},
+    }
+    assert body["spec"] == {
+        **cr["spec"],
+        "nodeName": "node1",
+        "attachIps": [],
+        "attachSubnets": [],
+        "attachMacs": [],
+    }
+    # a CR without labels gets the map the daemon needs (kube-ovn's daemon would panic)
+    bare = ip_cr_on_node({"metadata": {"name": "x"}, "spec": {}}, "node2", "sw")
+    assert bare["metadata"]["labels"] == {"sw": ""} and bare["spec"]["nodeName"] == "node2"

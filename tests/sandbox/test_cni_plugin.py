@@ -1,10 +1,12 @@
 """The CNI plugin stand-in's protocol, run as the installed executable (as a runtime execs it,
 with nothing but the CNI variables in its environment) against the daemon serving a fake
-wiring: VERSION, the spec's error codes, the ADD result, DEL and CHECK, the daemon's wait for
-the controller's annotations and its deadline."""
+wiring and an in-memory IP CR store: VERSION, the spec's error codes, the ADD result, DEL and
+CHECK, the daemon's wait for the controller's annotations and its deadline, and its write of
+the pod's IP CR (kube-ovn v1.8.18 pkg/daemon/handler.go `UpdateIPCr`)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -75,6 +77,64 @@ class FakeWiring:
         return False
 
 
+def ip_cr(name: str, pod_name: str = "web", subnet: str = "ovn-default") -> dict[str, Any]:
+    """An IP CR as the controller writes it for a pod it allocated before it was scheduled."""
+    return {
+        "apiVersion": "kubeovn.io/v1",
+        "kind": "IP",
+        "metadata": {
+            "name": name,
+            "resourceVersion": "1",
+            "labels": {"ovn.kubernetes.io/subnet": subnet},
+        },
+        "spec": {
+            "podName": pod_name,
+            "namespace": "default",
+            "subnet": subnet,
+            "nodeName": "",
+            "ipAddress": "10.16.0.5,fd00:10:16::5",
+            "macAddress": "00:00:00:AA:BB:CC",
+            "attachIps": ["10.17.0.9"],
+            "attachSubnets": ["old"],
+            "attachMacs": ["00:00:00:00:00:09"],
+        },
+    }
+
+
+class IpCrs:
+    """IP CRs with the API server's optimistic concurrency: a PUT must carry the stored
+    resourceVersion. `race` makes another writer change the CR right after each GET."""
+
+    def __init__(self, *crs: dict[str, Any]) -> None:
+        self.crs = {cr["metadata"]["name"]: cr for cr in crs}
+        self.race = False
+        self.lock = threading.Lock()
+
+    def get_ip(self, name: str) -> Mapping[str, Any] | None:
+        with self.lock:
+            cr = copy.deepcopy(self.crs.get(name))
+            if cr is not None and self.race:
+                self._bump(self.crs[name])
+            return cr
+
+    def update_ip(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        with self.lock:
+            name = body["metadata"]["name"]
+            have = self.crs.get(name)
+            if have is None:
+                raise RuntimeError(f'(404) ips.kubeovn.io "{name}" not found')
+            if body["metadata"].get("resourceVersion") != have["metadata"]["resourceVersion"]:
+                raise RuntimeError(f'(409) Operation cannot be fulfilled on ips "{name}"')
+            new = copy.deepcopy(dict(body))
+            self._bump(new)
+            self.crs[name] = new
+            return new
+
+    @staticmethod
+    def _bump(cr: dict[str, Any]) -> None:
+        cr["metadata"]["resourceVersion"] = str(int(cr["metadata"]["resourceVersion"]) + 1)
+
+
 class Pods:
     """The pod as the API would return it; `after` looks return the annotated version."""
 
@@ -96,6 +156,7 @@ class Bed:
     conf: dict[str, Any]
     wiring: FakeWiring
     pods: Pods
+    ips: IpCrs
     daemon: CniDaemon
 
     def run(
@@ -131,11 +192,11 @@ def bed(tmp_path: Path) -> Iterator[Bed]:
     conflist = json.loads(write_conflist(tmp_path / "net.d", socket).read_text())
     wiring = FakeWiring()
     pods = Pods(pod(DUAL), pod(DUAL), 0)
-    daemon = CniDaemon(wiring, pods, socket, "node1", add_timeout=1.0, poll=0.01)
+    ips = IpCrs(ip_cr("web.default"))
+    daemon = CniDaemon(wiring, pods, socket, "node1", ips=ips, add_timeout=1.0, poll=0.01)
+    conf = {**conflist["plugins"][0], "cniVersion": "1.0.0"}
     with daemon:
-        yield Bed(
-            plugin, socket, {**conflist["plugins"][0], "cniVersion": "1.0.0"}, wiring, pods, daemon
-        )
+        yield Bed(plugin, socket, conf, wiring, pods, ips, daemon)
 
 
 def test_the_installed_plugin_and_conflist(tmp_path: Path) -> None:
@@ -289,6 +350,7 @@ def test_ipam_mode_takes_the_socket_and_provider_from_the_ipam_section(bed: Bed)
     }
     ann = {k.replace("ovn.kubernetes.io", "m.ns.ovn.kubernetes.io"): v for k, v in DUAL.items()}
     bed.pods.first = bed.pods.then = pod(ann)
+    bed.ips.crs["web.default.m.ns.ovn"] = ip_cr("web.default.m.ns.ovn")
     rc, result = bed.run("ADD", conf=conf, env={"CNI_IFNAME": "net1"})
     assert rc == 0, result
     assert result["routes"] == [] and "gateway" not in result["ips"][0]
@@ -310,7 +372,105 @@ def test_a_provider_kube_ovn_serves_as_ipam_only_gets_addresses_and_no_wiring(be
     bed.daemon.set_subnets([{"spec": {"provider": "mv.ns"}}])
     ann = {k.replace("ovn.kubernetes.io", "mv.ns.kubernetes.io"): v for k, v in DUAL.items()}
     bed.pods.first = bed.pods.then = pod(ann)
+    bed.ips.crs["web.default.mv.ns"] = ip_cr("web.default.mv.ns")
     rc, result = bed.run("ADD", conf=conf, env={"CNI_IFNAME": "net1"})
     assert rc == 0, result
     assert [ip["address"] for ip in result["ips"]] == ["10.16.0.5/16", "fd00:10:16::5/64"]
     assert bed.wiring.wired == []
+
+
+def recorded(cr: Mapping[str, Any], node: str = "node1") -> dict[str, Any]:
+    """`cr` once the daemon of `node` wrote it back (one write: resourceVersion + 1)."""
+    out = copy.deepcopy(dict(cr))
+    meta, spec = out["metadata"], out["spec"]
+    meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+    meta["labels"][spec["subnet"]] = ""
+    spec.update(nodeName=node, attachIps=[], attachSubnets=[], attachMacs=[])
+    return out
+
+
+def test_add_records_the_node_in_the_pods_ip_cr(bed: Bed) -> None:
+    before = copy.deepcopy(bed.ips.crs["web.default"])
+    rc, result = bed.run("ADD")
+    assert rc == 0, result
+    assert bed.ips.crs["web.default"] == recorded(before)
+
+
+def test_add_names_the_ip_cr_after_the_provider_and_the_vm(bed: Bed) -> None:
+    conf = {
+        "cniVersion": "1.0.0",
+        "type": "macvlan",
+        "ipam": {"type": "kube-ovn", "server_socket": str(bed.socket), "provider": "mv.ns"},
+    }
+    bed.daemon.set_subnets([{"spec": {"provider": "mv.ns"}}])
+    ann = {k.replace("ovn.kubernetes.io", "mv.ns.kubernetes.io"): v for k, v in DUAL.items()}
+    bed.pods.first = bed.pods.then = pod(ann)
+    bed.ips.crs["web.default.mv.ns"] = ip_cr("web.default.mv.ns")
+    before = copy.deepcopy(bed.ips.crs)
+    # kube-ovn as another plugin's IPAM: no wiring, but the IP CR write all the same
+    assert bed.run("ADD", conf=conf, env={"CNI_IFNAME": "net1"})[0] == 0
+    assert bed.ips.crs == {**before, "web.default.mv.ns": recorded(before["web.default.mv.ns"])}
+
+    # a KubeVirt VM's pod: the CR (and port) of the VM
+    vm = {**DUAL, "ovn.kubernetes.io/virtualmachine": "vm1"}
+    bed.pods.first = bed.pods.then = pod(vm)
+    bed.ips.crs["vm1.default"] = ip_cr("vm1.default", "vm1")
+    before = copy.deepcopy(bed.ips.crs)
+    assert bed.run("ADD")[0] == 0
+    assert bed.ips.crs == {**before, "vm1.default": recorded(before["vm1.default"])}
+
+
+def test_add_without_an_ip_cr_fails_and_wires_nothing(bed: Bed) -> None:
+    del bed.ips.crs["web.default"]
+    rc, error = bed.run("ADD")
+    assert rc == 1 and error["code"] == 999
+    assert error["msg"].endswith(
+        'failed to get ip crd for 10.16.0.5,fd00:10:16::5, ips.kubeovn.io "web.default" not found'
+    ), error
+    assert bed.wiring.wired == [] and bed.ips.crs == {}
+
+
+def test_add_fails_when_the_ip_cr_changed_since_the_daemon_read_it(bed: Bed) -> None:
+    bed.ips.race = True
+    before = copy.deepcopy(bed.ips.crs["web.default"])
+    rc, error = bed.run("ADD")
+    assert rc == 1 and error["code"] == 999
+    assert "failed to update ip crd for 10.16.0.5,fd00:10:16::5, (409)" in error["msg"], error
+    assert bed.wiring.wired == []
+    # only the other writer's change is there; the runtime's retry then goes through
+    assert bed.ips.crs["web.default"]["spec"] == before["spec"]
+    bed.ips.race = False
+    assert bed.run("ADD")[0] == 0
+    assert bed.ips.crs["web.default"]["spec"] == recorded(before)["spec"]
+
+
+def test_a_pod_never_routed_still_gets_its_ip_cr_written_before_the_refusal(bed: Bed) -> None:
+    bed.pods.first = bed.pods.then = pod({**DUAL, "ovn.kubernetes.io/routed": ""})
+    before = copy.deepcopy(bed.ips.crs["web.default"])
+    rc, error = bed.run("ADD")
+    assert rc == 1 and "route is not ready for pod default/web" in error["msg"]
+    assert bed.ips.crs["web.default"] == recorded(before)
+    assert bed.wiring.wired == []
+
+
+def test_a_pod_never_allocated_leaves_its_ip_cr_alone(bed: Bed) -> None:
+    bed.pods.first = bed.pods.then = pod({})
+    before = copy.deepcopy(bed.ips.crs)
+    assert bed.run("ADD")[0] == 1
+    assert bed.ips.crs == before
+
+
+def test_del_and_check_leave_the_ip_cr_alone(bed: Bed) -> None:
+    before = copy.deepcopy(bed.ips.crs)
+    assert bed.run("CHECK") == (0, None)
+    assert bed.run("DEL") == (0, None)
+    assert bed.ips.crs == before
+
+
+def test_the_pod_uid_is_not_checked(bed: Bed) -> None:
+    # kube-ovn v1.8.18's plugin reads only K8S_POD_NAME and K8S_POD_NAMESPACE: the pod that has
+    # that name now is the one networked, whatever UID the runtime names
+    args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web;K8S_POD_UID=not-u1"
+    rc, result = bed.run("ADD", env={"CNI_ARGS": args})
+    assert rc == 0, result
+    assert bed.wiring.wired == [(NETNS, CID, "eth0", "ovn")]

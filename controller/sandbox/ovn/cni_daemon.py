@@ -1,7 +1,7 @@
 """The per-node CNI daemon stand-in: kube-ovn-cni's cniserver, serving the CNI plugin.
 
-`CniDaemon(wiring, pods, socket_path, node_name)` serves HTTP on a unix socket as kube-ovn
-v1.8.18's daemon does (pkg/daemon/server.go lines 19-58; its default socket is
+`CniDaemon(wiring, pods, socket_path, node_name, ips=ip_crs)` serves HTTP on a unix socket as
+kube-ovn v1.8.18's daemon does (pkg/daemon/server.go lines 19-58; its default socket is
 /run/openvswitch/kube-ovn-daemon.sock, pkg/daemon/config.go line 61): the plugin (cni_plugin.py)
 POSTs a JSON `CniRequest` (pkg/request/cniserver.go lines 24-36: `cni_type`, `pod_name`,
 `pod_namespace`, `container_id`, `net_ns`, `if_name`, `provider`) to
@@ -9,14 +9,27 @@ POSTs a JSON `CniRequest` (pkg/request/cniserver.go lines 24-36: `cni_type`, `po
 * `/api/v1/add`: after the provider check (handler.go lines 37-68: a provider that is not
   `ovn`/`*.ovn` must be some Subnet's `spec.provider`, else 400), polls the pod until the
   controller has allocated its network, written valid annotations and, for `eth0`, routed it
-  (handler.go lines 74-128: one look a second for 20 tries), then wires the interface into the
-  runtime's namespace with `CniWiring.wire_container` and answers 200 with a `CniResponse`
-  (cniserver.go lines 39-48: `protocol`, `address`, `mac_address`, `cidr`, `gateway` (eth0
-  only, handler.go line 231), `mtu`, `nicname`). A provider that is not `ovn`/`*.ovn` (kube-ovn
-  as another plugin's IPAM) gets the addresses without any wiring (handler.go line 155). A pod
+  (handler.go lines 74-128: one look a second for 20 tries), records its node in the pod's IP
+  CR (below), then wires the interface into the runtime's namespace with
+  `CniWiring.wire_container` and answers 200 with a `CniResponse` (cniserver.go lines 39-48:
+  `protocol`, `address`, `mac_address`, `cidr`, `gateway` (eth0 only, handler.go line 231),
+  `mtu`, `nicname`). A provider that is not `ovn`/`*.ovn` (kube-ovn as another plugin's IPAM)
+  gets the addresses without any wiring (handler.go line 155). A pod
   that never gets there is a 500 whose `error` names what is missing (kube-ovn's words: "no
   address allocated to pod ...", "route is not ready for pod ..."); a pod that does not exist
   is a 500 at once (handler.go lines 75-81).
+* The IP CR write of an ADD (handler.go lines 139-144 and `UpdateIPCr`, lines 239-260): once the
+  pod is allocated, for every provider (IPAM-only ones too), the daemon GETs the IP CR
+  `PodNameToPortName(<pod or its VM>, <ns>, <provider>)` and PUTs it back with `spec.nodeName` =
+  its node, the attach lists emptied and the label `<logical_switch>: ""` (`ip_cr_on_node`).
+  A pod still not routed at the deadline gets this write too, under its own name, before the
+  "route is not ready" refusal, as kube-ovn's loop leaves it. A CR that is missing, or a GET or
+  PUT the API refuses (a 409 when someone wrote it since the GET), fails the ADD with a 500
+  ("failed to get/update ip crd for <ip>, ..."); the runtime retries the ADD. DEL and CHECK
+  do not touch it.
+* The pod's UID (`K8S_POD_UID`) is neither sent nor checked: kube-ovn's plugin reads only
+  K8S_POD_NAME and K8S_POD_NAMESPACE (cmd/cni/cni.go lines 37-44, 129-136), its request has no
+  UID field and its handler acts on whichever pod has that name now; so does this daemon.
 * `/api/v1/del`: deletes the container's interface; 204 also when there is nothing to delete
   (no pod, no port, no namespace, a second DEL). Unlike kube-ovn (handler.go lines 284-287,
   which skips the port of a pod already gone) the port is deleted whether the pod exists or not:
@@ -56,9 +69,15 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from controller.core.constants import (
+    IP_ADDRESS_ANNOTATION_TEMPLATE,
+    LOGICAL_SWITCH_ANNOTATION_TEMPLATE,
+)
+from controller.core.naming import pod_name_to_port_name
 from controller.sandbox.cluster.subnetwatch import SubnetWatch
 from controller.sandbox.cluster.wiring import WiringError
 from controller.sandbox.ovn.cni import MTU, CniWiring, NicPlan, plan_pod_nic
+from controller.sandbox.ovn.cni_plan import ip_cr_on_node
 from controller.sandbox.ovn.dataplane import DataPlane
 
 LOG = logging.getLogger(__name__)
@@ -75,6 +94,14 @@ class PodSource(Protocol):
     """Where the daemon reads pods (kube-ovn: its pod informer's lister)."""
 
     def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+class IpCrs(Protocol):
+    """The daemon's IP CR client (kube-ovn: its kubeovn clientset, no cache)."""
+
+    def get_ip(self, name: str) -> Mapping[str, Any] | None: ...
+
+    def update_ip(self, body: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
 
 class ContainerWiring(Protocol):
@@ -97,17 +124,32 @@ class ContainerWiring(Protocol):
     def ensure_node(self, name: str) -> bool: ...
 
 
+IP_CRD = ("kubeovn.io", "v1", "ips")
+
+
 class ApiObjects:
-    """Pods and Nodes through the official client, as the API server returns them (JSON)."""
+    """Pods, Nodes and IP CRs through the official client, as the API server returns them."""
 
     def __init__(self, api_client: Any) -> None:
         self._core = k8s_client.CoreV1Api(api_client)
+        self._custom = k8s_client.CustomObjectsApi(api_client)
 
     def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self._read(self._core.read_namespaced_pod, name, namespace)
 
     def get_node(self, name: str) -> Mapping[str, Any] | None:
         return self._read(self._core.read_node, name)
+
+    def get_ip(self, name: str) -> Mapping[str, Any] | None:
+        return self._read(self._custom.get_cluster_custom_object, *IP_CRD, name)
+
+    def update_ip(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        name = body["metadata"]["name"]
+        resp: Any = self._custom.replace_cluster_custom_object(
+            *IP_CRD, name, dict(body), _preload_content=False
+        )
+        obj: Mapping[str, Any] = json.loads(resp.data)
+        return obj
 
     @staticmethod
     def _read(fn: Any, *args: str) -> Mapping[str, Any] | None:
@@ -191,11 +233,13 @@ class CniDaemon:
         socket_path: Path | str,
         node_name: str,
         *,
+        ips: IpCrs,
         add_timeout: float = ADD_TIMEOUT,
         poll: float = POLL,
     ) -> None:
         self.wiring = wiring
         self.pods = pods
+        self.ips = ips
         self.socket_path = Path(socket_path)
         self.node_name = node_name
         self.add_timeout = add_timeout
@@ -220,7 +264,7 @@ class CniDaemon:
         """A daemon reading pods, its Node and the Subnets through `api_client`."""
         objects = ApiObjects(api_client)
         wiring = CniWiring(dataplane, node_lookup=objects.get_node)
-        daemon = cls(wiring, objects, socket_path, node_name, **kwargs)
+        daemon = cls(wiring, objects, socket_path, node_name, ips=objects, **kwargs)
         custom = k8s_client.CustomObjectsApi(api_client)
         daemon._watch = SubnetWatch(custom, daemon.set_subnets)
         return daemon
@@ -300,6 +344,7 @@ class CniDaemon:
         if not req.net_ns.startswith("/"):
             raise DaemonError(400, f"net_ns {req.net_ns!r} is not a namespace path")
         pod, plan = self._wait_for_annotations(req)
+        self._record_node(req, pod, plan.port)
         if not req.provider.endswith(OVN_PROVIDER):
             # kube-ovn as another plugin's IPAM: the addresses only, that plugin makes the
             # interface (handler.go line 155 wires only `*ovn` providers)
@@ -343,6 +388,25 @@ class CniDaemon:
             raise DaemonError(500, f"get pod {what} failed: not found")
         return pod
 
+    def _record_node(self, req: CniRequest, pod: Mapping[str, Any], name: str) -> None:
+        """kube-ovn's `UpdateIPCr`: this node, no attachments and the subnet label on the IP CR
+        `name`; `DaemonError` (500) when it cannot be read or written (module docstring)."""
+        ann = (pod.get("metadata") or {}).get("annotations") or {}
+        ip = ann.get(IP_ADDRESS_ANNOTATION_TEMPLATE.format(provider=req.provider), "")
+        subnet = ann.get(LOGICAL_SWITCH_ANNOTATION_TEMPLATE.format(provider=req.provider), "")
+        try:
+            current = self.ips.get_ip(name)
+        except Exception as exc:  # any API failure fails the ADD, as kube-ovn's does
+            raise DaemonError(500, f"failed to get ip crd for {ip}, {exc}") from None
+        if current is None:
+            missing = f'ips.kubeovn.io "{name}" not found'
+            raise DaemonError(500, f"failed to get ip crd for {ip}, {missing}")
+        try:
+            self.ips.update_ip(ip_cr_on_node(current, self.node_name, subnet))
+        except Exception as exc:
+            raise DaemonError(500, f"failed to update ip crd for {ip}, {exc}") from None
+        LOG.info("IP CR %s (%s) recorded on node %s", name, ip, self.node_name)
+
     def _wait_for_annotations(self, req: CniRequest) -> tuple[Mapping[str, Any], NicPlan]:
         """The pod once its network is allocated (and routed, for eth0) with valid annotations;
         `DaemonError` at the deadline saying what is still missing."""
@@ -360,6 +424,11 @@ class CniDaemon:
         if "not allocated" in reason:
             msg = f"no address allocated to pod {what}, please see kube-ovn-controller logs"
         elif "not routed" in reason:
+            # kube-ovn's loop gives up before it swaps in a VM's name, and writes the IP CR
+            # before it refuses the unrouted pod (handler.go lines 117-127 and 139-153)
+            self._record_node(
+                req, pod, pod_name_to_port_name(req.pod_name, req.pod_namespace, req.provider)
+            )
             msg = f"route is not ready for pod {what} provider {req.provider}, please see "
             msg += "kube-ovn-controller logs"
         else:

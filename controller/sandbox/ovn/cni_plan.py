@@ -15,6 +15,8 @@ and of a node's ovn0, and the CIDRs a node routes on ovn0. Pure functions, no I/
   (pkg/daemon/handler.go lines 74-128): `<provider>.kubernetes.io/allocated` must be "true",
   the annotations valid, and for `eth0` `<provider>.kubernetes.io/routed` "true".
 * `plan_node(node)`: the node's `ovn0` from the node controller's annotations.
+* `ip_cr_on_node(ip_cr, node_name, subnet)`: the IP CR as the daemon writes it back on ADD
+  (kube-ovn v1.8.18 pkg/daemon/handler.go `UpdateIPCr`, lines 239-260).
 * `node_route_cidrs(subnets)`: the daemon's node-route rule (pkg/daemon/controller.go line 551).
 * `ip_batch(plan)`: the `ip -batch` lines that configure a planned interface (idempotent);
   `host_nic_name(container_id, ifname)`: the host end's name on a runtime's path.
@@ -22,6 +24,7 @@ and of a node's ovn0, and the CIDRs a node routes on ovn0. Pure functions, no I/
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -217,6 +220,25 @@ def plan_node(node: Mapping[str, Any]) -> NicPlan:
         ann.get(GATEWAY_ANNOTATION, ""),
     )
     return NicPlan(OVN_PROVIDER, port, NODE_NIC, mac.lower(), addresses, gateways, False)
+
+
+def ip_cr_on_node(ip_cr: Mapping[str, Any], node_name: str, subnet: str) -> dict[str, Any]:
+    """`ip_cr` as kube-ovn v1.8.18's daemon updates it on a CNI ADD (pkg/daemon/handler.go
+    `UpdateIPCr`, lines 239-260): `spec.nodeName` is the daemon's node, `attachIps`,
+    `attachSubnets` and `attachMacs` are emptied, and the label `<subnet>: ""` is added (subnet
+    = the pod's `<provider>.kubernetes.io/logical_switch`). Everything else, resourceVersion
+    included, stays, so the PUT is refused on a concurrent change as the daemon's Update is.
+    Labels the CR lacks altogether are created (kube-ovn's daemon would panic on that nil map;
+    every IP CR a controller writes has labels, so the difference never shows)."""
+    body: dict[str, Any] = copy.deepcopy(dict(ip_cr))
+    meta = body.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), subnet: ""}
+    spec = body.setdefault("spec", {})
+    spec["nodeName"] = node_name
+    spec["attachIps"] = []
+    spec["attachSubnets"] = []
+    spec["attachMacs"] = []
+    return body
 
 
 def node_route_cidrs(subnets: Iterable[Mapping[str, Any]]) -> list[str]:
