@@ -168,7 +168,7 @@ def test_a_node_has_no_default_route_on_ovn0() -> None:
 def test_the_ip_cr_as_the_daemon_writes_it_back() -> None:
     # as kube-ovn v1.8.18's controller may leave it: no node yet (allocated before scheduling),
     # leftover attachments, only the subnet-name label; plus a field and a label of someone else
-    cr = {
+    cr: dict[str, Any] = {
         "apiVersion": "kubeovn.io/v1",
         "kind": "IP",
         "metadata": {
