@@ -27,7 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
-pytest_plugins = ["tests.fixtures.nb", "tests.fixtures.controlplane", "tests.fixtures.realbed"]
+pytest_plugins = [
+    "tests.fixtures.nb",
+    "tests.fixtures.controlplane",
+    "tests.fixtures.realbed",
+    "tests.fixtures.logging_state",
+]
 
 TESTS = Path(__file__).resolve().parent
 # tier directory -> its own markers; every tier listed here is also `slow`. The data-plane and

@@ -13,6 +13,7 @@ import pytest
 from controller.app import EXIT_FAILURE
 from controller.cli import main
 from controller.config import build_parser
+from tests.fixtures.logging_state import preserved_logging
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,7 +95,8 @@ def test_a_missing_kubeconfig_is_named_once(
         "--leader-elect=false",
         "--metrics-port=0",
     ]
-    assert main(argv) == EXIT_FAILURE
+    with preserved_logging():  # main() installs its own root handler and levels
+        assert main(argv) == EXIT_FAILURE
     lines = [line for line in capsys.readouterr().err.splitlines() if str(missing) in line]
     assert len(lines) == 1, lines
     assert lines[0] == f"error: cannot load Kubernetes config from {missing}: no such file"

@@ -121,6 +121,35 @@ def annotations_once(
     return ann if got and (value is None or got == value) else None
 
 
+def rewrite(
+    server: HasStore,
+    resource: str,
+    namespace: str | None,
+    name: str,
+    change: Callable[[dict[str, Any]], None],
+) -> dict[str, Any]:
+    """Read the object, `change` it in place and write it back (PUT, with the read's
+    resourceVersion); on a 409 Conflict, another writer got in between (a leader renewing its
+    Lease, the kubelet or the controller writing a pod), so read and change it again, as
+    client-go's RetryOnConflict does. Returns what the server stored."""
+    store = server.store
+    written: list[dict[str, Any]] = []
+
+    def attempt() -> bool:
+        obj = store.get(resource, namespace, name)
+        change(obj)
+        try:
+            written.append(store.update(resource, obj, namespace))
+        except ApiError as exc:
+            if exc.code != 409:
+                raise
+            return False
+        return True
+
+    wait_for(attempt, message=f"{resource} {name} written without a conflict")
+    return written[-1]
+
+
 def allocated_pods(store: Store, namespace: str = "default") -> dict[str, str]:
     """name -> IP address of every pod in `namespace` annotated as allocated."""
     out = {}

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from controller.core.constants import (
 )
 from controller.runtime.leaderelection import lock_record_time
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import annotations_of, get_or_none, pod, running, wait_for
+from tests.e2e.helpers import annotations_of, get_or_none, pod, rewrite, running, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -169,13 +170,16 @@ def test_losing_the_lease_stops_the_controller_with_exit_1(
     cluster: Cluster, start_controller: StartController
 ) -> None:
     ctl = running(start_controller(), "leading")
-    store = cluster.server.store
-    lease = store.get("leases", *LEASE)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    lease["spec"].update(
-        holderIdentity="intruder", leaseDurationSeconds=60, renewTime=now, acquireTime=now
-    )
-    store.update("leases", lease, "kube-system")
+
+    def intrude(lease: dict[str, Any]) -> None:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lease["spec"].update(
+            holderIdentity="intruder", leaseDurationSeconds=60, renewTime=now, acquireTime=now
+        )
+
+    # the leader renews every retry period: a renewal between the read and the write is a
+    # Conflict, after which the intruder reads the Lease again
+    rewrite(cluster.server, "leases", *LEASE, intrude)
     assert ctl.wait(15) == 1
     assert not ctl.is_leader()
     assert holder(cluster) == "intruder"  # a replica that lost the lease does not release it

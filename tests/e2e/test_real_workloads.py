@@ -190,6 +190,7 @@ def test_namespace_deletion_cleans_up_its_pods_networks(
     for name in ("a", "b"):
         no_lsp(cluster, f"{name}.{ns}")
         gone(cluster, "ips", f"{name}.{ns}")
-        assert ctl.ipam.get_pod_address(f"{ns}/{name}") == []
+        # the address is released after the IP CR's delete returns: waited for, not read once
+        wait_for(partial(ipam_released, ctl, f"{ns}/{name}"), message=f"{name} freed")
     quiet(ctl)
     settled(cluster)

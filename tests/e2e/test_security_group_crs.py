@@ -17,7 +17,7 @@ from controller.app import Controller
 from controller.core.constants import IP_ADDRESS_ANNOTATION, PORT_SECURITY_ANNOTATION
 from controller.core.security_group import rules_md5
 from tests.e2e.conftest import Cluster, StartController
-from tests.e2e.helpers import audit_clean, get_or_none, pod, running, wait_for
+from tests.e2e.helpers import audit_clean, get_or_none, pod, rewrite, running, wait_for
 from tests.e2e.nbrows import nb_row, nb_rows
 from tests.e2e.workloads import allocated, warning
 
@@ -312,9 +312,12 @@ def test_remote_group_appearing_later_and_members(ctl: Controller, cluster: Clus
         message="two members",
     )
     store = cluster.server.store
-    p = store.get("pods", NS, "db1")
-    p["metadata"]["annotations"][SG_ANNOTATION] = "app"
-    store.update("pods", p)
+
+    def to_app(p: dict[str, Any]) -> None:
+        p["metadata"]["annotations"][SG_ANNOTATION] = "app"
+
+    # on the real plane the scheduler, the controller and the kubelet write the pod as well
+    rewrite(cluster.server, "pods", NS, "db1", to_app)
     wait_for(lambda: address_set(cluster, "ovn.sg.db.associated.v4") == {db2_ip}, message="left")
     wait_for(lambda: pg_ports(cluster, "ovn.sg.app") == {f"db1.{NS}"}, message="joined app")
     store.delete("pods", NS, "db2")

@@ -152,7 +152,15 @@ def test_subnet_namespace_and_node_lifecycle(
         message="team-b bound to sub-b",
     )
     assert annotations_of(server, "namespaces", None, "team-b")[CIDR_ANNOTATION] == "10.77.0.0/24"
-    status = wait_for(lambda: store.get("subnets", None, "sub-b").get("status"))
+    # the conditions and the usage counters are two writes of the status, in either order
+    status = wait_for(
+        lambda: (
+            (st := store.get("subnets", None, "sub-b").get("status") or {})
+            and "v4availableIPs" in st
+            and st
+        ),
+        message="sub-b's addresses counted in its status",
+    )
     assert status["v4availableIPs"] == 253 and status["v4usingIPs"] == 0
 
     # deleting the subnet unbinds the namespace and removes the switch
