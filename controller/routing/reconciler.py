@@ -383,28 +383,35 @@ class RoutingReconciler:
         """`pod`'s `address` ("v4,v6") in `subnet` is going: its rows (set entry, own reroute,
         NAT, v1.8 src-ip route) are removed in one transaction now, before the address can be
         handed out again, except those another live pod still claims (a successor on the same
-        node, a VM's migration target); its keys are queued to settle the rest."""
+        node, a VM's migration target); its keys are queued to settle the rest.
+
+        The set entries are the subnet's own (named by it). The per-address rows (reroute, NAT,
+        src-ip route) are keyed by the address alone, so they are only removed when `subnet`
+        may have written them (it is routed on the cluster router, or no longer cached) and no
+        live pod of any routed subnet holds the address: a custom VPC or an attachment network
+        may reuse a default-VPC range, and its release must not unroute the default-VPC pod
+        holding the same address."""
         self._inputs.forget(pod.key)
         cfg = self._cfg()
         now = self._wall_clock()
         nodes = [pod.node_name] if pod.node_name else self._node_names_of(subnet)
+        cached, _ = self._inputs.subnet(subnet)
+        routes_here = cached is None or rs.routed_subnet(cached, cfg)
         sets: list[SetChange] = []
         drops: list[tuple[int, str]] = []
         nats: list[NatChange] = []
         routes: list[str] = []
         for ip in (a.strip() for a in address.split(",") if a.strip()):
             others = [
-                p
-                for p in self._inputs.holders(ip)
-                if p.uid != pod.uid and rs.pod_subnet(p) == subnet and rs.routable(p, now)
+                p for p in self._inputs.holders(ip) if p.uid != pod.uid and rs.routable(p, now)
             ]
             version = rp.family(ip)
             for node in nodes:
-                if not any(p.node_name == node for p in others):
+                if not any(p.node_name == node and rs.pod_subnet(p) == subnet for p in others):
                     sets.append(SetChange(rp.set_name(subnet, node, version), remove=(ip,)))
                     sets.append(SetChange(rp.legacy_set_name(subnet, node, version), remove=(ip,)))
-            if others:
-                continue  # its own reroute, NAT and route are the live holder's now
+            if not routes_here or any(self._routed_here(p, subnet, cfg) for p in others):
+                continue  # not this subnet's rows, or the live holder's now
             drops.append((rp.POD_PRIORITY, rp.src_match(ip)))
             if cfg.enable_eip_snat:
                 nats += [
@@ -426,6 +433,15 @@ class RoutingReconciler:
         for node in nodes:
             self.enqueue(rs.node_key(subnet, node))
         self.enqueue(rs.subnet_key(subnet))
+
+    def _routed_here(self, pod: Pod, released: str, cfg: rs.RoutingConfig) -> bool:
+        """Does live `pod` have rows on the cluster router (its subnet is `released`, or a
+        cached routed subnet)? As `RoutingInputs.claims`, a pod of an uncached subnet has none."""
+        name = rs.pod_subnet(pod)
+        if name == released:
+            return True
+        subnet, _ = self._inputs.subnet(name)
+        return rs.routed_subnet(subnet, cfg)
 
     # --- garbage collection backstop -------------------------------------------------------------
 
