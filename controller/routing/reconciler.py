@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from controller.config import Config
 from controller.core import router_policy as rp
@@ -60,6 +60,7 @@ from controller.queues.clock import WallClock, utcnow
 from controller.routing import events
 from controller.routing.changes import combined, describe, removes
 from controller.routing.inputs import RoutingInputs
+from controller.routing.node_key_rows import NodeKeyRows
 from controller.routing.node_policies import ALL_NODE_POLICIES, KeyLocks, NodePolicyKeys
 from controller.routing.range_rows import range_rows
 from controller.runtime.leader_gated import LeaderGated
@@ -67,6 +68,10 @@ from controller.runtime.worker import start_workers
 from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
+
+# The key of the full pass over every subnet key and subnet node key (no Subnet or Node name
+# holds the separator, so it is no subnet's, node's or node policy's key).
+ALL_SUBNETS = rs.KEY_SEP * 2
 
 
 class RoutingReconciler:
@@ -169,12 +174,11 @@ class RoutingReconciler:
         return events.configmap_event_handler(resync, self._is_leader)
 
     def resync(self) -> None:
-        """Enqueue every subnet key (which enqueue their node keys) and the pass over every
-        node policy key (`ALL_NODE_POLICIES`): the full pass."""
+        """Enqueue the pass over every subnet key and subnet node key (`ALL_SUBNETS`) and the
+        pass over every node policy key (`ALL_NODE_POLICIES`): the full pass."""
         if not self._is_leader():
             return
-        for name in self._subnet_names():
-            self.enqueue(rs.subnet_key(name))
+        self.enqueue(ALL_SUBNETS)
         self.enqueue(ALL_NODE_POLICIES)
 
     # --- reading the caches ----------------------------------------------------------------------
@@ -210,6 +214,8 @@ class RoutingReconciler:
         """Bring one key's rows to their desired state; returns the change applied."""
         if key == ALL_NODE_POLICIES:
             return combined(c for _, c in self._node_policies.reconcile_all(self._locks))
+        if key == ALL_SUBNETS:
+            return combined(c for _, c in self._reconcile_all_subnets())
         subnet, node = rs.split_key(key)
         if not subnet:
             with self._locks.locked(key):
@@ -222,8 +228,15 @@ class RoutingReconciler:
             return self._reconcile_subnet(subnet)
 
     def _reconcile_node(
-        self, subnet_name: str, node_name: str, dry_run: bool = False
+        self,
+        subnet_name: str,
+        node_name: str,
+        dry_run: bool = False,
+        shared: NodeKeyRows | None = None,
     ) -> tuple[RoutingChange, rs.NodeDesired]:
+        """Bring node key (subnet, node) to its desired rows. With `shared` (a full pass's one
+        read of the router) the key is diffed against that read first and, only when its
+        rows differ there, again against a fresh read, which alone is written from."""
         cfg = self._cfg()
         now = self._wall_clock()
         subnet, malformed = self._inputs.subnet(subnet_name)
@@ -238,6 +251,21 @@ class RoutingReconciler:
             cfg,
             now,
         )
+        key = rs.node_key(subnet_name, node_name)
+        claims = self._inputs.claims(cfg, now, exclude=key)
+        if shared is not None:
+            rows = shared.of(subnet_name, node_name, desired.ips)
+            actual = rs.actual_rows(
+                subnet_name,
+                node_name,
+                rows.policies,
+                rows.sets,
+                rows.nats,
+                rows.routes,
+                desired.ips,
+            )
+            if rs.diff_rows(desired.rows, actual, claims).empty():
+                return RoutingChange(), desired
         router = cfg.router
         actual = rs.actual_rows(
             subnet_name,
@@ -255,8 +283,7 @@ class RoutingReconciler:
             self._nb.list_static_routes(router) if desired.ips else (),
             desired.ips,
         )
-        key = rs.node_key(subnet_name, node_name)
-        change = rs.diff_rows(desired.rows, actual, self._inputs.claims(cfg, now, exclude=key))
+        change = rs.diff_rows(desired.rows, actual, claims)
         if not change.empty() and not dry_run:
             LOG.info("routing %s: %s", key, describe(change))
             self._nb.apply_routing(router, change)
@@ -316,6 +343,40 @@ class RoutingReconciler:
             for node in sorted(node_names):
                 self.enqueue(rs.node_key(name, node))
         return change
+
+    def _reconcile_all_subnets(self, skip: Collection[str] = ()) -> list[tuple[str, RoutingChange]]:
+        """The full pass over every subnet key, then every subnet node key but those in
+        `skip`, each under its lock; returns each key that had to change, with the change.
+
+        The subnet keys run first (a switch to distributed writes its node keys' rows itself
+        before its subnet-wide reroute goes), then one read of the router (`NodeKeyRows`) is
+        shared by the node keys: a key whose rows differ from that read is diffed again against
+        a fresh read before anything is written, so a write never follows a stale read; a row
+        another writer changes after the shared read, where the key's rows still look right in
+        that read, is left to the next pass. The node keys are diffed here, not queued: queued,
+        a worker could repair their drift first and gc's pass would neither see nor count it."""
+        found: list[tuple[str, RoutingChange]] = []
+        names = self._subnet_names()
+        for name in names:
+            if rs.subnet_key(name) in skip:
+                continue
+            with self._locks.locked(rs.subnet_key(name)):
+                change = self._reconcile_subnet(name, queue_nodes=False)
+            if not change.empty():
+                found.append((name, change))
+        cfg = self._cfg()
+        shared = NodeKeyRows.read(self._nb, cfg.router, cfg.enable_eip_snat)
+        cached_nodes = set(self._inputs.nodes())
+        for name in names:
+            for node in sorted(cached_nodes | shared.nodes_of(name)):
+                key = rs.node_key(name, node)
+                if key in skip:
+                    continue
+                with self._locks.locked(key):
+                    change, _ = self._reconcile_node(name, node, shared=shared)
+                if not change.empty():
+                    found.append((key, change))
+        return found
 
     def _node_names_of(
         self,
@@ -449,28 +510,12 @@ class RoutingReconciler:
         """Diff every key that is not queued under its lock and apply what differs; returns
         each key that had to change, with the change (a drift the events should have
         prevented, or the first pass of a controller that just started)."""
-        found: list[tuple[str, RoutingChange]] = []
         # NOTE: a key queued when the pass starts is converging (an event reached it and its
         # handler has not run yet): what differs there is the reconciler's to write, not
         # drift.
         with self._queued_lock:
             converging = set(self._queued)
-        for name in self._subnet_names():
-            if rs.subnet_key(name) not in converging:
-                with self._locks.locked(rs.subnet_key(name)):
-                    # NOTE: the pass diffs the node keys itself, next: queued, a worker could
-                    # repair their drift first and the pass would neither see nor count it
-                    change = self._reconcile_subnet(name, queue_nodes=False)
-                if not change.empty():
-                    found.append((name, change))
-            for node in self._node_names_of(name):
-                key = rs.node_key(name, node)
-                if key in converging:
-                    continue
-                with self._locks.locked(key):
-                    change, _ = self._reconcile_node(name, node)
-                if not change.empty():
-                    found.append((key, change))
+        found = self._reconcile_all_subnets(skip=converging)
         found += self._node_policies.reconcile_all(self._locks, skip=converging)
         for key, change in found:
             if removes(change):
