@@ -11,10 +11,12 @@ Contract:
   own lock.
 * What enqueues what: the informer events (`controller.routing.events`) enqueue the keys they
   affect; a subnet key's handler enqueues the node keys of every cached node and of every node
-  its rows in the NB name. `resync()` (every `--routing-resync-period`) enqueues every subnet
-  key and `/` (the node policy keys of the cached nodes and of the nodes the NB's node
-  policies name, diffed against one read of the router): the periodic proof of convergence;
-  gc's `backstop()` (at the start, then every `--gc-interval`) diffs the same keys.
+  its rows in the NB name. `resync()` (every `--routing-resync-period`) enqueues `//`
+  (`ALL_SUBNETS`: every subnet key, then every subnet node key, diffed against one read of
+  the router) and `/` (the node policy keys of the cached nodes and of the nodes the NB's node
+  policies name, likewise): the periodic proof of convergence; gc's `backstop()` (at the
+  start, then every `--gc-interval`) diffs the same keys. A pass writes a key only from a fresh
+  read of its rows.
 * A subnet switched to distributed gets its node keys applied before its subnet-wide reroute
   (and kube-ovn v1.8's src-ip route of its blocks) goes; switched to centralized, the subnet-wide
   reroute is written first. Old rows are removed in the transaction that writes their
@@ -63,6 +65,7 @@ from controller.routing.inputs import RoutingInputs
 from controller.routing.node_key_rows import NodeKeyRows
 from controller.routing.node_policies import ALL_NODE_POLICIES, KeyLocks, NodePolicyKeys
 from controller.routing.range_rows import range_rows
+from controller.routing.release import released_rows
 from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
@@ -345,16 +348,11 @@ class RoutingReconciler:
         return change
 
     def _reconcile_all_subnets(self, skip: Collection[str] = ()) -> list[tuple[str, RoutingChange]]:
-        """The full pass over every subnet key, then every subnet node key but those in
-        `skip`, each under its lock; returns each key that had to change, with the change.
-
-        The subnet keys run first (a switch to distributed writes its node keys' rows itself
-        before its subnet-wide reroute goes), then one read of the router (`NodeKeyRows`) is
-        shared by the node keys: a key whose rows differ from that read is diffed again against
-        a fresh read before anything is written, so a write never follows a stale read; a row
-        another writer changes after the shared read, where the key's rows still look right in
-        that read, is left to the next pass. The node keys are diffed here, not queued: queued,
-        a worker could repair their drift first and gc's pass would neither see nor count it."""
+        """Every subnet key, then every subnet node key but those in `skip`, each under its
+        lock; returns each key that had to change, with the change. The node keys share one
+        read of the router (`NodeKeyRows`; a write follows a fresh read only, and a row changed
+        after the shared read that still looks right in it is left to the next pass). They are
+        diffed here, not queued: a worker could repair their drift before gc's pass counts it."""
         found: list[tuple[str, RoutingChange]] = []
         names = self._subnet_names()
         for name in names:
@@ -443,49 +441,12 @@ class RoutingReconciler:
     def release_pod(self, pod: Pod, subnet: str, address: str) -> None:
         """`pod`'s `address` ("v4,v6") in `subnet` is going: its rows (set entry, own reroute,
         NAT, v1.8 src-ip route) are removed in one transaction now, before the address can be
-        handed out again, except those another live pod still claims (a successor on the same
-        node, a VM's migration target); its keys are queued to settle the rest.
-
-        The set entries are the subnet's own (named by it). The per-address rows (reroute, NAT,
-        src-ip route) are keyed by the address alone, so they are only removed when `subnet`
-        may have written them (it is routed on the cluster router, or no longer cached) and no
-        live pod of any routed subnet holds the address: a custom VPC or an attachment network
-        may reuse a default-VPC range, and its release must not unroute the default-VPC pod
-        holding the same address."""
+        handed out again, except those another live pod still has, or that another subnet
+        wrote (`controller.routing.release`); its keys are queued to settle the rest."""
         self._inputs.forget(pod.key)
         cfg = self._cfg()
-        now = self._wall_clock()
         nodes = [pod.node_name] if pod.node_name else self._node_names_of(subnet)
-        cached, _ = self._inputs.subnet(subnet)
-        routes_here = cached is None or rs.routed_subnet(cached, cfg)
-        sets: list[SetChange] = []
-        drops: list[tuple[int, str]] = []
-        nats: list[NatChange] = []
-        routes: list[str] = []
-        for ip in (a.strip() for a in address.split(",") if a.strip()):
-            others = [
-                p for p in self._inputs.holders(ip) if p.uid != pod.uid and rs.routable(p, now)
-            ]
-            version = rp.family(ip)
-            for node in nodes:
-                if not any(p.node_name == node and rs.pod_subnet(p) == subnet for p in others):
-                    sets.append(SetChange(rp.set_name(subnet, node, version), remove=(ip,)))
-                    sets.append(SetChange(rp.legacy_set_name(subnet, node, version), remove=(ip,)))
-            if not routes_here or any(self._routed_here(p, subnet, cfg) for p in others):
-                continue  # not this subnet's rows, or the live holder's now
-            drops.append((rp.POD_PRIORITY, rp.src_match(ip)))
-            if cfg.enable_eip_snat:
-                nats += [
-                    NatChange(NAT_TYPE_DNAT_AND_SNAT, ip, ""),
-                    NatChange(NAT_TYPE_SNAT, ip, ""),
-                ]
-            routes.append(ip)
-        change = RoutingChange(
-            delete_policies=tuple(drops),
-            sets=tuple(sets),
-            nats=tuple(nats),
-            delete_src_routes=tuple(routes),
-        )
+        change = released_rows(self._inputs, cfg, self._wall_clock(), pod, subnet, address, nodes)
         lock = rs.node_key(subnet, pod.node_name) if pod.node_name else rs.subnet_key(subnet)
         with self._locks.locked(lock):
             self._nb.apply_routing(cfg.router, change)
@@ -494,15 +455,6 @@ class RoutingReconciler:
         for node in nodes:
             self.enqueue(rs.node_key(subnet, node))
         self.enqueue(rs.subnet_key(subnet))
-
-    def _routed_here(self, pod: Pod, released: str, cfg: rs.RoutingConfig) -> bool:
-        """Does live `pod` have rows on the cluster router (its subnet is `released`, or a
-        cached routed subnet)? As `RoutingInputs.claims`, a pod of an uncached subnet has none."""
-        name = rs.pod_subnet(pod)
-        if name == released:
-            return True
-        subnet, _ = self._inputs.subnet(name)
-        return rs.routed_subnet(subnet, cfg)
 
     # --- garbage collection backstop -------------------------------------------------------------
 
