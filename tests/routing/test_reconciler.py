@@ -659,15 +659,15 @@ def shared_rows(env: Env) -> tuple[list[tuple[str, str, str]], list[tuple[str, s
 @pytest.mark.parametrize("other", [tenant_pod, attachment_pod], ids=["custom-vpc", "attachment"])
 @pytest.mark.parametrize(
     "extra",
-    [{SNAT: "172.56.0.20"}, {"ovn.kubernetes.io/north_gateway": "10.16.0.254"}],
-    ids=["snat", "north-gateway"],
+    [{}, {SNAT: "172.56.0.20"}, {"ovn.kubernetes.io/north_gateway": "10.16.0.254"}],
+    ids=["set-entry", "snat", "north-gateway"],
 )
 def test_another_subnets_release_of_an_address_keeps_the_default_pods_rows_of_it(
     other: Callable[[Env], None], extra: dict[str, str]
 ) -> None:
     """A custom VPC or an attachment network may reuse a default-VPC range: the delete of its
     pod holding the same address as a default-VPC pod removes none of the rows that pod's
-    address has on the cluster router (its reroute, its NAT)."""
+    address has on the cluster router (its node's set entry, its own reroute, its NAT)."""
     env = standard_env(config=Config(enable_eip_snat=True))
     try:
         make_ready(env, NODE, NODE_JOIN_IP)
