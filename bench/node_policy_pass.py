@@ -18,6 +18,18 @@ proving it, through `OvsdbappNbClient` as the controller runs it:
 
 Printed per N: ms per full pass (median of `--repeat`) and per key (pass / N), and the ratio
 before / pass of the same run. The machine may be shared: compare the ratios, not absolutes.
+
+Then the subnet node keys (`<subnet>/<node>`), on a grid of S subnets x N nodes (`--grid`):
+S distributed subnets, N Ready nodes, one running pod per (subnet, node), converged, so every
+figure is again the cost of proving it:
+
+* per key: what the periodic pass queued before it had a key of its own: every subnet key,
+  then each node key as an event queues it (its own read of the router), for every pair;
+* pass: the reconciler's `ALL_SUBNETS` key: the subnet keys, then one read of the router
+  (`controller.routing.node_key_rows`) shared by the node keys.
+
+Printed per grid point: keys (S x N), the router's policies, ms per pass of each form (median
+of `--repeat`), their ratio, and ms per node key of each.
 """
 
 from __future__ import annotations
@@ -34,7 +46,11 @@ import harness  # noqa: F401 - puts the repository root on sys.path
 from controller.cache import Indexer
 from controller.config import Config
 from controller.core import router_policy as rp
-from controller.core.constants import IP_ADDRESS_ANNOTATION
+from controller.core.constants import (
+    ALLOCATED_ANNOTATION,
+    IP_ADDRESS_ANNOTATION,
+    LOGICAL_SWITCH_ANNOTATION,
+)
 from controller.ovn.api import RouterPolicy, RoutingChange
 from controller.ovn.impl_idl import OvsdbappNbClient
 from controller.pod_logic import node_policies as node_rows
@@ -42,9 +58,18 @@ from controller.pod_logic import routing_state as rs
 from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.routing import RoutingReconciler
 from controller.routing.node_policies import ALL_NODE_POLICIES
+from controller.routing.reconciler import ALL_SUBNETS
 from controller.sandbox.ovn.ovsdb import NbServer
 from controller.testing import builders
-from controller.view import NODE_IP_INDEX, CacheView, node_ip_index
+from controller.view import (
+    IP_INDEX,
+    NODE_INDEX,
+    NODE_IP_INDEX,
+    CacheView,
+    ip_index,
+    node_index,
+    node_ip_index,
+)
 
 ROUTER = "ovn-cluster"
 SUBNET = "ovn-default"
@@ -147,6 +172,83 @@ def timed(fn: Callable[[], None], repeat: int) -> float:
     return statistics.median(runs)
 
 
+def subnet_name(s: int) -> str:
+    return f"subnet-{s:02d}"
+
+
+class Grid:
+    """S distributed subnets x N nodes, one running pod per pair, and a reconciler over them."""
+
+    def __init__(self, subnets: int, nodes: int, client: OvsdbappNbClient) -> None:
+        self.subnets, self.count = subnets, nodes
+        node_cache = Indexer(indexers={NODE_IP_INDEX: node_ip_index})
+        for i in range(nodes):
+            node_cache.add(ready_node(i))
+        subnet_cache = Indexer()
+        pods = Indexer(indexers={NODE_INDEX: node_index, IP_INDEX: ip_index})
+        for s in range(subnets):
+            cidr = f"10.{100 + s}.0.0/16"
+            subnet_cache.add(builders.subnet(subnet_name(s), cidr, resource_version="1"))
+            for i in range(nodes):
+                ip = f"10.{100 + s}.{i // 250}.{i % 250 + 2}"
+                annotations = {
+                    LOGICAL_SWITCH_ANNOTATION: subnet_name(s),
+                    IP_ADDRESS_ANNOTATION: ip,
+                    ALLOCATED_ANNOTATION: "true",
+                }
+                pods.add(
+                    builders.pod(
+                        f"p-{s}-{i}",
+                        "default",
+                        annotations=annotations,
+                        node=node_name(i),
+                        phase="Running",
+                        uid=f"uid-{s}-{i}",
+                        resource_version="1",
+                    )
+                )
+        view = CacheView(kube=None, nodes=node_cache, subnets=subnet_cache, pods=pods)
+        config = Config(cluster_router=ROUTER, node_switch=JOIN, default_logical_switch=SUBNET)
+        self.reconciler = RoutingReconciler(
+            config=config,
+            view=view,
+            kube=None,  # type: ignore[arg-type]
+            nb=client,
+            queue=RateLimitingQueue[str](default_controller_rate_limiter(), name="routing"),
+            is_leader=lambda: False,  # nothing queued: each form below runs its keys itself
+        )
+
+    def per_key(self) -> None:
+        for s in range(self.subnets):
+            assert self.reconciler.reconcile(rs.subnet_key(subnet_name(s))).empty()
+            for i in range(self.count):
+                key = rs.node_key(subnet_name(s), node_name(i))
+                assert self.reconciler.reconcile(key).empty()
+
+    def full_pass(self) -> None:
+        assert self.reconciler.reconcile(ALL_SUBNETS).empty()
+
+
+def run_grid(subnets: int, nodes: int, repeat: int, workdir: Path) -> dict[str, float]:
+    nb = NbServer(workdir / f"nb-grid-{subnets}x{nodes}").start()
+    try:
+        client = OvsdbappNbClient.from_addr(nb.remote, timeout=120.0)
+        try:
+            client.ensure_logical_router(ROUTER)
+            grid = Grid(subnets, nodes, client)
+            grid.reconciler.reconcile(ALL_SUBNETS)  # converge
+            policies = len(client.list_router_policies(ROUTER))
+            return {
+                "policies": float(policies),
+                "per key": timed(grid.per_key, repeat),
+                "pass": timed(grid.full_pass, repeat),
+            }
+        finally:
+            client.close()
+    finally:
+        nb.stop()
+
+
 def run(nodes: int, repeat: int, workdir: Path) -> dict[str, float]:
     nb = NbServer(workdir / f"nb-{nodes}").start()
     try:
@@ -173,8 +275,16 @@ def main() -> None:
     parser.add_argument("--nodes", default="50,200,500", help="node counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--grid", default="2x50,2x200,5x200", help="subnets x nodes of the node keys' table"
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.nodes.split(",") if n.strip()]
+    grid = [
+        (int(s), int(n))
+        for s, _, n in (g.strip().partition("x") for g in args.grid.split(","))
+        if s and n
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-node-policy-") as tmp:
         workdir = args.workdir or Path(tmp)
         header = (
@@ -189,6 +299,21 @@ def main() -> None:
                 f"{n:>6} {int(r['policies']):>9} {ms['before']:>10.1f} {ms['pass']:>9.1f}"
                 f" {ms['before'] / ms['pass']:>6.1f}x {ms['before'] / n:>14.3f}"
                 f" {ms['pass'] / n:>12.3f} {ms['event keys'] / n:>13.3f}",
+                flush=True,
+            )
+        print()
+        print(
+            f"{'subnets x nodes':>15} {'keys':>6} {'policies':>9} {'per-key ms':>11}"
+            f" {'pass ms':>9} {'ratio':>7} {'per-key ms/key':>15} {'pass ms/key':>12}"
+        )
+        for subnets, nodes in grid:
+            r = run_grid(subnets, nodes, args.repeat, workdir)
+            keys = subnets * nodes
+            ms = {k: 1000 * v for k, v in r.items() if k != "policies"}
+            print(
+                f"{f'{subnets}x{nodes}':>15} {keys:>6} {int(r['policies']):>9}"
+                f" {ms['per key']:>11.1f} {ms['pass']:>9.1f} {ms['per key'] / ms['pass']:>6.1f}x"
+                f" {ms['per key'] / keys:>15.3f} {ms['pass'] / keys:>12.3f}",
                 flush=True,
             )
 

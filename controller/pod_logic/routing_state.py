@@ -63,6 +63,7 @@ from controller.ovn.api import (
     StaticRoute,
 )
 from controller.pod_logic.classify import get_name_by_pod, is_pod_alive
+from controller.pod_logic.networks import is_ovn_provider
 from controller.pod_logic.routing import (
     external_gateway_next_hop,
     src_ip_route_pairs,
@@ -139,9 +140,17 @@ def routable(pod: Pod, now: datetime) -> bool:
 
 
 def routed_subnet(subnet: Subnet | None, cfg: RoutingConfig) -> bool:
-    """Overlay subnets of the default VPC are routed on the cluster router (the join subnet
-    only gets its allow)."""
-    return subnet is not None and not subnet.vlan and subnet.vpc == DEFAULT_VPC
+    """Overlay OVN subnets of the default VPC are routed on the cluster router (the join subnet
+    only gets its allow). An IPAM-only subnet (a provider that is not OVN's, such as a macvlan
+    attachment's) has no switch and no row there, and may reuse a routed range: kube-ovn v1.8.18
+    pkg/controller/subnet.go handleAddOrUpdateSubnet stops at `!isOvnSubnet` before any
+    overlap check or router row."""
+    return (
+        subnet is not None
+        and not subnet.vlan
+        and subnet.vpc == DEFAULT_VPC
+        and is_ovn_provider(subnet.provider)
+    )
 
 
 @dataclass(slots=True)

@@ -11,10 +11,12 @@ Contract:
   own lock.
 * What enqueues what: the informer events (`controller.routing.events`) enqueue the keys they
   affect; a subnet key's handler enqueues the node keys of every cached node and of every node
-  its rows in the NB name. `resync()` (every `--routing-resync-period`) enqueues every subnet
-  key and `/` (the node policy keys of the cached nodes and of the nodes the NB's node
-  policies name, diffed against one read of the router): the periodic proof of convergence;
-  gc's `backstop()` (at the start, then every `--gc-interval`) diffs the same keys.
+  its rows in the NB name. `resync()` (every `--routing-resync-period`) enqueues `//`
+  (`ALL_SUBNETS`: every subnet key, then every subnet node key, diffed against one read of
+  the router) and `/` (the node policy keys of the cached nodes and of the nodes the NB's node
+  policies name, likewise): the periodic proof of convergence; gc's `backstop()` (at the
+  start, then every `--gc-interval`) diffs the same keys. A pass writes a key only from a fresh
+  read of its rows.
 * A subnet switched to distributed gets its node keys applied before its subnet-wide reroute
   (and kube-ovn v1.8's src-ip route of its blocks) goes; switched to centralized, the subnet-wide
   reroute is written first. Old rows are removed in the transaction that writes their
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from controller.config import Config
 from controller.core import router_policy as rp
@@ -60,13 +62,19 @@ from controller.queues.clock import WallClock, utcnow
 from controller.routing import events
 from controller.routing.changes import combined, describe, removes
 from controller.routing.inputs import RoutingInputs
+from controller.routing.node_key_rows import NodeKeyRows
 from controller.routing.node_policies import ALL_NODE_POLICIES, KeyLocks, NodePolicyKeys
 from controller.routing.range_rows import range_rows
+from controller.routing.release import released_rows
 from controller.runtime.leader_gated import LeaderGated
 from controller.runtime.worker import start_workers
 from controller.view import CacheView
 
 LOG = logging.getLogger(__name__)
+
+# The key of the full pass over every subnet key and subnet node key (no Subnet or Node name
+# holds the separator, so it is no subnet's, node's or node policy's key).
+ALL_SUBNETS = rs.KEY_SEP * 2
 
 
 class RoutingReconciler:
@@ -169,12 +177,11 @@ class RoutingReconciler:
         return events.configmap_event_handler(resync, self._is_leader)
 
     def resync(self) -> None:
-        """Enqueue every subnet key (which enqueue their node keys) and the pass over every
-        node policy key (`ALL_NODE_POLICIES`): the full pass."""
+        """Enqueue the pass over every subnet key and subnet node key (`ALL_SUBNETS`) and the
+        pass over every node policy key (`ALL_NODE_POLICIES`): the full pass."""
         if not self._is_leader():
             return
-        for name in self._subnet_names():
-            self.enqueue(rs.subnet_key(name))
+        self.enqueue(ALL_SUBNETS)
         self.enqueue(ALL_NODE_POLICIES)
 
     # --- reading the caches ----------------------------------------------------------------------
@@ -210,6 +217,8 @@ class RoutingReconciler:
         """Bring one key's rows to their desired state; returns the change applied."""
         if key == ALL_NODE_POLICIES:
             return combined(c for _, c in self._node_policies.reconcile_all(self._locks))
+        if key == ALL_SUBNETS:
+            return combined(c for _, c in self._reconcile_all_subnets())
         subnet, node = rs.split_key(key)
         if not subnet:
             with self._locks.locked(key):
@@ -222,8 +231,15 @@ class RoutingReconciler:
             return self._reconcile_subnet(subnet)
 
     def _reconcile_node(
-        self, subnet_name: str, node_name: str, dry_run: bool = False
+        self,
+        subnet_name: str,
+        node_name: str,
+        dry_run: bool = False,
+        shared: NodeKeyRows | None = None,
     ) -> tuple[RoutingChange, rs.NodeDesired]:
+        """Bring node key (subnet, node) to its desired rows. With `shared` (a full pass's one
+        read of the router) the key is diffed against that read first and, only when its
+        rows differ there, again against a fresh read, which alone is written from."""
         cfg = self._cfg()
         now = self._wall_clock()
         subnet, malformed = self._inputs.subnet(subnet_name)
@@ -238,6 +254,21 @@ class RoutingReconciler:
             cfg,
             now,
         )
+        key = rs.node_key(subnet_name, node_name)
+        claims = self._inputs.claims(cfg, now, exclude=key)
+        if shared is not None:
+            rows = shared.of(subnet_name, node_name, desired.ips)
+            actual = rs.actual_rows(
+                subnet_name,
+                node_name,
+                rows.policies,
+                rows.sets,
+                rows.nats,
+                rows.routes,
+                desired.ips,
+            )
+            if rs.diff_rows(desired.rows, actual, claims).empty():
+                return RoutingChange(), desired
         router = cfg.router
         actual = rs.actual_rows(
             subnet_name,
@@ -255,8 +286,7 @@ class RoutingReconciler:
             self._nb.list_static_routes(router) if desired.ips else (),
             desired.ips,
         )
-        key = rs.node_key(subnet_name, node_name)
-        change = rs.diff_rows(desired.rows, actual, self._inputs.claims(cfg, now, exclude=key))
+        change = rs.diff_rows(desired.rows, actual, claims)
         if not change.empty() and not dry_run:
             LOG.info("routing %s: %s", key, describe(change))
             self._nb.apply_routing(router, change)
@@ -316,6 +346,35 @@ class RoutingReconciler:
             for node in sorted(node_names):
                 self.enqueue(rs.node_key(name, node))
         return change
+
+    def _reconcile_all_subnets(self, skip: Collection[str] = ()) -> list[tuple[str, RoutingChange]]:
+        """Every subnet key, then every subnet node key but those in `skip`, each under its
+        lock; returns each key that had to change, with the change. The node keys share one
+        read of the router (`NodeKeyRows`; a write follows a fresh read only, and a row changed
+        after the shared read that still looks right in it is left to the next pass). They are
+        diffed here, not queued: a worker could repair their drift before gc's pass counts it."""
+        found: list[tuple[str, RoutingChange]] = []
+        names = self._subnet_names()
+        for name in names:
+            if rs.subnet_key(name) in skip:
+                continue
+            with self._locks.locked(rs.subnet_key(name)):
+                change = self._reconcile_subnet(name, queue_nodes=False)
+            if not change.empty():
+                found.append((name, change))
+        cfg = self._cfg()
+        shared = NodeKeyRows.read(self._nb, cfg.router, cfg.enable_eip_snat)
+        cached_nodes = set(self._inputs.nodes())
+        for name in names:
+            for node in sorted(cached_nodes | shared.nodes_of(name)):
+                key = rs.node_key(name, node)
+                if key in skip:
+                    continue
+                with self._locks.locked(key):
+                    change, _ = self._reconcile_node(name, node, shared=shared)
+                if not change.empty():
+                    found.append((key, change))
+        return found
 
     def _node_names_of(
         self,
@@ -382,42 +441,12 @@ class RoutingReconciler:
     def release_pod(self, pod: Pod, subnet: str, address: str) -> None:
         """`pod`'s `address` ("v4,v6") in `subnet` is going: its rows (set entry, own reroute,
         NAT, v1.8 src-ip route) are removed in one transaction now, before the address can be
-        handed out again, except those another live pod still claims (a successor on the same
-        node, a VM's migration target); its keys are queued to settle the rest."""
+        handed out again, except those another live pod still has, or that another subnet
+        wrote (`controller.routing.release`); its keys are queued to settle the rest."""
         self._inputs.forget(pod.key)
         cfg = self._cfg()
-        now = self._wall_clock()
         nodes = [pod.node_name] if pod.node_name else self._node_names_of(subnet)
-        sets: list[SetChange] = []
-        drops: list[tuple[int, str]] = []
-        nats: list[NatChange] = []
-        routes: list[str] = []
-        for ip in (a.strip() for a in address.split(",") if a.strip()):
-            others = [
-                p
-                for p in self._inputs.holders(ip)
-                if p.uid != pod.uid and rs.pod_subnet(p) == subnet and rs.routable(p, now)
-            ]
-            version = rp.family(ip)
-            for node in nodes:
-                if not any(p.node_name == node for p in others):
-                    sets.append(SetChange(rp.set_name(subnet, node, version), remove=(ip,)))
-                    sets.append(SetChange(rp.legacy_set_name(subnet, node, version), remove=(ip,)))
-            if others:
-                continue  # its own reroute, NAT and route are the live holder's now
-            drops.append((rp.POD_PRIORITY, rp.src_match(ip)))
-            if cfg.enable_eip_snat:
-                nats += [
-                    NatChange(NAT_TYPE_DNAT_AND_SNAT, ip, ""),
-                    NatChange(NAT_TYPE_SNAT, ip, ""),
-                ]
-            routes.append(ip)
-        change = RoutingChange(
-            delete_policies=tuple(drops),
-            sets=tuple(sets),
-            nats=tuple(nats),
-            delete_src_routes=tuple(routes),
-        )
+        change = released_rows(self._inputs, cfg, self._wall_clock(), pod, subnet, address, nodes)
         lock = rs.node_key(subnet, pod.node_name) if pod.node_name else rs.subnet_key(subnet)
         with self._locks.locked(lock):
             self._nb.apply_routing(cfg.router, change)
@@ -433,28 +462,12 @@ class RoutingReconciler:
         """Diff every key that is not queued under its lock and apply what differs; returns
         each key that had to change, with the change (a drift the events should have
         prevented, or the first pass of a controller that just started)."""
-        found: list[tuple[str, RoutingChange]] = []
         # NOTE: a key queued when the pass starts is converging (an event reached it and its
         # handler has not run yet): what differs there is the reconciler's to write, not
         # drift.
         with self._queued_lock:
             converging = set(self._queued)
-        for name in self._subnet_names():
-            if rs.subnet_key(name) not in converging:
-                with self._locks.locked(rs.subnet_key(name)):
-                    # NOTE: the pass diffs the node keys itself, next: queued, a worker could
-                    # repair their drift first and the pass would neither see nor count it
-                    change = self._reconcile_subnet(name, queue_nodes=False)
-                if not change.empty():
-                    found.append((name, change))
-            for node in self._node_names_of(name):
-                key = rs.node_key(name, node)
-                if key in converging:
-                    continue
-                with self._locks.locked(key):
-                    change, _ = self._reconcile_node(name, node)
-                if not change.empty():
-                    found.append((key, change))
+        found = self._reconcile_all_subnets(skip=converging)
         found += self._node_policies.reconcile_all(self._locks, skip=converging)
         for key, change in found:
             if removes(change):

@@ -19,6 +19,7 @@ from controller.core.constants import (
     EIP_ANNOTATION,
     IP_ADDRESS_ANNOTATION,
     LOGICAL_SWITCH_ANNOTATION,
+    NORTH_GATEWAY_ANNOTATION,
 )
 from tests.e2e.conftest import Cluster
 from tests.e2e.helpers import NODE, annotations_of, audit_clean, get_or_none, pod, wait_for
@@ -151,4 +152,52 @@ def test_custom_vpc_subnet_pod(ctl: Controller, cluster: Cluster) -> None:
         lambda: get_or_none(cluster.server, "ips", None, f"tenant-app.{NS}") is None,
         message="IP CR",
     )
+    audit_clean(cluster.argv())
+
+
+def north_reroutes(cluster: Cluster, ip: str) -> list[tuple[int, str, tuple[str, ...]]]:
+    """The cluster router's per-address reroutes of `ip` (priority, match, next hops)."""
+    return [
+        (int(p["priority"]), str(p["match"]), tuple(p["nexthops"]))
+        for p in nb_rows(cluster.nb_server.remote, "Logical_Router_Policy")
+        if p["action"] == "reroute" and str(p["match"]).endswith(f"src == {ip}")
+    ]
+
+
+def test_a_custom_vpc_pods_delete_keeps_the_default_pods_reroute_of_the_same_address(
+    ctl: Controller, cluster: Cluster
+) -> None:
+    """A custom VPC may reuse the default subnet's range, so one address can be held by a
+    default-VPC pod and a custom-VPC pod at once: the custom-VPC pod's delete leaves the
+    default-VPC pod's reroute of that address on the cluster router."""
+    store = cluster.server.store
+    shared = "10.16.200.7"
+    store.create(
+        "vpcs", {"metadata": {"name": "tenant"}, "spec": {}, "status": {"router": "tenant"}}
+    )
+    store.create(
+        "subnets",
+        {
+            "metadata": {"name": "tenant-reuse"},
+            "spec": {"cidrBlock": "10.16.0.0/16", "vpc": "tenant"},
+        },
+    )
+    wait_switch(cluster, "tenant-reuse")
+    north = {NORTH_GATEWAY_ANNOTATION: "10.16.0.254", IP_ADDRESS_ANNOTATION: shared}
+    store.create("pods", pod("northern", node_name=NODE, annotations=north))
+    assert routed(cluster, "northern")[IP_ADDRESS_ANNOTATION] == shared
+    want = [(29250, f"ip4.src == {shared}", ("10.16.0.254",))]
+    wait_for(lambda: north_reroutes(cluster, shared) == want, message="north reroute written")
+    twin = {LOGICAL_SWITCH_ANNOTATION: "tenant-reuse", IP_ADDRESS_ANNOTATION: shared}
+    store.create("pods", pod("tenant-twin", node_name=NODE, annotations=twin))
+    ann = routed(cluster, "tenant-twin")
+    assert (
+        ann[IP_ADDRESS_ANNOTATION] == shared and ann["ovn.kubernetes.io/logical_router"] == "tenant"
+    )
+
+    store.delete("pods", NS, "tenant-twin")
+    wait_for(lambda: ctl.ipam.get_pod_address(f"{NS}/tenant-twin") == [], message="released")
+    # the release's routing write precedes the IPAM release: anything it removed is gone now
+    assert north_reroutes(cluster, shared) == want
+    assert ctl.ipam.get_pod_address(f"{NS}/northern") != []
     audit_clean(cluster.argv())

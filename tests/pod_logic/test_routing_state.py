@@ -279,3 +279,26 @@ def test_an_ipv6_nodes_v18_route_goes_by_its_128_prefix_and_the_default_stays() 
         "ip6.dst == fc00:f853:ccd:e793::3",
     ]
     assert change.delete_dst_routes == (("fc00:f853:ccd:e793::3/128", "fd00:100:64::2"),)
+
+
+def test_only_overlay_ovn_subnets_of_the_default_vpc_are_routed() -> None:
+    """kube-ovn v1.8.18 pkg/controller/subnet.go handleAddOrUpdateSubnet writes nothing on a
+    router for a subnet whose provider is not OVN's (an IPAM-only attachment's)."""
+    subnets = [
+        Subnet("default", "10.16.0.0/16"),
+        Subnet("ovn-attachment", "10.16.0.0/16", provider="net1.default.ovn"),
+        Subnet("ipam-only", "10.16.0.0/16", provider="mv.default"),
+        Subnet("custom-vpc", "10.16.0.0/16", vpc="tenant"),
+        Subnet("underlay", "10.16.0.0/16", vlan="vlan10"),
+    ]
+    routed = {s.name: rs.routed_subnet(s, CFG) for s in subnets}
+    assert routed == {
+        "default": True,
+        "ovn-attachment": True,
+        "ipam-only": False,
+        "custom-vpc": False,
+        "underlay": False,
+    }
+    assert rs.desired_subnet_rows(Subnet("mv", "10.16.0.0/16", provider="mv.default"), {}, CFG) == (
+        rs.SubnetDesired(rs.Rows(), "", False)
+    )

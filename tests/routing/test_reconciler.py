@@ -9,7 +9,7 @@ src-ip static route; a centralized subnet's whole-CIDR reroute is listed by `sub
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -614,3 +614,78 @@ def test_a_nodes_v18_static_route_is_replaced_by_its_policy(env: Env) -> None:
         ("dst-ip", "172.18.0.99", "10.0.0.1"),
     ]
     quiet(env)
+
+
+# --- addresses shared across VPCs and networks ---------------------------------------------------
+
+SHARED_IP = "10.16.0.50"
+MACVLAN_CONF = '{"cniVersion": "0.3.1", "type": "macvlan", "ipam": {"type": "kube-ovn"}}'
+
+
+def tenant_pod(env: Env) -> None:
+    """A pod of a custom-VPC subnet reusing the default subnet's range (its own router)."""
+    env.vpcs.add({"metadata": {"name": "tenant"}, "status": {"router": "tenant"}})
+    env.nb.ensure_logical_router("tenant")
+    env.add_subnet(raw_subnet("tenant-net", "10.16.0.0/16", gateway="10.16.0.1", vpc="tenant"))
+    ann = {
+        "ovn.kubernetes.io/logical_switch": "tenant-net",
+        "ovn.kubernetes.io/ip_address": SHARED_IP,
+    }
+    start(env, "other", annotations=ann)
+    assert env.annotations("default/other")["ovn.kubernetes.io/ip_address"] == SHARED_IP
+
+
+def attachment_pod(env: Env) -> None:
+    """A pod whose IPAM-only attachment network (macvlan, kube-ovn IPAM) has a subnet reusing
+    the default subnet's range: not an OVN subnet, so kube-ovn checks no overlap and writes no
+    OVN row for it (v1.8.18 pkg/controller/subnet.go handleAddOrUpdateSubnet returns at
+    `!isOvnSubnet`)."""
+    env.nads.add(
+        {"metadata": {"name": "mv", "namespace": "default"}, "spec": {"config": MACVLAN_CONF}}
+    )
+    env.add_subnet(raw_subnet("mv", "10.16.0.0/16", gateway="10.16.0.1", provider="mv.default"))
+    ann = {"k8s.v1.cni.cncf.io/networks": "mv", "mv.default.kubernetes.io/ip_address": SHARED_IP}
+    start(env, "other", annotations=ann)
+    assert env.annotations("default/other")["mv.default.kubernetes.io/ip_address"] == SHARED_IP
+
+
+def shared_rows(env: Env) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str, str]]]:
+    """How `SHARED_IP` leaves the cluster, and its NAT rules."""
+    return [r for r in env.routes() if r[1] == SHARED_IP], [
+        n for n in env.nats() if n[1] == SHARED_IP
+    ]
+
+
+@pytest.mark.parametrize("other", [tenant_pod, attachment_pod], ids=["custom-vpc", "attachment"])
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {SNAT: "172.56.0.20"}, {"ovn.kubernetes.io/north_gateway": "10.16.0.254"}],
+    ids=["set-entry", "snat", "north-gateway"],
+)
+def test_another_subnets_release_of_an_address_keeps_the_default_pods_rows_of_it(
+    other: Callable[[Env], None], extra: dict[str, str]
+) -> None:
+    """A custom VPC or an attachment network may reuse a default-VPC range: the delete of its
+    pod holding the same address as a default-VPC pod removes none of the rows that pod's
+    address has on the cluster router (its node's set entry, its own reroute, its NAT)."""
+    env = standard_env(config=Config(enable_eip_snat=True))
+    try:
+        make_ready(env, NODE, NODE_JOIN_IP)
+        env.configmaps.add(GW_CONFIG)
+        start(env, "web", annotations={"ovn.kubernetes.io/ip_address": SHARED_IP, **extra})
+        other(env)
+        env.enqueue_routing()  # the new subnet's own rows (no subnet event in this bed)
+        env.converge()
+        before_routes, before_nats = shared_rows(env)
+        assert before_routes != []
+        assert (before_nats != []) == (SNAT in extra)
+        env.remove_pod("default/other")
+        env.process(env.queues.delete)
+        assert env.ipam.get_pod_address("default/other") == []
+        # only the delete has run: nothing the routing queue does can have put the rows back
+        assert shared_rows(env) == (before_routes, before_nats)
+        env.converge()
+        assert shared_rows(env) == (before_routes, before_nats)
+        quiet(env)
+    finally:
+        env.close()

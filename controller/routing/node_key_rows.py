@@ -1,0 +1,92 @@
+"""`NodeKeyRows`: one read of the cluster router for every subnet node key (`<subnet>/<node>`)
+of a full pass, grouped by the key each row belongs to.
+
+A node key diffs its marked policies and address sets (the controller's mark says whose they
+are), and the NAT rules and src-ip static routes of its pods' addresses. Read per key, each key
+costs every row of the router; read once and grouped here, a pass costs the router once and
+each key only its own rows. The read is a snapshot: the pass diffs a key against it only to
+find the keys that look different, and re-reads before writing (see
+`RoutingReconciler._reconcile_node`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from controller.core import router_policy as rp
+from controller.core.constants import POLICY_SRC_IP
+from controller.ovn.api import AddressSetInfo, NatRule, NbClient, RouterPolicy, StaticRoute
+
+#: (subnet, node) of a row, from its external_ids
+Owner = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class KeyRows:
+    """What one node key's `routing_state.actual_rows` reads: its rows of the snapshot."""
+
+    policies: list[RouterPolicy]
+    sets: list[AddressSetInfo]
+    nats: list[NatRule]
+    routes: list[StaticRoute]
+
+
+@dataclass
+class NodeKeyRows:
+    """The router's marked policies and routing address sets by owner, its NAT rules and
+    src-ip static routes by address (see the module docstring)."""
+
+    policies: dict[Owner, list[RouterPolicy]] = field(default_factory=lambda: defaultdict(list))
+    sets: dict[Owner, list[AddressSetInfo]] = field(default_factory=lambda: defaultdict(list))
+    nats: dict[str, list[NatRule]] = field(default_factory=lambda: defaultdict(list))
+    routes: dict[str, list[StaticRoute]] = field(default_factory=lambda: defaultdict(list))
+    # subnet -> the nodes its marked rows name
+    nodes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    @classmethod
+    def read(cls, nb: NbClient, router: str, with_nats: bool) -> NodeKeyRows:
+        """One read of `router`'s policies, static routes and (`with_nats`) NAT rules, and of
+        the routing address sets."""
+        rows = cls()
+        for p in nb.list_router_policies(router):
+            owner = rows._owner(p.external_ids)
+            if owner is not None:
+                rows.policies[owner].append(p)
+        for a in nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY}):
+            owner = rows._owner(a.external_ids)
+            if owner is not None:
+                rows.sets[owner].append(a)
+        if with_nats:
+            for n in nb.list_nat_rules(router):
+                rows.nats[n.logical_ip].append(n)
+        for r in nb.list_static_routes(router):
+            if r.policy == POLICY_SRC_IP:
+                address = r.ip_prefix.split("/", 1)[0]
+                rows.routes[address].append(r)
+                if r.ip_prefix != address:
+                    rows.routes[r.ip_prefix].append(r)
+        return rows
+
+    def _owner(self, ids: Mapping[str, str]) -> Owner | None:
+        if not ids.get(rp.ROUTE_KIND_KEY):
+            return None
+        subnet, node = ids.get(rp.SUBNET_KEY, ""), ids.get(rp.NODE_KEY, "")
+        if subnet and node:
+            self.nodes[subnet].add(node)
+        return subnet, node
+
+    def of(self, subnet: str, node: str, addresses: Iterable[str]) -> KeyRows:
+        """Node key (subnet, node)'s rows, and the NAT rules and routes of `addresses`."""
+        wanted = set(addresses)
+        return KeyRows(
+            self.policies.get((subnet, node), []),
+            self.sets.get((subnet, node), []),
+            [n for ip in wanted for n in self.nats.get(ip, [])],
+            [r for ip in wanted for r in self.routes.get(ip, [])],
+        )
+
+    def nodes_of(self, subnet: str) -> set[str]:
+        """The nodes the subnet's marked rows name."""
+        return self.nodes.get(subnet, set())
