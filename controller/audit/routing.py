@@ -53,6 +53,7 @@ from controller.core.constants import (
 from controller.core.gateway import gateway_node_names, join_ips
 from controller.core.model import Subnet
 from controller.ovn.api import RouterPolicy
+from controller.pod_logic import is_ovn_provider
 
 
 class RoutingIndex:
@@ -179,7 +180,12 @@ def check_routing_orphans(state: AuditState, index: RoutingIndex) -> None:
 def check_subnet_gateways(state: AuditState, index: RoutingIndex) -> None:
     """Every routed subnet's subnet-wide reroute, and a centralized one's active gateway."""
     for subnet in sorted(state.subnets.values(), key=lambda s: s.name):
-        if subnet.vlan or subnet.vpc != DEFAULT_VPC or subnet.name == state.config.node_switch:
+        if (
+            subnet.vlan
+            or subnet.vpc != DEFAULT_VPC
+            or subnet.name == state.config.node_switch
+            or not is_ovn_provider(subnet.provider)  # IPAM only: nothing on the cluster router
+        ):
             continue
         blocks = [b.strip() for b in subnet.cidr_block.split(",") if b.strip()]
         obj = f"subnet {subnet.name}"

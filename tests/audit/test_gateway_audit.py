@@ -117,3 +117,21 @@ def test_a_subnet_wide_reroute_left_on_a_distributed_subnet_is_stale() -> None:
     c.route("10.30.0.2", "central", "n1", "100.64.0.2")
     report = run(c)
     assert found(report) == [(KIND_ROUTE_STALE, "subnet central")]
+
+
+def test_a_centralized_ipam_only_subnet_needs_no_gateway_on_the_cluster_router() -> None:
+    # a subnet whose provider is another plugin's (kube-ovn only its IPAM) has no switch and no
+    # router row, as the routing reconciler writes none for it: no gateway to find or miss
+    c = clean_cluster()
+    c.add_subnet(
+        Subnet(
+            "attached",
+            BLOCK,
+            "10.30.0.1",
+            provider="macvlan.default",
+            gateway_type="centralized",
+            gateway_node="n1",
+        )
+    )
+    report = run(c)
+    assert report.settled, report.render()
