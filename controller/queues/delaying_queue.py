@@ -112,6 +112,12 @@ class DelayingQueue(Queue[T]):
         with self._waiting_cond:
             return len(self._entries)
 
+    def waiting(self) -> list[T]:
+        """The items of the entries waiting for their ready time, earliest first; a snapshot,
+        for tests and debugging (what keeps `idle()` false once nothing is queued)."""
+        with self._waiting_cond:
+            return [e.item for e in sorted(self._entries.values())]
+
     def idle(self) -> bool:
         """`Queue.idle` and no entry waiting for its ready time (a retry scheduled with backoff
         is work still to do)."""

@@ -16,7 +16,9 @@ routing rows on purpose, both counts are zero.
   test of its module).
 * `check_controller(ctl)`: what its periodic routing gc passes removed or added since the last
   check must be zero; and when `ctl` still leads, its work queues are waited on until idle (a
-  deadline, not a sleep) and one more routing gc pass runs, which must remove and add nothing.
+  deadline, not a sleep; neither the retries of a key that keeps failing nor the delayed
+  wake-up of a pod delete already done are waited for) and one more routing gc pass runs,
+  which must remove and add nothing.
 * The start-up pass is not judged: it is the reconciler's first full pass, and what it
   changes is what changed while no controller ran or what a stopped (or killed) one left
   queued, which no event can tell a new leader. Its removals are taken as the baseline the
@@ -36,7 +38,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pytest
@@ -44,6 +46,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.app import Controller
 from controller.ovn.api import OvnError
+from controller.queues import Queue, RateLimitingQueue
 from controller.testing import wait as waiting
 from tests.e2e.helpers import http_get
 
@@ -54,6 +57,10 @@ ADDED_METRIC = "kube_ovn_controller_gc_added_total"
 ADDED_RESOURCES = ("router_policy", "address_set_entry", "nat_rule")
 #: How long the work queues may take to go idle before the teardown pass runs anyway.
 SETTLE_TIMEOUT = 15.0
+#: Failures in a row after which a key's pending retry no longer counts as work to wait for:
+#: with the controllers' exponential backoff (5 ms, doubling) that is over 0.6 s of failing,
+#: and the next retry is at least 0.64 s away when the 8th failure is counted.
+PERSISTENT_FAILURES = 8
 DRIFT_LOGGER = "controller.routing.reconciler"
 DRIFT_MESSAGE = "routing gc found drift"
 ADDED_MESSAGE = "routing gc wrote missing rows"
@@ -173,12 +180,45 @@ def _rows(what: str, counts: Counts) -> list[str]:
     return out
 
 
+def _quiet(queue: RateLimitingQueue[str], stale: Callable[[list[str]], set[str]]) -> bool:
+    """Nothing queued or in a worker's hands, and every entry that waits for its ready time
+    waits for nothing: the retry of a key that failed `PERSISTENT_FAILURES` times in a row, or
+    one of the `stale(waiting)` keys (a wake-up whose work is already done). A key that keeps
+    failing (a pod the controller refuses, a subnet it cannot build) is retried forever with a
+    backoff that grows towards minutes, so its queue is never idle: waiting for that ends only at
+    the deadline, and the teardown pass then meets the same pending entry anyway. Work scheduled
+    for later (a grace period still running, a status refresh) and the first retries of a
+    transient failure are still waited for."""
+    if queue.idle():
+        return True
+    if not Queue.idle(queue):  # the base check: no item queued, none being processed
+        return False
+    waiting = queue.waiting()
+    done = stale(waiting)
+    return all(k in done or queue.num_requeues(k) >= PERSISTENT_FAILURES for k in waiting)
+
+
 def _idle(ctl: Controller) -> bool:
-    return all(q.idle() for q in ctl._queues)
+    pods = ctl.pod_controller
+    delete_queue = ctl.pod_queues.delete if pods is not None else None
+
+    def nothing(_: list[str]) -> set[str]:
+        return set()
+
+    def cleaned_up(waiting: list[str]) -> set[str]:
+        # read after `waiting`: a delete queued meanwhile is in the map, so it is waited for
+        assert pods is not None
+        deleting = pods.pending_deletes()
+        # a delayed wake-up of a pod already cleaned up (removed within its grace period): the
+        # delete handler returns at once for a key the deleting map no longer holds
+        return {k for k in waiting if k not in deleting}
+
+    return all(_quiet(q, cleaned_up if q is delete_queue else nothing) for q in ctl._queues)
 
 
 def settle(ctl: Controller, timeout: float = SETTLE_TIMEOUT) -> bool:
-    """Wait until every work queue of `ctl` is idle twice in a row; False at the deadline."""
+    """Wait until every work queue of `ctl` is quiet (`_quiet`) twice in a row; False at the
+    deadline."""
     streak = 0
 
     def idle_twice() -> bool:

@@ -1,7 +1,9 @@
 """The routing backstop check the e2e and fault tiers run after every test
 (tests/e2e/backstop.py) can fail: drift planted in a routing set (an orphan entry, or a live
 pod's entry deleted by hand) is reported, both when the teardown pass finds it and when a
-periodic pass already removed or restored it."""
+periodic pass already removed or restored it. The wait before the teardown pass ends once the
+controller has nothing left to do: a key it refuses for good does not hold it, a grace period
+still running does."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from tests.e2e import backstop
 from tests.e2e.conftest import Cluster, StartController
 from tests.e2e.helpers import NODE, annotations_of, pod, running, wait_for
 from tests.e2e.routing_state import Snapshot, leftovers, routing_sets_holding
+from tests.e2e.workloads import allocated, graceful, lsp, no_lsp
+from tests.e2e.workloads import pod as wl_pod
 from tests.fixtures.nb import nbctl
 
 pytestmark = [
@@ -100,3 +104,46 @@ def test_a_periodic_pass_that_added_a_missing_row_is_reported(
     )
     problems = backstop.check_controller(ctl, judge=True)
     assert problems == ["routing gc passes added 1 row(s) during the test"], problems
+
+
+def test_the_wait_before_the_teardown_pass_skips_a_key_refused_for_good(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    ctl = running(start_controller("--gc-interval=3600"))
+    # an address outside every subnet: AcquireAddressFailed, retried (kube-ovn requeues it)
+    outside = {IP_ADDRESS_ANNOTATION: "10.99.0.5"}
+    cluster.server.store.create("pods", pod("refused", node_name=NODE, annotations=outside))
+    queue = ctl.pod_queues.add
+    wait_for(
+        lambda: queue.num_requeues("default/refused") >= backstop.PERSISTENT_FAILURES,
+        timeout=30,
+        message="the refused pod's add retried",
+    )
+    wait_for(lambda: "default/refused" in queue.waiting(), message="its retry pending")
+    # the retry comes back for ever (its backoff grows towards minutes): nothing to wait for
+    assert backstop.settle(ctl, timeout=10)
+    assert backstop.check_controller(ctl, judge=True) == []
+
+
+def test_the_wait_before_the_teardown_pass_keeps_a_running_grace_period(
+    cluster: Cluster, start_controller: StartController
+) -> None:
+    graceful(cluster)
+    ctl = running(start_controller("--gc-interval=3600"))
+    pods = ctl.pod_controller
+    assert pods is not None
+    store = cluster.server.store
+    store.create("pods", wl_pod("slow", grace=300))
+    allocated(cluster, "slow")
+    store.delete("pods", "default", "slow")
+    wait_for(lambda: "default/slow" in pods.pending_deletes(), message="the delete pending")
+    # 300 s of grace left: the cleanup is work still to come, waited for up to the deadline
+    assert not backstop.settle(ctl, timeout=1.0)
+    lsp(cluster, "slow.default")
+
+    # removed within its grace: cleaned up at once; the wake-up left queued does nothing
+    store.finalize_delete("pods", "default", "slow")
+    no_lsp(cluster, "slow.default")
+    wait_for(lambda: "default/slow" not in pods.pending_deletes(), message="the delete done")
+    assert "default/slow" in ctl.pod_queues.delete.waiting()
+    assert backstop.settle(ctl, timeout=10)

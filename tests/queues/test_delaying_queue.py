@@ -44,6 +44,21 @@ def test_non_positive_delay_adds_at_once(make: Make, clock: FakeClock) -> None:
     assert q.pending() == 0
 
 
+def test_waiting_lists_the_pending_items_earliest_first(make: Make, clock: FakeClock) -> None:
+    q = make(DelayingQueue, clock=clock)
+    q.add_after("late", 0.10)
+    q.add_after("early", 0.02)
+    q.add_after("late", 0.30)  # later: the entry keeps its ready time
+    q.add("now")
+    assert q.waiting() == ["early", "late"]  # the queued item is not waiting
+    clock.step(0.02)
+    assert q.waiting() == ["late"]
+    assert sorted(drain(q)) == ["early", "now"]
+    clock.step(0.08)
+    assert q.waiting() == []
+    assert drain(q) == ["late"]
+
+
 def test_duplicate_keeps_the_earliest_ready_time(make: Make, clock: FakeClock) -> None:
     q = make(DelayingQueue, clock=clock)
     q.add_after("a", 0.05)
