@@ -205,6 +205,10 @@ def wire_controllers(
         nb=nb,
         queue=queue(QUEUE_UPDATE_ROUTING),
         is_leader=is_leader,
+        events_delivered=lambda: all(
+            inf[r].pending_notifications() == 0
+            for r in ("pods", "nodes", RESOURCE_SUBNETS, "configmaps")
+        ),
     )
     inf["pods"].add_event_handler(routing.pod_event_handler())
     inf["nodes"].add_event_handler(routing.node_event_handler())

@@ -53,6 +53,7 @@ class ProcessorListener:
         self._buffer: deque[Notification] = deque()
         self._pending_initial = 0
         self._closed = threading.Event()
+        self._handling = 0  # 1 while the thread runs the handler on a notification
         self._thread: threading.Thread | None = None
 
     def add(self, n: Notification) -> None:
@@ -88,8 +89,9 @@ class ProcessorListener:
             self._thread.join(timeout)
 
     def pending(self) -> int:
+        """Notifications not yet handled, the one being handled included."""
         with self._cond:
-            return len(self._buffer)
+            return len(self._buffer) + self._handling
 
     def has_synced(self) -> bool:
         with self._cond:
@@ -114,6 +116,7 @@ class ProcessorListener:
                 if self._closed.is_set():
                     return
                 kind, a, b = self._buffer.popleft()
+                self._handling = 1
             try:
                 if kind == NOTIFY_ADD:
                     handler.on_add(a, b)
@@ -123,10 +126,13 @@ class ProcessorListener:
                     handler.on_delete(a)
             except Exception:
                 LOG.exception("%s: event handler failed", self._name)
+                with self._cond:
+                    self._handling = 0
                 self._clock.sleep(HANDLER_ERROR_PAUSE, self._closed)
                 continue
-            if kind == NOTIFY_ADD and b:
-                with self._cond:
+            with self._cond:
+                self._handling = 0
+                if kind == NOTIFY_ADD and b:
                     self._pending_initial -= 1
 
 

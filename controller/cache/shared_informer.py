@@ -401,6 +401,6 @@ class SharedIndexInformer:
             return due
 
     def pending_notifications(self) -> int:
-        """Notifications buffered across all handlers (observability, benchmarks)."""
+        """Notifications not yet handled across all handlers (buffered or being handled)."""
         with self._block_deltas:
             return sum(listener.pending() for listener in self._listeners)

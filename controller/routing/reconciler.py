@@ -27,7 +27,8 @@ Contract:
   `routed=true` from what was applied) and `release_pod` (its node key reconciled before its
   address is released); neither trusts the pod's `routed` annotation.
 * `backstop()` is the garbage collector's pass: every key diffed under its lock with the same
-  functions; anything it has to change is logged as drift and returned.
+  functions; anything it has to change is logged as drift and returned, except on a key an
+  event queued during the pass (`controller.routing.converging`): that change raced the event.
 * A malformed Subnet or Node in the cache is skipped (logged), never raised out of a pass.
 * What a key is computed from (the caches, and pods routed before the cache shows their
   allocation) is read through `controller.routing.inputs.RoutingInputs`.
@@ -61,6 +62,7 @@ from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.queues.clock import WallClock, utcnow
 from controller.routing import events
 from controller.routing.changes import combined, describe, removes
+from controller.routing.converging import Converging, wait_delivered
 from controller.routing.inputs import RoutingInputs
 from controller.routing.node_key_rows import NodeKeyRows
 from controller.routing.node_policies import ALL_NODE_POLICIES, KeyLocks, NodePolicyKeys
@@ -104,7 +106,7 @@ class RoutingReconciler:
             wall_clock=wall_clock,
         )
         # nobody works its queue off, so nothing it queues is converging
-        reconciler._track_queued = False
+        reconciler._converging = Converging(tracking=False)
         return reconciler
 
     def __init__(
@@ -117,9 +119,11 @@ class RoutingReconciler:
         queue: RateLimitingQueue[str],
         is_leader: Callable[[], bool],
         wall_clock: WallClock = utcnow,
+        events_delivered: Callable[[], bool] = lambda: True,
     ) -> None:
         """The pod informer should carry `controller.view.NODE_INDEX` and `IP_INDEX`; without
-        them every pod is scanned per key."""
+        them every pod is scanned per key. `events_delivered`: no notification of the informers
+        it handles is still on its way to a handler (the backstop waits for it)."""
         self._config = config
         self._view = view
         self._kube = kube
@@ -130,11 +134,8 @@ class RoutingReconciler:
         self._locks = KeyLocks()
         self._inputs = RoutingInputs(view)
         self._node_policies = NodePolicyKeys(config, nb, self._inputs, self._cfg)
-        # key -> how often it was enqueued; dropped once a handle that started after the last
-        # enqueue succeeded. A key in here is converging, so the backstop leaves it alone.
-        self._queued_lock = threading.Lock()
-        self._queued: dict[str, int] = {}
-        self._track_queued = True
+        self._converging = Converging()
+        self.events_delivered = events_delivered
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -152,15 +153,12 @@ class RoutingReconciler:
 
     def enqueue(self, key: str) -> None:
         if key and self._is_leader():
-            if self._track_queued:
-                with self._queued_lock:
-                    self._queued[key] = self._queued.get(key, 0) + 1
+            self._converging.enqueued(key)
             self.queue.add(key)
 
     def queued(self, key: str) -> bool:
         """Is `key` waiting to be handled (or being handled, or retried after a failure)?"""
-        with self._queued_lock:
-            return key in self._queued
+        return self._converging.has(key)
 
     def pod_event_handler(self) -> LeaderGated:
         return events.pod_event_handler(self.enqueue, self._is_leader)
@@ -199,19 +197,13 @@ class RoutingReconciler:
     # --- handlers --------------------------------------------------------------------------------
 
     def handle(self, key: str) -> None:
-        with self._queued_lock:
-            seen = self._queued.get(key, 0)
+        seen = self._converging.handling(key)
         try:
             self.reconcile(key)  # a retryable failure keeps the key queued: the worker retries
         except PermanentError:
-            self._settled(key, seen)  # the worker drops it: the backstop watches it again
+            self._converging.settled(key, seen)  # dropped: the backstop watches it again
             raise
-        self._settled(key, seen)
-
-    def _settled(self, key: str, seen: int) -> None:
-        with self._queued_lock:
-            if self._queued.get(key, 0) == seen:
-                self._queued.pop(key, None)
+        self._converging.settled(key, seen)
 
     def reconcile(self, key: str) -> RoutingChange:
         """Bring one key's rows to their desired state; returns the change applied."""
@@ -464,11 +456,19 @@ class RoutingReconciler:
         prevented, or the first pass of a controller that just started)."""
         # NOTE: a key queued when the pass starts is converging (an event reached it and its
         # handler has not run yet): what differs there is the reconciler's to write, not
-        # drift.
-        with self._queued_lock:
-            converging = set(self._queued)
+        # drift; so is a key an event queued during the pass (the cache had the change first).
+        mark = self._converging.mark()
+        converging = self._converging.keys()
         found = self._reconcile_all_subnets(skip=converging)
         found += self._node_policies.reconcile_all(self._locks, skip=converging)
+        if found:
+            wait_delivered(self.events_delivered)
+            raced = self._converging.since(mark)
+            for key, change in found:
+                if key in raced:
+                    LOG.info("routing gc: %s changed as an event reached it: %s", key,
+                             describe(change))  # fmt: skip
+            found = [(key, change) for key, change in found if key not in raced]
         for key, change in found:
             if removes(change):
                 LOG.warning("routing gc found drift: %s: %s", key, describe(change))

@@ -188,6 +188,23 @@ def test_slow_handler_does_not_block_others(running: Running) -> None:
     wait_for(lambda: running.informer.pending_notifications() == 0)
 
 
+def test_a_notification_being_handled_is_still_pending(running: Running) -> None:
+    """Pending until its handler returns: a caller waiting for the events to be delivered
+    waits for what the handler does with them."""
+    entered, gate = threading.Event(), threading.Event()
+
+    def slow(obj: object) -> None:
+        entered.set()
+        gate.wait(10)
+
+    running.informer.add_event_handler(on_add=slow)
+    running.start()
+    wait_for(entered.is_set)  # handling the first listed pod, nothing else buffered
+    assert running.informer.pending_notifications() == 2  # the fixture's two pods
+    gate.set()
+    wait_for(lambda: running.informer.pending_notifications() == 0)
+
+
 def test_resync_delivers_same_rv_updates_to_due_handlers(lw: FakeListerWatcher) -> None:
     r = Running(lw, resync_period=30.0)
     try:
