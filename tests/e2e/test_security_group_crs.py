@@ -74,9 +74,14 @@ def _spec(
 
 
 def edit_sg(cluster: Cluster, name: str, **kw: Any) -> None:
-    store = cluster.server.store
-    obj = store.get("security-groups", None, name)
-    store.update("security-groups", {**obj, "spec": _spec(**kw)})
+    """Replace the group's spec; the controller writes the group's status after each sync, so
+    the write retries on a Conflict (`rewrite`)."""
+    spec = _spec(**kw)
+
+    def change(obj: dict[str, Any]) -> None:
+        obj["spec"] = spec
+
+    rewrite(cluster.server, "security-groups", None, name, change)
 
 
 def acls(cluster: Cluster, pg: str) -> set[tuple[str, int, str, str]] | None:
