@@ -51,6 +51,7 @@ class ProcessorListener:
         self._name = name
         self._cond = threading.Condition()
         self._buffer: deque[Notification] = deque()
+        self._handling = False  # a notification popped and not yet handled
         self._pending_initial = 0
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
@@ -91,6 +92,11 @@ class ProcessorListener:
         with self._cond:
             return len(self._buffer)
 
+    def idle(self) -> bool:
+        """Nothing buffered and no notification in the handler."""
+        with self._cond:
+            return not self._buffer and not self._handling
+
     def has_synced(self) -> bool:
         with self._cond:
             pending = self._pending_initial
@@ -114,6 +120,7 @@ class ProcessorListener:
                 if self._closed.is_set():
                     return
                 kind, a, b = self._buffer.popleft()
+                self._handling = True
             try:
                 if kind == NOTIFY_ADD:
                     handler.on_add(a, b)
@@ -123,10 +130,13 @@ class ProcessorListener:
                     handler.on_delete(a)
             except Exception:
                 LOG.exception("%s: event handler failed", self._name)
+                with self._cond:
+                    self._handling = False
                 self._clock.sleep(HANDLER_ERROR_PAUSE, self._closed)
                 continue
-            if kind == NOTIFY_ADD and b:
-                with self._cond:
+            with self._cond:
+                self._handling = False
+                if kind == NOTIFY_ADD and b:
                     self._pending_initial -= 1
 
 

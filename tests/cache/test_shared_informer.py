@@ -288,3 +288,32 @@ def test_informer_stop_method(lw: FakeListerWatcher) -> None:
     informer.stop()
     thread.join(5)
     assert not thread.is_alive() and informer.is_stopped()
+
+
+def test_notifications_handled_waits_for_the_handler_holding_a_change(running: Running) -> None:
+    informer = running.informer
+    release = threading.Event()
+    entered = threading.Event()
+    done: list[str] = []
+
+    def on_add(obj: Any) -> None:
+        if obj["metadata"]["name"] != "c":
+            return
+        entered.set()
+        assert release.wait(10), "the test never released the handler"
+        done.append(obj["metadata"]["name"])
+
+    informer.add_event_handler(on_add=on_add)
+    running.start().synced()
+    wait_for(informer.notifications_handled, message="initial adds handled")
+    try:
+        running.lw.create(make_pod("c"))
+        wait_for(lambda: informer.indexer.get_by_key("default/c") is not None)
+        wait_for(entered.is_set, message="the handler holds the add")
+        # in the cache, nothing buffered: only the handler in flight says it is not handled yet
+        assert informer.pending_notifications() == 0
+        assert not informer.notifications_handled() and done == []
+    finally:
+        release.set()
+    wait_for(informer.notifications_handled, message="the add handled")
+    assert done == ["c"]
