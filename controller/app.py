@@ -383,6 +383,11 @@ class Controller:
         self.namespace_controller = wired.namespace_controller
         self.node_controller = wired.node_controller
 
+    def work_queues(self) -> tuple[RateLimitingQueue[str], ...]:
+        """Every work queue the controller runs (pods, subnets, security groups, nodes, ...),
+        for probes and tests that wait for it to have acted on what it was told."""
+        return tuple(self._queues)
+
     def _sync_nb(self, nb: OvsdbappNbClient) -> None:
         try:
             nb.start()

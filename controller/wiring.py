@@ -206,7 +206,7 @@ def wire_controllers(
         queue=queue(QUEUE_UPDATE_ROUTING),
         is_leader=is_leader,
         events_delivered=lambda: all(
-            inf[r].pending_notifications() == 0
+            inf[r].notifications_handled()
             for r in ("pods", "nodes", RESOURCE_SUBNETS, "configmaps")
         ),
     )

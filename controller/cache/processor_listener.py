@@ -51,9 +51,9 @@ class ProcessorListener:
         self._name = name
         self._cond = threading.Condition()
         self._buffer: deque[Notification] = deque()
+        self._handling = False  # a notification popped and not yet handled
         self._pending_initial = 0
         self._closed = threading.Event()
-        self._handling = 0  # 1 while the thread runs the handler on a notification
         self._thread: threading.Thread | None = None
 
     def add(self, n: Notification) -> None:
@@ -89,9 +89,13 @@ class ProcessorListener:
             self._thread.join(timeout)
 
     def pending(self) -> int:
-        """Notifications not yet handled, the one being handled included."""
         with self._cond:
-            return len(self._buffer) + self._handling
+            return len(self._buffer)
+
+    def idle(self) -> bool:
+        """Nothing buffered and no notification in the handler."""
+        with self._cond:
+            return not self._buffer and not self._handling
 
     def has_synced(self) -> bool:
         with self._cond:
@@ -116,7 +120,7 @@ class ProcessorListener:
                 if self._closed.is_set():
                     return
                 kind, a, b = self._buffer.popleft()
-                self._handling = 1
+                self._handling = True
             try:
                 if kind == NOTIFY_ADD:
                     handler.on_add(a, b)
@@ -127,11 +131,11 @@ class ProcessorListener:
             except Exception:
                 LOG.exception("%s: event handler failed", self._name)
                 with self._cond:
-                    self._handling = 0
+                    self._handling = False
                 self._clock.sleep(HANDLER_ERROR_PAUSE, self._closed)
                 continue
             with self._cond:
-                self._handling = 0
+                self._handling = False
                 if kind == NOTIFY_ADD and b:
                     self._pending_initial -= 1
 

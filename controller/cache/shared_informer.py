@@ -400,7 +400,14 @@ class SharedIndexInformer:
                     due = True
             return due
 
+    def notifications_handled(self) -> bool:
+        """Every handler has handled every notification of the objects now in the cache: the
+        cache update and its distribution are one step under the same lock, so an object seen in
+        the cache before this returns True has been through every handler."""
+        with self._block_deltas:
+            return all(listener.idle() for listener in self._listeners)
+
     def pending_notifications(self) -> int:
-        """Notifications not yet handled across all handlers (buffered or being handled)."""
+        """Notifications buffered across all handlers (observability, benchmarks)."""
         with self._block_deltas:
             return sum(listener.pending() for listener in self._listeners)

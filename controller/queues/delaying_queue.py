@@ -6,7 +6,8 @@
 * One pending entry per item: a second `add_after` keeps the *earlier* ready time (a shorter delay
   advances the entry, a longer one is ignored). A plain `add()` does not cancel a pending entry:
   it still fires later and adds the item again (deduplicated by the dirty set as usual).
-* Pending entries are invisible to `len()` and are dropped when the queue shuts down.
+* Pending entries are invisible to `len()` and are dropped when the queue shuts down; `idle()`
+  counts every pending entry, `idle_now()` only the ones already due.
 * Every `add_after` before shutdown counts one retry (`workqueue_retries_total`), zero delays
   included.
 
@@ -122,6 +123,17 @@ class DelayingQueue(Queue[T]):
         """`Queue.idle` and no entry waiting for its ready time (a retry scheduled with backoff
         is work still to do)."""
         return super().idle() and self.pending() == 0
+
+    def idle_now(self) -> bool:
+        """`Queue.idle` and no waiting entry whose ready time has come; an entry due later (a
+        retry's backoff, a deferred delete) is work the queue was told to do later, not work it
+        owes now. One snapshot: the waiting loop moves due entries into the queue holding the
+        same lock, so an entry in transit is never missed by both halves of the check."""
+        with self._waiting_cond:
+            now = self._clock.now()
+            if any(entry.ready_at <= now for entry in self._entries.values()):
+                return False
+            return super().idle()
 
     def _stop_background(self) -> None:
         with self._waiting_cond:

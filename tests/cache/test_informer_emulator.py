@@ -142,10 +142,17 @@ def test_dropped_watch_resumes_without_relist(server: ApiServer, informer: Infor
     informer.start().synced(server)
     server.store.create("pods", pod("a"))
     wait_for(lambda: handler.count() == 1)
+    a_rv = int(server.store.get("pods", "default", "a")["metadata"]["resourceVersion"])
+    [first] = server.store.live_watch_starts("pods")
+    assert first < a_rv  # opened at the list's version, before "a"
     assert server.faults.drop_watches("pods") == 1
+    # The dropped watcher stays registered until its stream closes, and the reflector counts a
+    # watch before sending it: only a live watch opened at "a"'s version proves the re-watch.
     wait_for(
-        lambda: informer.reflector.watch_count == 2 and server.store.watcher_count("pods") == 1
+        lambda: server.store.live_watch_starts("pods") == [a_rv],
+        message="the re-watch from the last version seen",
     )
+    assert informer.reflector.watch_count == 2
     server.store.create("pods", pod("b"))
     wait_for(lambda: handler.count() == 2)
     assert informer.reflector.list_count == 1

@@ -188,23 +188,6 @@ def test_slow_handler_does_not_block_others(running: Running) -> None:
     wait_for(lambda: running.informer.pending_notifications() == 0)
 
 
-def test_a_notification_being_handled_is_still_pending(running: Running) -> None:
-    """Pending until its handler returns: a caller waiting for the events to be delivered
-    waits for what the handler does with them."""
-    entered, gate = threading.Event(), threading.Event()
-
-    def slow(obj: object) -> None:
-        entered.set()
-        gate.wait(10)
-
-    running.informer.add_event_handler(on_add=slow)
-    running.start()
-    wait_for(entered.is_set)  # handling the first listed pod, nothing else buffered
-    assert running.informer.pending_notifications() == 2  # the fixture's two pods
-    gate.set()
-    wait_for(lambda: running.informer.pending_notifications() == 0)
-
-
 def test_resync_delivers_same_rv_updates_to_due_handlers(lw: FakeListerWatcher) -> None:
     r = Running(lw, resync_period=30.0)
     try:
@@ -305,3 +288,32 @@ def test_informer_stop_method(lw: FakeListerWatcher) -> None:
     informer.stop()
     thread.join(5)
     assert not thread.is_alive() and informer.is_stopped()
+
+
+def test_notifications_handled_waits_for_the_handler_holding_a_change(running: Running) -> None:
+    informer = running.informer
+    release = threading.Event()
+    entered = threading.Event()
+    done: list[str] = []
+
+    def on_add(obj: Any) -> None:
+        if obj["metadata"]["name"] != "c":
+            return
+        entered.set()
+        assert release.wait(10), "the test never released the handler"
+        done.append(obj["metadata"]["name"])
+
+    informer.add_event_handler(on_add=on_add)
+    running.start().synced()
+    wait_for(informer.notifications_handled, message="initial adds handled")
+    try:
+        running.lw.create(make_pod("c"))
+        wait_for(lambda: informer.indexer.get_by_key("default/c") is not None)
+        wait_for(entered.is_set, message="the handler holds the add")
+        # in the cache, nothing buffered: only the handler in flight says it is not handled yet
+        assert informer.pending_notifications() == 0
+        assert not informer.notifications_handled() and done == []
+    finally:
+        release.set()
+    wait_for(informer.notifications_handled, message="the add handled")
+    assert done == ["c"]

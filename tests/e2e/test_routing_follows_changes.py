@@ -13,6 +13,7 @@ scenario is about gc itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -345,6 +346,26 @@ def test_node_deleted_and_reregistered_routes_its_pods_again(
     gc_finds_nothing(ctl)
 
 
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def handled(
+    ctl: Controller, resource: str, key: str, seen: Callable[[dict[str, Any]], bool]
+) -> None:
+    """Wait until the controller has acted on a change: its cache holds `key` as `seen`
+    accepts, every event handler has handled it, then nothing is owed on any queue. Only then
+    does "the NB did not change" mean the controller decided so."""
+    informer = ctl.informers[resource]
+    wait_for(
+        lambda: seen(informer.get_indexer().get_by_key(key) or {}),
+        message=f"the controller's cache sees the change to {resource} {key}",
+    )
+    wait_for(informer.notifications_handled, message=f"{resource} handlers ran")
+    quiet(ctl)
+
+
 def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     cluster: Cluster, start_controller: StartController
 ) -> None:
@@ -366,7 +387,8 @@ def test_centralized_gateway_is_a_ready_node_and_moves_when_deleted(
     egress_becomes(remote, {ip: jb}, message="via the Ready gateway gw-b")
 
     make_ready(store, "gw-a")
-    until(lambda: egress(remote, [ip]) == {ip: [(jb,)]}, "the gateway stays on gw-b")
+    handled(ctl, "nodes", "gw-a", _ready)
+    assert egress(remote, [ip]) == {ip: [(jb,)]}, "the gateway moved back to gw-a"
     store.delete("nodes", None, "gw-b")
     egress_becomes(remote, {ip: ja}, message="via gw-a once gw-b is gone")
     settled(cluster, *FLAGS)

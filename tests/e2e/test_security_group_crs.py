@@ -74,9 +74,14 @@ def _spec(
 
 
 def edit_sg(cluster: Cluster, name: str, **kw: Any) -> None:
-    store = cluster.server.store
-    obj = store.get("security-groups", None, name)
-    store.update("security-groups", {**obj, "spec": _spec(**kw)})
+    """Replace the group's spec; the controller writes the group's status after each sync, so
+    the write retries on a Conflict (`rewrite`)."""
+    spec = _spec(**kw)
+
+    def change(obj: dict[str, Any]) -> None:
+        obj["spec"] = spec
+
+    rewrite(cluster.server, "security-groups", None, name, change)
 
 
 def acls(cluster: Cluster, pg: str) -> set[tuple[str, int, str, str]] | None:
@@ -368,11 +373,11 @@ def test_a_rule_list_that_is_not_a_list(ctl: Controller, cluster: Cluster) -> No
         egress=[rule(2, address="10.8.0.1")],
     )
     synced(cluster, "lists")
-    store = cluster.server.store
-    obj = store.get("security-groups", None, "lists")
-    store.update(
-        "security-groups", {**obj, "spec": {**obj["spec"], "ingressRules": "allow everything"}}
-    )
+
+    def garble(obj: dict[str, Any]) -> None:
+        obj["spec"]["ingressRules"] = "allow everything"
+
+    rewrite(cluster.server, "security-groups", None, "lists", garble)
     synced(cluster, "lists", ingress=False, egress=True)
     event = warning(cluster, "lists", REASON)
     assert "ingressRules: ingressRules must be a list" in event["message"], event["message"]

@@ -211,13 +211,18 @@ def warning(cluster: Cluster, name: str, reason: str, ns: str = NS) -> dict[str,
     return found[0]
 
 
-def quiet(ctl: Controller) -> None:
-    """Wait until no pod work is queued or pending (delayed deletes included)."""
+def quiet(ctl: Controller, timeout: float = helpers.DEFAULT_TIMEOUT) -> None:
+    """Wait until the controller owes no work: on every queue it runs, nothing queued, no item
+    held by a worker and no delayed entry already due (`DelayingQueue.idle_now`), and no pod
+    delete deferred. A queue's length alone leaves out the item a worker is handling, whose
+    writes are still to come. Events the informers have not delivered yet are not visible here:
+    a test first waits for the change it made to be seen (an annotation, an LSP), then for quiet."""
     pods = ctl.pod_controller
     assert pods is not None
     wait_for(
-        lambda: all(len(q) == 0 for q in ctl.pod_queues.all()) and not pods.pending_deletes(),
-        message="pod queues drained",
+        lambda: all(q.idle_now() for q in ctl.work_queues()) and not pods.pending_deletes(),
+        timeout,
+        "the controller's queues quiet",
     )
 
 

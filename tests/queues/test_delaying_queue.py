@@ -196,3 +196,17 @@ def test_idle_counts_an_entry_waiting_for_its_ready_time(make: Make, clock: Fake
     clock.step(5.0)
     assert drain(q) == ["a"]
     assert q.idle()
+
+
+def test_idle_now_counts_due_and_in_flight_work_not_a_later_entry(
+    make: Make, clock: FakeClock
+) -> None:
+    q = make(DelayingQueue, clock=clock)
+    q.add_after("a", 5.0)
+    assert q.idle_now() and not q.idle()  # due later: nothing owed now
+    clock.step(5.0)
+    assert not q.idle_now()  # due: waiting or already moved into the queue, never neither
+    item, _ = q.get()
+    assert item == "a" and len(q) == 0 and not q.idle_now()  # held by a worker
+    q.done("a")
+    assert q.idle_now() and q.idle()

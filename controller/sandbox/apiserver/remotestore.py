@@ -10,11 +10,20 @@ Where the emulator's in-process calls do more than one REST request could, this 
 
 * `create` of a kind with a status subresource sends the body, then (as the in-process store
   keeps the status a test seeds) patches the status it was given through `/status`;
-* `patch`/`update` of the main resource with a `status` in the body also writes that status
-  through `/status` (a real server ignores it on the main resource);
+* `patch` of the main resource with a `status` in the body also sends that status to
+  `/status` (a real server ignores it on the main resource, and so does the emulator's store:
+  there the two differ); a patch names only the fields it changes, so at least it carries no
+  stale copy of a status it never read;
 * `delete` of a pod with `immediate_pod_delete` set (the default, as the emulator's) asks for
   grace period 0, since no kubelet is assumed; with it cleared the server's graceful deletion
   runs and a kubelet (or `finalize_delete`) finishes it.
+
+`update` (a PUT of the whole object) writes the main resource only, as the emulator's store and
+the real server do for a kind with a status subresource: the status in the body is ignored, and
+the one stored stays. Its body is a copy of an earlier read, so its status is the read's; sending
+it on to `/status` would replace a status another writer (the kubelet, the controller) wrote
+since, the resourceVersion of the main PUT's answer vouching for it. A caller that means to write
+status says so: `update(..., subresource="status")`.
 
 `wait_for` polls (every 50 ms, with a deadline): a REST client has no store condition to wait on.
 `created` records every object this store created, for a test bed's clean-up between tests.
@@ -217,11 +226,7 @@ class RemoteStore:
         path = resource_path(rt, ns, name or meta["name"])
         if subresource:
             return self.request("PUT", f"{path}/{subresource}", body)
-        out = self.request("PUT", path, body)
-        if rt.has_status and "status" in obj and obj["status"] != out.get("status"):
-            body["metadata"]["resourceVersion"] = out["metadata"]["resourceVersion"]
-            out = self.request("PUT", path + "/status", body)
-        return out
+        return self.request("PUT", path, body)
 
     def patch(
         self,

@@ -8,6 +8,7 @@ writes take, so a read or a watch never sees half a write.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from collections.abc import Callable, Iterable
@@ -268,8 +269,20 @@ class VersionedTables:
         return self._end_watches(resource, expire)
 
     def watcher_count(self, resource: ResourceType | str | None = None) -> int:
+        """Registered watches, ended ones included until their stream has closed."""
         with self._lock:
             return sum(len(t.watchers) for t in self._tables_of(resource))
+
+    def live_watch_starts(self, resource: ResourceType | str | None = None) -> builtins.list[int]:
+        """The version each registered watch that has not been ended (dropped or sent an
+        error) was opened at, sorted: which watch requests the server is serving now."""
+        with self._lock:
+            return sorted(
+                w.start_rv
+                for t in self._tables_of(resource)
+                for w in t.watchers
+                if not w.dropped and w.forced_error is None
+            )
 
     def wait_for(
         self,

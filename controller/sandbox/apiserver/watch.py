@@ -76,6 +76,7 @@ class Watcher:
         self._table = table
         self._selector = selector
         self.cursor = cursor
+        self.start_rv = cursor  # the version the watch was opened at, for tests to name it by
         self.initial = initial
         self.dropped = False
         self.forced_error: ApiError | None = None
