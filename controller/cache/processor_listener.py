@@ -113,14 +113,21 @@ class ProcessorListener:
 
     def _run(self) -> None:
         handler = self.handler
+        finished_initial = False  # the notification just handled was an initial add
         while True:
             with self._cond:
+                # what the last handler call finished is recorded under the lock that takes
+                # the next notification: one lock round trip per notification
+                self._handling = False
+                if finished_initial:
+                    self._pending_initial -= 1
                 while not self._buffer and not self._closed.is_set():
                     self._cond.wait()
                 if self._closed.is_set():
                     return
                 kind, a, b = self._buffer.popleft()
                 self._handling = True
+            finished_initial = False
             try:
                 if kind == NOTIFY_ADD:
                     handler.on_add(a, b)
@@ -134,10 +141,7 @@ class ProcessorListener:
                     self._handling = False
                 self._clock.sleep(HANDLER_ERROR_PAUSE, self._closed)
                 continue
-            with self._cond:
-                self._handling = False
-                if kind == NOTIFY_ADD and b:
-                    self._pending_initial -= 1
+            finished_initial = kind == NOTIFY_ADD and bool(b)
 
 
 class ResourceEventHandlerRegistration:
