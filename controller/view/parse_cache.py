@@ -16,6 +16,7 @@ each; both get equal models.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -109,7 +110,8 @@ def _version_key(raw: KubeObject) -> tuple[str, str, str] | None:
 
 @dataclass(frozen=True, slots=True)
 class ParsedSubnet:
-    """One subnet object's parse: the model (None if malformed) and each check's error text.
+    """One subnet object's parse: the model (None if malformed; with the CIDR, gateway and
+    excludeIps `format_subnet_spec` gives when the spec passes it) and each check's error text.
 
     `parse_error`: `Subnet.from_dict` refused it; `spec_error`: the model parsed but the subnet
     controller refuses its spec (`format_subnet_spec`), so IPAM never registers it.
@@ -128,7 +130,15 @@ def parse_subnet(raw: KubeObject) -> ParsedSubnet:
         return ParsedSubnet(None, str(exc), "")
     try:
         spec = raw.get("spec") or {}
-        format_subnet_spec(subnet.name, spec if isinstance(spec, Mapping) else {})
+        formatted = format_subnet_spec(subnet.name, spec if isinstance(spec, Mapping) else {})
     except MalformedObjectError as exc:
         return ParsedSubnet(subnet, "", str(exc))
+    # the subnet controller registers a subnet in IPAM as it writes this formatted spec back:
+    # until that write is cached, readers still see what the subnet is about to have
+    subnet = dataclasses.replace(
+        subnet,
+        cidr_block=formatted["cidrBlock"],
+        gateway=formatted["gateway"],
+        exclude_ips=tuple(formatted["excludeIps"]),
+    )
     return ParsedSubnet(subnet, "", "")

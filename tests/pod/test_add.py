@@ -357,3 +357,23 @@ def test_a_nad_that_appears_later_requeues_the_pods_waiting_for_it(env: Env) -> 
         False,
     )
     assert len(env.queues.add) == 0  # a follower enqueues nothing
+
+
+def test_a_subnet_registered_before_its_formatted_spec_is_cached_gives_the_formatted_gateway(
+    env: Env,
+) -> None:
+    # the subnet controller registers a subnet in IPAM as it writes the formatted spec back; a
+    # pod handled before that write reaches the cache must still get the gateway and the CIDR
+    # the subnet will have, never an empty gateway the CNI daemon would route nothing through
+    raw = raw_subnet("fresh", "10.77.0.9/16", gateway="", exclude=[], namespaces=["default"])
+    del raw["spec"]["gateway"]
+    env.subnets.add(raw)
+    env.ipam.add_or_update_subnet("fresh", "10.77.0.0/16", ["10.77.0.1"])
+    env.nb.ensure_logical_switch("fresh", ROUTER, "10.77.0.0/16", "10.77.0.1", {})
+    env.create_pod(raw_pod("early", annotations={LS: "fresh"}))
+    env.controller.handle_add_pod("default/early")
+
+    got = env.annotations("default/early")
+    assert got["ovn.kubernetes.io/gateway"] == "10.77.0.1"
+    assert got["ovn.kubernetes.io/cidr"] == "10.77.0.0/16"
+    assert got[IP] == "10.77.0.2"

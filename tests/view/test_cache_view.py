@@ -12,6 +12,7 @@ import pytest
 from controller.cache import Indexer
 from controller.core.errors import MalformedObjectError, ResourceNotReadyError
 from controller.core.model import Namespace, Node, Pod, Subnet
+from controller.core.subnet_spec import format_subnet_spec
 from controller.kube.api import KubeObject
 from controller.testing import builders
 from controller.view import (
@@ -204,10 +205,12 @@ def test_subnets_are_the_well_formed_ones_by_name_and_parsed_once_per_version() 
     assert [s.name for s in first] == ["alpha", "zeta"]
     assert view.subnets()[0] is first[0]  # the same version answers from the cache
     assert view.subnet_map()["zeta"] is first[1]
-    subnets.update(_subnet("alpha", "2", cidr="10.2.0.0/24", gateway="10.2.0.1"))
-    assert view.subnet("alpha") == Subnet.from_dict(
-        _subnet("alpha", "2", cidr="10.2.0.0/24", gateway="10.2.0.1")
-    )
+    raw = _subnet("alpha", "2", cidr="10.2.0.0/24", gateway="10.2.0.1")
+    subnets.update(raw)
+    # the model of the spec the subnet controller formats (the gateway among the excludes)
+    formatted = {**raw, "spec": format_subnet_spec("alpha", raw["spec"])}
+    assert view.subnet("alpha") == Subnet.from_dict(formatted)
+    assert view.subnet("alpha") != Subnet.from_dict(raw)
 
 
 def test_a_malformed_subnet_raises_the_models_error() -> None:
