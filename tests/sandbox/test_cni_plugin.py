@@ -363,16 +363,22 @@ def test_host_nic_names_are_kube_ovns_and_fit_ifnamsiz() -> None:
     assert all(len(host_nic_name(CID, i)) <= 15 for i in ("eth0", "net1", "a-very-long-if"))
 
 
-def test_a_provider_kube_ovn_serves_as_ipam_only_gets_addresses_and_no_wiring(bed: Bed) -> None:
-    conf = {
-        "cniVersion": "1.0.0",
-        "type": "macvlan",
-        "ipam": {"type": "kube-ovn", "server_socket": str(bed.socket), "provider": "mv.ns"},
-    }
+def ipam_only(bed: Bed) -> dict[str, Any]:
+    """A macvlan conflist entry with kube-ovn as its IPAM (provider `mv.ns`), the pod allocated
+    on that provider and its IP CR made; returns the network config."""
     bed.daemon.set_subnets([{"spec": {"provider": "mv.ns"}}])
     ann = {k.replace("ovn.kubernetes.io", "mv.ns.kubernetes.io"): v for k, v in DUAL.items()}
     bed.pods.first = bed.pods.then = pod(ann)
     bed.ips.crs["web.default.mv.ns"] = ip_cr("web.default.mv.ns")
+    return {
+        "cniVersion": "1.0.0",
+        "type": "macvlan",
+        "ipam": {"type": "kube-ovn", "server_socket": str(bed.socket), "provider": "mv.ns"},
+    }
+
+
+def test_a_provider_kube_ovn_serves_as_ipam_only_gets_addresses_and_no_wiring(bed: Bed) -> None:
+    conf = ipam_only(bed)
     rc, result = bed.run("ADD", conf=conf, env={"CNI_IFNAME": "net1"})
     assert rc == 0, result
     assert [ip["address"] for ip in result["ips"]] == ["10.16.0.5/16", "fd00:10:16::5/64"]
@@ -397,15 +403,7 @@ def test_add_records_the_node_in_the_pods_ip_cr(bed: Bed) -> None:
 
 
 def test_add_names_the_ip_cr_after_the_provider_and_the_vm(bed: Bed) -> None:
-    conf = {
-        "cniVersion": "1.0.0",
-        "type": "macvlan",
-        "ipam": {"type": "kube-ovn", "server_socket": str(bed.socket), "provider": "mv.ns"},
-    }
-    bed.daemon.set_subnets([{"spec": {"provider": "mv.ns"}}])
-    ann = {k.replace("ovn.kubernetes.io", "mv.ns.kubernetes.io"): v for k, v in DUAL.items()}
-    bed.pods.first = bed.pods.then = pod(ann)
-    bed.ips.crs["web.default.mv.ns"] = ip_cr("web.default.mv.ns")
+    conf = ipam_only(bed)
     before = copy.deepcopy(bed.ips.crs)
     # kube-ovn as another plugin's IPAM: no wiring, but the IP CR write all the same
     assert bed.run("ADD", conf=conf, env={"CNI_IFNAME": "net1"})[0] == 0
