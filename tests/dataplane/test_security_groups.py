@@ -22,7 +22,7 @@ from controller.core.constants import (
 from controller.core.security_group import rules_md5
 from controller.sandbox.processes import stop_process
 from tests.dataplane.helpers import Net, WiredPod
-from tests.e2e.helpers import get_or_none, wait_for
+from tests.e2e.helpers import get_or_none, rewrite, wait_for
 
 SECURITY_GROUPS = SECURITY_GROUP_ANNOTATION_TEMPLATE.format(provider="ovn")
 
@@ -40,12 +40,11 @@ def rule(priority: int, **kw: Any) -> dict[str, Any]:
 
 def apply_sg(net: Net, name: str, **spec: Any) -> None:
     """Create or replace the SecurityGroup `name`; return once its status reports this spec."""
-    store = net.cluster.server.store
-    current = get_or_none(net.cluster.server, "security-groups", None, name)
-    if current is None:
-        store.create("security-groups", {"metadata": {"name": name}, "spec": spec})
-    else:
-        store.update("security-groups", {**current, "spec": spec})
+    server = net.cluster.server
+    if get_or_none(server, "security-groups", None, name) is None:
+        server.store.create("security-groups", {"metadata": {"name": name}, "spec": spec})
+    else:  # the controller writes the group's status too: a plain read-then-update may 409
+        rewrite(server, "security-groups", None, name, lambda sg: sg.update(spec=spec))
 
     def applied() -> bool:
         obj = get_or_none(net.cluster.server, "security-groups", None, name) or {}
