@@ -24,10 +24,16 @@ def in_any(ip: str, blocks: Iterable[str]) -> bool:
 
 def range_rows(nb: NbClient, router: str, blocks: list[str], with_nat: bool) -> RangeRows:
     """The rows of `router` inside `blocks` (the subnet's CIDR blocks); NAT only `with_nat`."""
-    nats = (
-        [n for n in nb.list_nat_rules(router) if in_any(n.logical_ip, blocks)] if with_nat else []
-    )
-    routes = nb.list_static_routes(router)
+    nats = nb.list_nat_rules(router) if with_nat else []
+    return rows_in_range(nats, nb.list_static_routes(router), blocks)
+
+
+def rows_in_range(
+    nats: Iterable[NatRule], routes: Iterable[StaticRoute], blocks: list[str]
+) -> RangeRows:
+    """`range_rows` of rows already read: those of `nats` inside `blocks`, every route (a
+    subnet key's `actual_rows` picks its own) and the hosts of the single-address ones."""
+    routes = list(routes)
     hosts = {
         r.ip_prefix.split("/", 1)[0]
         for r in routes
@@ -35,4 +41,4 @@ def range_rows(nb: NbClient, router: str, blocks: list[str], with_nat: bool) -> 
         and r.ip_prefix not in blocks
         and in_any(r.ip_prefix.split("/", 1)[0], blocks)
     }
-    return RangeRows(nats, routes, hosts)
+    return RangeRows([n for n in nats if in_any(n.logical_ip, blocks)], routes, hosts)

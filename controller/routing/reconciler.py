@@ -182,18 +182,6 @@ class RoutingReconciler:
         self.enqueue(ALL_SUBNETS)
         self.enqueue(ALL_NODE_POLICIES)
 
-    # --- reading the caches ----------------------------------------------------------------------
-
-    def _subnet_names(self) -> list[str]:
-        names = {s.name for s in self._inputs.subnets()}
-        for p in self._nb.list_router_policies(self._config.cluster_router):
-            if p.external_ids.get(rp.ROUTE_KIND_KEY) and p.external_ids.get(rp.SUBNET_KEY):
-                names.add(p.external_ids[rp.SUBNET_KEY])
-        for a in self._nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY}):
-            if a.external_ids.get(rp.SUBNET_KEY):
-                names.add(a.external_ids[rp.SUBNET_KEY])
-        return sorted(names)
-
     # --- handlers --------------------------------------------------------------------------------
 
     def handle(self, key: str) -> None:
@@ -285,8 +273,13 @@ class RoutingReconciler:
         return change, desired
 
     def _reconcile_subnet(
-        self, name: str, dry_run: bool = False, queue_nodes: bool = True
+        self,
+        name: str,
+        dry_run: bool = False,
+        queue_nodes: bool = True,
+        shared: NodeKeyRows | None = None,
     ) -> RoutingChange:
+        """Bring subnet key `name` to its desired rows; `shared`: as in `_reconcile_node`."""
         cfg = self._cfg()
         now = self._wall_clock()
         subnet, malformed = self._inputs.subnet(name)
@@ -295,7 +288,7 @@ class RoutingReconciler:
         nodes = self._inputs.nodes()
         desired = rs.desired_subnet_rows(subnet, nodes, cfg)
         router = cfg.router
-        policies = self._nb.list_router_policies(router)
+        policies = shared.every_policy if shared else self._nb.list_router_policies(router)
         # NOTE: every set is a node key's (and named by its reroute policy); reading the
         # subnet's sets here would cost all its pods' entries on every pod delete.
         sets: list[AddressSetInfo] = []
@@ -304,7 +297,8 @@ class RoutingReconciler:
         routed = subnet is not None and rs.routed_subnet(subnet, cfg)
         cidr = subnet.cidr_block if subnet is not None and routed else ""
         blocks = [b.strip() for b in cidr.split(",") if b.strip()]
-        in_range = range_rows(self._nb, router, blocks, cfg.enable_eip_snat)
+        nat = cfg.enable_eip_snat
+        in_range = shared.in_range(blocks) if shared else range_rows(self._nb, router, blocks, nat)
         hosts = in_range.hosts
         addresses = {n.logical_ip for n in in_range.nats} | set(blocks) | hosts
         actual = rs.actual_rows(name, "", policies, sets, in_range.nats, in_range.routes, addresses)
@@ -323,12 +317,16 @@ class RoutingReconciler:
             any(k[0] == rp.GATEWAY_PRIORITY for k in actual.policies)
             or actual.stale_routes & set(blocks)
         ):
-            # switched to distributed: the node keys' rows first, then the subnet-wide ones go
+            if shared is not None:  # switched to distributed: from a fresh read
+                return self._reconcile_subnet(name, dry_run, queue_nodes)
+            # the node keys' rows first, then the subnet-wide ones go
             for node in sorted(node_names):
                 with self._locks.locked(rs.node_key(name, node)):
                     self._reconcile_node(name, node, dry_run)
             desired.rows.stale_routes.update(blocks)
         change = rs.diff_rows(desired.rows, actual, claims)
+        if shared is not None and not change.empty():
+            return self._reconcile_subnet(name, dry_run, queue_nodes)  # written from a fresh read
         if not change.empty() and not dry_run:
             LOG.info("routing %s: %s", name, describe(change))
             self._nb.apply_routing(router, change)
@@ -341,21 +339,24 @@ class RoutingReconciler:
 
     def _reconcile_all_subnets(self, skip: Collection[str] = ()) -> list[tuple[str, RoutingChange]]:
         """Every subnet key, then every subnet node key but those in `skip`, each under its
-        lock; returns each key that had to change, with the change. The node keys share one
-        read of the router (`NodeKeyRows`; a write follows a fresh read only, and a row changed
-        after the shared read that still looks right in it is left to the next pass). They are
-        diffed here, not queued: a worker could repair their drift before gc's pass counts it."""
+        lock; returns each key that had to change, with the change. The keys share one read of
+        the router (`NodeKeyRows`, again for the node keys if a subnet key wrote); a write
+        follows a fresh read only (a row changed after the shared read that still looks right
+        in it is left to the next pass). The node keys are diffed here, not queued: a worker
+        could repair their drift before gc's pass counts it."""
         found: list[tuple[str, RoutingChange]] = []
-        names = self._subnet_names()
+        cfg = self._cfg()
+        shared = NodeKeyRows.read(self._nb, cfg.router, cfg.enable_eip_snat)
+        names = sorted({s.name for s in self._inputs.subnets()} | shared.subnets())
         for name in names:
             if rs.subnet_key(name) in skip:
                 continue
             with self._locks.locked(rs.subnet_key(name)):
-                change = self._reconcile_subnet(name, queue_nodes=False)
+                change = self._reconcile_subnet(name, queue_nodes=False, shared=shared)
             if not change.empty():
                 found.append((name, change))
-        cfg = self._cfg()
-        shared = NodeKeyRows.read(self._nb, cfg.router, cfg.enable_eip_snat)
+        if found:
+            shared = NodeKeyRows.read(self._nb, cfg.router, cfg.enable_eip_snat)
         cached_nodes = set(self._inputs.nodes())
         for name in names:
             for node in sorted(cached_nodes | shared.nodes_of(name)):

@@ -34,7 +34,7 @@ def test_small_run_prints_a_row_per_node_count() -> None:
     grid = {}
     for line in proc.stdout.splitlines():
         m = re.match(
-            r"^\s*(\d+)x(\d+)\s+(\d+)\s+(\d+)((\s+[\d.]+){2})\s+[\d.]+x((\s+[\d.]+){2})$", line
+            r"^\s*(\d+)x(\d+)\s+(\d+)\s+(\d+)((\s+[\d.]+){3})\s+[\d.]+x((\s+[\d.]+){2})$", line
         )
         if m:
             grid[(int(m.group(1)), int(m.group(2)))] = line

@@ -1,6 +1,6 @@
-"""The full pass over the subnet keys and subnet node keys (`<subnet>/<node>`): the node keys
-share one read of the router (`controller.routing.node_key_rows`), and every write is made from
-a fresh read.
+"""The full pass over the subnet keys (`<subnet>`) and subnet node keys (`<subnet>/<node>`): the
+keys share one read of the router (`controller.routing.node_key_rows`), and every write is made
+from a fresh read.
 
 Each pass is driven both ways it runs in the controller: gc's backstop (`backstop()`) and the
 periodic resync's `ALL_SUBNETS` key worked off the routing queue.
@@ -13,13 +13,23 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 
 from controller.core import router_policy as rp
-from controller.ovn.api import AddressSetInfo, NbClient, RoutingChange
+from controller.ovn.api import AddressSetInfo, NbClient, RouterPolicy, RoutingChange
+from controller.pod_logic.routing import subnet_allow_policies
 from controller.routing import node_key_rows
 from controller.routing.node_key_rows import NodeKeyRows
 from controller.routing.reconciler import ALL_SUBNETS
-from tests.pod.env import DEFAULT_SUBNET, NODE, NODE_JOIN_IP, ROUTER, Env, raw_subnet, standard_env
+from tests.pod.env import (
+    DEFAULT_SUBNET,
+    NODE,
+    NODE_JOIN_IP,
+    ROUTER,
+    Env,
+    cached,
+    raw_subnet,
+    standard_env,
+)
 from tests.routing.test_node_policy_pass import HookedNb, by_backstop, by_resync, hooked
-from tests.routing.test_reconciler import N2, N2_JOIN, make_ready, routing_sets, start
+from tests.routing.test_reconciler import N2, N2_JOIN, edit_subnet, make_ready, routing_sets, start
 
 PASSES = [pytest.param(by_backstop, id="backstop"), pytest.param(by_resync, id="resync")]
 OTHER = "other"
@@ -53,21 +63,98 @@ def reads(env: Env) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("nodes", [2, 9])
-def test_a_pass_over_converged_keys_reads_the_router_a_number_of_times_set_by_the_subnets(
-    env: Env, nodes: int
+@pytest.mark.parametrize("extra_subnets", [0, 4])
+def test_a_pass_over_converged_keys_reads_the_router_once_whatever_the_subnet_and_node_count(
+    env: Env, nodes: int, extra_subnets: int
 ) -> None:
-    """A pass costs the policies once for its subnet names, once per subnet key and once for
-    all the node keys; the sets once for the names and once for the node keys: whatever the
-    node count."""
+    """One read of the policies and one of the sets for the whole pass: the subnet names, the
+    subnet keys and the node keys all diff against it."""
     for n in range(3, nodes + 1):
         make_ready(env, f"node{n}", f"100.64.0.{40 + n}", internal=f"172.18.1.{n}")
+    for s in range(extra_subnets):
+        env.add_subnet(raw_subnet(f"extra{s}", f"10.{30 + s}.0.0/16", gateway=f"10.{30 + s}.0.1"))
+    env.enqueue_routing()
     env.converge()
+    assert len(env.view.subnets()) == 2 + extra_subnets
     before, writes = reads(env), env.nb.requests["apply_routing"]
     assert env.routing.reconcile(ALL_SUBNETS) == RoutingChange()
-    subnets = len(env.view.subnets())  # ovn-default and other
-    assert subnets == 2
-    assert reads(env) == (before[0] + subnets + 2, before[1] + 2)
+    assert reads(env) == (before[0] + 1, before[1] + 1)
     assert env.nb.requests["apply_routing"] == writes
+
+
+def allow_of(subnet: str, cidr: str) -> RouterPolicy:
+    (allow,) = subnet_allow_policies(subnet, cidr, ROUTER)
+    return allow
+
+
+def policy_keys(env: Env) -> set[tuple[int, str]]:
+    return {(p.priority, p.match) for p in env.nb.list_router_policies(ROUTER)}
+
+
+@pytest.mark.parametrize("full_pass", PASSES)
+def test_a_pass_restores_a_subnet_keys_rows(env: Env, full_pass: Callable[[Env], None]) -> None:
+    """The subnet keys are diffed against the shared read: a missing allow and a centralized
+    subnet's missing reroute are written back, a stale subnet-wide reroute is removed."""
+    env.kube.create_subnet(cached(env.subnets, DEFAULT_SUBNET))  # its status is written
+    edit_subnet(env, DEFAULT_SUBNET, gatewayType="centralized", gatewayNode=NODE)
+    env.converge()
+    want = policy_keys(env)
+    reroute = (rp.GATEWAY_PRIORITY, rp.src_match("10.16.0.0/16"))
+    assert reroute in want
+    allow = allow_of(OTHER, "10.17.0.0/16")
+    env.nb.delete_router_policy(ROUTER, allow.priority, allow.match)
+    env.nb.delete_router_policy(ROUTER, *reroute)
+    stale = rp.ids(rp.KIND_GATEWAY, 4, subnet=OTHER)
+    match = rp.src_match("10.17.0.0/16")
+    env.nb.add_router_policy(ROUTER, rp.GATEWAY_PRIORITY, match, "reroute", [NODE_JOIN_IP], stale)
+    full_pass(env)
+    assert policy_keys(env) == want
+    assert env.routing.backstop() == []
+
+
+@pytest.mark.parametrize("full_pass", PASSES)
+def test_a_subnet_key_that_only_the_shared_read_shows_drifting_writes_nothing(
+    env: Env, full_pass: Callable[[Env], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared read lacks a subnet's allow (put back by another writer just after it) and
+    holds a stale subnet-wide reroute (removed by its owner just after): the subnet key re-reads
+    before writing and finds nothing to do."""
+    want = policy_keys(env)
+    allow = allow_of(OTHER, "10.17.0.0/16")
+    match = rp.src_match("10.16.0.0/16")
+    stale = rp.ids(rp.KIND_GATEWAY, 4, subnet=DEFAULT_SUBNET)
+    read = NodeKeyRows.read
+
+    def read_stale(nb: NbClient, router: str, with_nats: bool) -> NodeKeyRows:
+        env.nb.delete_router_policy(ROUTER, allow.priority, allow.match)
+        env.nb.add_router_policy(
+            ROUTER, rp.GATEWAY_PRIORITY, match, "reroute", [NODE_JOIN_IP], stale
+        )
+        rows = read(nb, router, with_nats)
+        env.nb.add_router_policy(
+            ROUTER, allow.priority, allow.match, allow.action, list(allow.nexthops),
+            allow.external_ids,
+        )  # fmt: skip
+        env.nb.delete_router_policy(ROUTER, rp.GATEWAY_PRIORITY, match)
+        return rows
+
+    monkeypatch.setattr(node_key_rows.NodeKeyRows, "read", read_stale)
+    before, writes = reads(env), env.nb.requests["apply_routing"]
+    full_pass(env)
+    monkeypatch.undo()
+    # the shared read, then a fresh one for each of the two keys that looked different
+    assert reads(env)[0] >= before[0] + 3
+    assert env.nb.requests["apply_routing"] == writes
+    assert policy_keys(env) == want
+
+
+def test_a_subnet_key_queued_on_its_own_reads_the_router_afresh(env: Env) -> None:
+    allow = allow_of(OTHER, "10.17.0.0/16")
+    env.nb.delete_router_policy(ROUTER, allow.priority, allow.match)
+    before = reads(env)
+    env.routing.reconcile(OTHER)
+    assert reads(env)[0] == before[0] + 1
+    assert (allow.priority, allow.match) in policy_keys(env)
 
 
 @pytest.mark.parametrize("full_pass", PASSES)
