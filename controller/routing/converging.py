@@ -12,13 +12,22 @@ A key the informer events queued is the reconciler's to write; what differs ther
   event (the cache had the change before the event's handler queued the key), not drift.
 * `wait_delivered(delivered, timeout)`: waits until `delivered()` (no event notification still
   on its way to a handler) or the timeout, so `since` sees the keys those events queue.
+* `on_its_own(key, retry, failed, run, ...)`: one key of a full pass; a key that fails is
+  queued to be retried alone and the pass goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+LOG = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 DELIVERY_TIMEOUT = 1.0
 _POLL = 0.005
@@ -78,3 +87,23 @@ def wait_delivered(delivered: Callable[[], bool], timeout: float = DELIVERY_TIME
             return False
         pause.wait(_POLL)
     return True
+
+
+def on_its_own(
+    key: str,
+    retry: Callable[[str], None],
+    failed: T,
+    run: Callable[P, T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """`run(*args, **kwargs)` as one key of a full pass: a key that fails (the NB refusing its
+    write, a status patch the API refuses) is logged and queued by `retry` to be retried by
+    itself, with its own backoff, and `failed` is returned so the pass goes on with the other
+    keys (nothing of the key was written: its change is one transaction)."""
+    try:
+        return run(*args, **kwargs)
+    except Exception as exc:  # one key's failure never holds back the repair of the others
+        LOG.warning("routing %s: failed in the full pass, queued to retry alone: %s", key, exc)
+        retry(key)
+        return failed

@@ -106,3 +106,17 @@ class NodeKeyRows:
     def in_range(self, blocks: list[str]) -> RangeRows:
         """`range_rows` of the read: its rows inside `blocks` (a subnet's CIDR blocks)."""
         return rows_in_range(self.every_nat, self.every_route, blocks)
+
+
+def node_names_of(
+    subnet: str,
+    cached: Iterable[str],
+    policies: Iterable[RouterPolicy],
+    sets: Iterable[AddressSetInfo],
+) -> list[str]:
+    """Every node `subnet` may have rows for: the `cached` ones and those its rows name."""
+    names = set(cached)
+    for row_ids in [p.external_ids for p in policies] + [a.external_ids for a in sets]:
+        if row_ids.get(rp.SUBNET_KEY) == subnet and row_ids.get(rp.NODE_KEY):
+            names.add(row_ids[rp.NODE_KEY])
+    return sorted(names)

@@ -35,6 +35,7 @@ from controller.ovn.api import NbClient, RouterPolicy, RoutingChange, StaticRout
 from controller.pod_logic import node_policies as node_rows
 from controller.pod_logic import routing_state as rs
 from controller.routing.changes import describe
+from controller.routing.converging import on_its_own
 from controller.routing.inputs import RoutingInputs
 
 LOG = logging.getLogger(__name__)
@@ -79,11 +80,14 @@ class NodePolicyKeys:
         nb: NbClient,
         inputs: RoutingInputs,
         routing_config: Callable[[], rs.RoutingConfig],
+        retry: Callable[[str], None] = lambda _key: None,
     ) -> None:
+        """`retry(key)`: queue a key that failed in the full pass to be retried alone."""
         self._config = config
         self._nb = nb
         self._inputs = inputs
         self._routing_config = routing_config
+        self._retry = retry
 
     def reconcile(self, name: str) -> RoutingChange:
         """Bring node `name`'s policies to their desired state against a fresh read; returns
@@ -97,7 +101,8 @@ class NodePolicyKeys:
     ) -> list[tuple[str, RoutingChange]]:
         """The full pass: every node policy key but those in `skip`, each under its lock in
         `locks`, diffed against one shared read of the router (see the module docstring);
-        returns each key that had to change, with the change applied."""
+        returns each key that had to change, with the change applied. A key that fails is
+        queued to be retried alone and the pass goes on (`converging.on_its_own`)."""
         if not self._config.enable_node_controller:
             return []
         cfg = self._routing_config()
@@ -108,7 +113,9 @@ class NodePolicyKeys:
             if key in skip:
                 continue
             with locks.locked(key):
-                change = self._reconcile(name, cfg, shared)
+                change = on_its_own(
+                    key, self._retry, RoutingChange(), self._reconcile, name, cfg, shared
+                )
             if not change.empty():
                 found.append((key, change))
         return found

@@ -62,9 +62,9 @@ from controller.queues import RateLimitingQueue, default_controller_rate_limiter
 from controller.queues.clock import WallClock, utcnow
 from controller.routing import events
 from controller.routing.changes import combined, describe, removes
-from controller.routing.converging import Converging, wait_delivered
+from controller.routing.converging import Converging, on_its_own, wait_delivered
 from controller.routing.inputs import RoutingInputs
-from controller.routing.node_key_rows import NodeKeyRows
+from controller.routing.node_key_rows import NodeKeyRows, node_names_of
 from controller.routing.node_policies import ALL_NODE_POLICIES, KeyLocks, NodePolicyKeys
 from controller.routing.range_rows import range_rows
 from controller.routing.release import released_rows
@@ -133,7 +133,7 @@ class RoutingReconciler:
         self._wall_clock = wall_clock
         self._locks = KeyLocks()
         self._inputs = RoutingInputs(view)
-        self._node_policies = NodePolicyKeys(config, nb, self._inputs, self._cfg)
+        self._node_policies = NodePolicyKeys(config, nb, self._inputs, self._cfg, self.enqueue)
         self._converging = Converging()
         self.events_delivered = events_delivered
 
@@ -352,7 +352,10 @@ class RoutingReconciler:
             if rs.subnet_key(name) in skip:
                 continue
             with self._locks.locked(rs.subnet_key(name)):
-                change = self._reconcile_subnet(name, queue_nodes=False, shared=shared)
+                change = on_its_own(
+                    name, self.enqueue, RoutingChange(), self._reconcile_subnet, name, False, False,
+                    shared,
+                )  # fmt: skip
             if not change.empty():
                 found.append((name, change))
         if found:
@@ -364,7 +367,10 @@ class RoutingReconciler:
                 if key in skip:
                     continue
                 with self._locks.locked(key):
-                    change, _ = self._reconcile_node(name, node, shared=shared)
+                    change, _ = on_its_own(
+                        key, self.enqueue, (RoutingChange(), None), self._reconcile_node, name,
+                        node, False, shared,
+                    )  # fmt: skip
                 if not change.empty():
                     found.append((key, change))
         return found
@@ -375,17 +381,12 @@ class RoutingReconciler:
         policies: Iterable[RouterPolicy] | None = None,
         sets: Iterable[AddressSetInfo] | None = None,
     ) -> list[str]:
-        """Every node the subnet may have rows for: the cached ones and those its rows name."""
-        router = self._config.cluster_router
+        """Every node the subnet may have rows for (`node_key_rows.node_names_of`)."""
         if policies is None:
-            policies = self._nb.list_router_policies(router)
+            policies = self._nb.list_router_policies(self._config.cluster_router)
         if sets is None:
             sets = self._nb.list_address_sets({rp.ROUTE_KIND_KEY: rp.KIND_GATEWAY})
-        names = set(self._inputs.nodes())
-        for row_ids in [p.external_ids for p in policies] + [a.external_ids for a in sets]:
-            if row_ids.get(rp.SUBNET_KEY) == subnet and row_ids.get(rp.NODE_KEY):
-                names.add(row_ids[rp.NODE_KEY])
-        return sorted(names)
+        return node_names_of(subnet, self._inputs.nodes(), policies, sets)
 
     def _write_gateway(self, subnet: Subnet | None, desired: rs.SubnetDesired) -> None:
         if subnet is None or not desired.centralized or not desired.gateway:

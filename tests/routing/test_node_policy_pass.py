@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from controller.core import router_policy as rp
-from controller.ovn.api import RouterPolicy, RoutingChange, StaticRoute
+from controller.ovn.api import OvnError, RouterPolicy, RoutingChange, StaticRoute
 from controller.routing.node_policies import ALL_NODE_POLICIES
 from controller.routing.reconciler import ALL_SUBNETS
 from controller.testing.fake_nb import FakeNbClient
@@ -171,3 +171,18 @@ def test_the_pass_key_is_queued_by_the_resync_and_skipped_keys_stay_queued(env: 
     queued = env.drain(env.routing_queue)
     # the two passes, and no key of its own for any node or subnet
     assert sorted(queued) == sorted([ALL_NODE_POLICIES, ALL_SUBNETS])
+
+
+@pytest.mark.parametrize("full_pass", PASSES)
+def test_a_node_key_failing_in_the_pass_is_retried_alone_and_the_pass_goes_on(
+    env: Env, full_pass: Callable[[Env], None]
+) -> None:
+    want = node_policies(env)
+    env.nb.delete_router_policy(ROUTER, rp.NODE_PRIORITY, f"ip4.dst == {A_IP}")
+    env.nb.delete_router_policy(ROUTER, rp.NODE_PRIORITY, f"ip4.dst == {B_IP}")
+    env.nb.fail_next("apply_routing", OvnError("transaction refused"))  # NODE's key: first
+    full_pass(env)
+    assert node_policies(env)[f"ip4.dst == {B_IP}"] == (N2_JOIN,)  # the pass went on
+    env.converge()
+    assert node_policies(env) == want
+    assert env.routing.backstop() == []

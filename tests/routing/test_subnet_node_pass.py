@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 
 from controller.core import router_policy as rp
-from controller.ovn.api import AddressSetInfo, NbClient, RouterPolicy, RoutingChange
+from controller.ovn.api import AddressSetInfo, NbClient, OvnError, RouterPolicy, RoutingChange
 from controller.pod_logic.routing import subnet_allow_policies
 from controller.routing import node_key_rows
 from controller.routing.node_key_rows import NodeKeyRows
@@ -208,3 +208,21 @@ def test_a_key_whose_stale_row_another_writer_removed_after_the_shared_read_writ
     full_pass(env)
     policies = {p.match for p in env.nb.list_router_policies(ROUTER)}
     assert rp.src_set_match(other_set, 4) in policies
+
+
+@pytest.mark.parametrize("full_pass", PASSES)
+def test_a_key_failing_in_a_pass_is_retried_on_its_own_and_the_pass_goes_on(
+    env: Env, full_pass: Callable[[Env], None]
+) -> None:
+    """The NB refuses one key's write: the pass still repairs the keys after it, and the failed
+    key is queued to be retried by itself, with its own backoff, not the whole pass with it."""
+    want = policy_keys(env)
+    mine, theirs = allow_of(OTHER, "10.17.0.0/16"), allow_of(DEFAULT_SUBNET, "10.16.0.0/16")
+    for allow in (mine, theirs):
+        env.nb.delete_router_policy(ROUTER, allow.priority, allow.match)
+    env.nb.fail_next("apply_routing", OvnError("transaction refused"))  # OTHER's: it sorts first
+    full_pass(env)
+    assert (theirs.priority, theirs.match) in policy_keys(env)
+    env.converge()
+    assert policy_keys(env) == want
+    assert env.routing.backstop() == []
