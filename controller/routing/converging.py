@@ -7,7 +7,8 @@ A key the informer events queued is the reconciler's to write; what differs ther
   `settled(key, seen)` when it succeeded (or failed for good): the key stops converging unless
   it was queued again meanwhile. A handler that fails to be retried leaves the key converging.
 * `keys()`: the keys converging now.
-* `mark()` and `since(mark)`: the keys queued after a mark. The backstop takes a mark before it
+* `mark()` and `since(mark)`: the keys queued after a mark (older enqueues are then forgotten,
+  so the record stays as small as the keys queued since). The backstop takes a mark before it
   reads the caches: a key it had to change that an event queued after the mark raced that
   event (the cache had the change before the event's handler queued the key), not drift.
 * `wait_delivered(delivered, timeout)`: waits until `delivered()` (no event notification still
@@ -74,8 +75,11 @@ class Converging:
             return self._seq
 
     def since(self, mark: int) -> set[str]:
+        """The keys queued after `mark`; what was queued before it is forgotten, as the passes
+        that ask are serialised and each marks after the last one asked."""
         with self._lock:
-            return {key for key, seq in self._last.items() if seq > mark}
+            self._last = {key: seq for key, seq in self._last.items() if seq > mark}
+            return set(self._last)
 
 
 def wait_delivered(delivered: Callable[[], bool], timeout: float = DELIVERY_TIMEOUT) -> bool:

@@ -465,18 +465,15 @@ class RoutingReconciler:
         found += self._node_policies.reconcile_all(self._locks, skip=converging)
         if found:
             wait_delivered(self.events_delivered)
-            raced = self._converging.since(mark)
-            for key, change in found:
-                if key in raced:
-                    LOG.info("routing gc: %s changed as an event reached it: %s", key,
-                             describe(change))  # fmt: skip
-            found = [(key, change) for key, change in found if key not in raced]
+        raced = self._converging.since(mark)
         for key, change in found:
-            if removes(change):
+            if key in raced:
+                LOG.info("routing gc: %s changed as an event reached it: %s", key, describe(change))
+            elif removes(change):
                 LOG.warning("routing gc found drift: %s: %s", key, describe(change))
             else:
                 LOG.info("routing gc wrote missing rows: %s: %s", key, describe(change))
-        return found
+        return [(key, change) for key, change in found if key not in raced]
 
     # --- workers ---------------------------------------------------------------------------------
 

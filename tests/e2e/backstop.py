@@ -213,7 +213,7 @@ def _idle(ctl: Controller) -> bool:
         # delete handler returns at once for a key the deleting map no longer holds
         return {k for k in waiting if k not in deleting}
 
-    return all(_quiet(q, cleaned_up if q is delete_queue else nothing) for q in ctl._queues)
+    return all(_quiet(q, cleaned_up if q is delete_queue else nothing) for q in ctl.work_queues())
 
 
 def settle(ctl: Controller, timeout: float = SETTLE_TIMEOUT) -> bool:
